@@ -1,0 +1,341 @@
+"""``overseer up`` and ``overseer status``: the whole stack as supervised processes.
+
+``up`` starts NATS when none is reachable, the dev SMTP sink, and the six
+services, each as its own process with its own NATS credentials; waits until
+each answers ``health`` as ready; restarts a crashed one with backoff; and
+on Ctrl-C or SIGTERM stops everything. Children are in their own sessions
+(a terminal's Ctrl-C reaches only the supervisor, which stops them in
+order) and carry a parent-death signal, so even a killed supervisor leaves
+no process behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from overseer.events.bus import connect
+from overseer.events.config import Settings, load_settings
+from overseer.events.launcher import READER, EmbeddedNats, free_port, reachable
+from overseer.events.runtime import rpc_request
+from overseer.events.subjects import SERVICES, Subjects
+
+ROLES = ("admin", "operator", "agent", "viewer")
+# Start order: the deciders before the producers, the gateway last.
+START_ORDER = ("observer", "col", "firewall", "executor", "reasoning", "gateway")
+
+
+def ensure_tokens(home: Path) -> dict[str, str]:
+    """``tokens.json`` with a random dev token per role, written once (0600)."""
+    path = home / "tokens.json"
+    if path.is_file():
+        return dict(json.loads(path.read_text(encoding="utf-8")))
+    home.mkdir(parents=True, exist_ok=True)
+    tokens = {role: secrets.token_urlsafe(24) for role in ROLES}
+    path.write_text(json.dumps(tokens, indent=2), encoding="utf-8")
+    path.chmod(0o600)
+    return tokens
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    """Linux: deliver SIGTERM to this child when the supervisor dies, however it dies."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+    os.setsid()
+
+
+@dataclass
+class Child:
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+    restarts: int = 0
+    started_at: float = 0.0
+    backoff: float = 0.5
+    next_start: float = 0.0
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            self.argv, env=self.env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+        )
+        log.close()
+        self.started_at = time.monotonic()
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def terminate(self) -> None:
+        if self.running and self.process is not None:
+            self.process.terminate()
+
+    def wait_or_kill(self, deadline: float) -> None:
+        if self.process is None:
+            return
+        try:
+            self.process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@dataclass
+class Stack:
+    settings: Settings
+    host: str
+    port: int
+    nats_url: str | None = None
+    nats: EmbeddedNats | None = None
+    children: list[Child] = field(default_factory=list)
+    smtp_port: int = 0
+
+    @property
+    def home(self) -> Path:
+        return self.settings.home
+
+    @property
+    def gateway_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def subjects(self) -> Subjects:
+        return Subjects(str(self.settings.get("nats.namespace") or "overseer"))
+
+    def start_nats(self) -> str:
+        url = self.nats_url or self.settings.nats_url
+        if url and reachable(url):
+            print(f"Using NATS at {url}")
+            return url
+        if url:
+            print(f"NATS at {url} is unreachable; starting an embedded nats-server")
+        self.nats = EmbeddedNats(self.home).start()
+        print(f"Started nats-server at {self.nats.url} (store {self.nats.dir})")
+        return self.nats.url
+
+    def base_env(self, url: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in ("OVERSEER_NATS_USER", "OVERSEER_NATS_PASSWORD")}
+        env |= {
+            "NATS_URL": url,
+            "OVERSEER_HOME": str(self.home),
+            "OVERSEER_GATEWAY__HOST": self.host,
+            "OVERSEER_GATEWAY__PORT": str(self.port),
+        }
+        if self.smtp_port:
+            env["OVERSEER_TOOLS__SMTP_PORT"] = str(self.smtp_port)
+        return env
+
+    def build_children(self, url: str) -> None:
+        logs = self.home / "logs"
+        base = self.base_env(url)
+        if _module_exists("overseer.executor.adapters.smtp_sink"):
+            self.children.append(
+                Child(
+                    "smtp-sink",
+                    [
+                        sys.executable,
+                        "-m",
+                        "overseer.executor.adapters.smtp_sink",
+                        "--host",
+                        "127.0.0.1",
+                        "--port",
+                        str(self.smtp_port),
+                        "--dir",
+                        str(self.home / "mail"),
+                    ],
+                    base,
+                    logs / "smtp-sink.log",
+                )
+            )
+        for service in START_ORDER:
+            env = dict(base)
+            if self.nats is not None:
+                env |= self.nats.env_for(service)
+            self.children.append(Child(service, [sys.executable, "-m", f"overseer.{service}"], env, logs / f"{service}.log"))
+
+    def write_stack_file(self, url: str) -> None:
+        info = {
+            "gateway_url": self.gateway_url,
+            "nats_url": url,
+            "namespace": self.subjects.namespace,
+            "supervisor_pid": os.getpid(),
+            "smtp": {"host": "127.0.0.1", "port": self.smtp_port},
+        }
+        (self.home / "stack.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
+
+    def stop_all(self) -> None:
+        deadline = time.monotonic() + 10.0
+        for child in reversed(self.children):
+            child.terminate()
+        for child in reversed(self.children):
+            child.wait_or_kill(deadline)
+        if self.nats is not None:
+            self.nats.stop()
+        with_stack = self.home / "stack.json"
+        if with_stack.is_file():
+            with_stack.unlink()
+
+
+def _module_exists(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+async def _health_all(url: str, user: str | None, password: str | None, subjects: Subjects, timeout: float = 1.0) -> dict[str, Any]:
+    nc = await connect(url, name="overseer-supervisor", user=user, password=password)
+    try:
+
+        async def one(service: str) -> tuple[str, Any]:
+            try:
+                return service, await rpc_request(nc, service, "health", {"detailed": True}, timeout, subjects=subjects)
+            except Exception as exc:  # noqa: BLE001 - reported as down
+                return service, {"status": "down", "error": str(exc)}
+
+        return dict(await asyncio.gather(*(one(s) for s in SERVICES)))
+    finally:
+        await nc.close()
+
+
+async def _supervise(stack: Stack, url: str, stop: asyncio.Event, ready_timeout: float) -> int:
+    reader, password = (READER, stack.nats.creds.passwords[READER]) if stack.nats else (None, None)
+    for child in stack.children:
+        child.start()
+    deadline = time.monotonic() + ready_timeout
+    health: dict[str, Any] = {}
+    while time.monotonic() < deadline and not stop.is_set():
+        health = await _health_all(url, reader, password, stack.subjects, timeout=0.5)
+        if all(h.get("ready") for h in health.values()):
+            break
+        await asyncio.sleep(0.2)
+    else:
+        if not stop.is_set():
+            not_ready = [s for s, h in health.items() if not h.get("ready")]
+            print(f"Services not ready after {ready_timeout:.0f}s: {', '.join(not_ready)}; see {stack.home}/logs")
+            return 1
+    if stop.is_set():
+        return 0
+    print(f"All six services are ready. Gateway: {stack.gateway_url}  (tokens: {stack.home / 'tokens.json'})")
+    print("Press Ctrl-C to stop.")
+    while not stop.is_set():
+        now = time.monotonic()
+        for child in stack.children:
+            if child.running:
+                if now - child.started_at > 60:
+                    child.backoff = 0.5  # healthy for a minute: forget past crashes
+                continue
+            if child.next_start == 0.0:
+                code = child.process.returncode if child.process else None
+                child.next_start = now + child.backoff
+                print(f"{child.name} exited ({code}); restarting in {child.backoff:.1f}s")
+                child.backoff = min(child.backoff * 2, 30.0)
+            elif now >= child.next_start:
+                child.next_start = 0.0
+                child.restarts += 1
+                child.start()
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=0.25)
+        except TimeoutError:
+            pass
+    return 0
+
+
+def run_stack(
+    host: str | None = None, port: int | None = None, nats_url: str | None = None, ready_timeout: float = 60.0
+) -> int:
+    """Run the whole stack in the foreground until Ctrl-C / SIGTERM; returns the exit code."""
+    settings = load_settings()
+    gateway = settings.section("gateway")
+    stack = Stack(settings, host or str(gateway.get("host", "127.0.0.1")), int(port or gateway.get("port", 8080)), nats_url)
+    stack.home.mkdir(parents=True, exist_ok=True)
+    ensure_tokens(stack.home)
+    configured_smtp = int(settings.get("tools.smtp_port", 0) or 0)
+    stack.smtp_port = configured_smtp if configured_smtp and not reachable(f"nats://127.0.0.1:{configured_smtp}") else free_port()
+
+    async def main() -> int:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        url = stack.start_nats()
+        stack.build_children(url)
+        stack.write_stack_file(url)
+        try:
+            return await _supervise(stack, url, stop, ready_timeout)
+        finally:
+            print("Stopping the stack…")
+            stack.stop_all()
+            print("Stopped.")
+
+    return asyncio.run(main())
+
+
+def read_stack_file(settings: Settings | None = None) -> dict[str, Any] | None:
+    settings = settings or load_settings()
+    path = settings.home / "stack.json"
+    if not path.is_file():
+        return None
+    return dict(json.loads(path.read_text(encoding="utf-8")))
+
+
+def collect_status(settings: Settings | None = None) -> dict[str, Any]:
+    """Each service's health (up/down, consumer lag, relay backlog) from the running stack."""
+    settings = settings or load_settings()
+    info = read_stack_file(settings)
+    if info is None:
+        return {"running": False, "services": {s: {"status": "down"} for s in SERVICES}}
+    users = settings.home / "nats" / "users.json"
+    password = json.loads(users.read_text(encoding="utf-8")).get(READER) if users.is_file() else None
+    health = asyncio.run(
+        _health_all(info["nats_url"], READER if password else None, password, Subjects(info.get("namespace", "overseer")))
+    )
+    return {"running": True, "gateway_url": info.get("gateway_url"), "nats_url": info["nats_url"], "services": health}
+
+
+def print_status() -> int:
+    """Render :func:`collect_status` as a table; exit code 0 only when every service is up."""
+    from rich.console import Console
+    from rich.table import Table
+
+    status = collect_status()
+    console = Console()
+    if not status["running"]:
+        console.print("[red]No stack is running[/red] (no stack.json under OVERSEER_HOME). Start one with `overseer up`.")
+        return 1
+    table = Table(title=f"Overseer stack — gateway {status['gateway_url']}, NATS {status['nats_url']}")
+    for column in ("service", "state", "pid", "consumer lag", "relay backlog", "events"):
+        table.add_column(column)
+    all_up = True
+    for service in SERVICES:
+        h = status["services"].get(service, {})
+        up = bool(h.get("ready"))
+        all_up &= up
+        table.add_row(
+            service,
+            "[green]up[/green]" if up else "[red]down[/red]",
+            str(h.get("pid", "-")),
+            str(h.get("consumer_lag", "-")),
+            str(h.get("relay_backlog", "-")),
+            str(h.get("events", "-")),
+        )
+    console.print(table)
+    return 0 if all_up else 1

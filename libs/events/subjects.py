@@ -1,0 +1,166 @@
+"""Who owns which event types, how subjects are named, and the JetStream streams.
+
+Subjects are ``overseer.<owner>.<event type>``: the owner prefix makes
+single-writer enforceable by NATS permissions (a service may publish only
+under its own prefix) and lets two owners share a type (``execution.proposed``
+comes from reasoning for its own agent and from the gateway for external ones).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+
+SERVICES: tuple[str, ...] = ("gateway", "reasoning", "firewall", "executor", "col", "observer")
+
+PREFIX = "overseer"
+
+# BRIEF.md's ownership table: type patterns each service alone may publish.
+OWNERSHIP: dict[str, tuple[str, ...]] = {
+    "gateway": (
+        "conversation.message_received",
+        "human.responded",
+        "co.command.*",
+        "execution.proposed",
+    ),
+    "reasoning": ("execution.proposed", "conversation.replied", "memory.*", "co.suggested"),
+    "firewall": (
+        "firewall.*",
+        "human.decision_recorded",
+        "policy.*",
+        "audit.*",
+    ),
+    "executor": ("execution.transitioned", "execution.contract_created", "ecs.requested"),
+    "col": (
+        "co.created",
+        "co.updated",
+        "co.transitioned",
+        "co.execution_linked",
+        "co.memory_linked",
+        "co.execution_reported",
+        "co.suggestion_recorded",
+        "co.suggestion_decided",
+        "co.command_rejected",
+    ),
+    "observer": ("observation.*",),
+}
+
+
+class NotOwner(Exception):  # noqa: N818
+    def __init__(self, service: str, event_type: str) -> None:
+        super().__init__(f"{service} does not own event type {event_type!r}")
+
+
+def owns(service: str, event_type: str) -> bool:
+    return any(fnmatch.fnmatchcase(event_type, pattern) for pattern in OWNERSHIP.get(service, ()))
+
+
+def owners_of(event_type: str) -> list[str]:
+    return [service for service in SERVICES if owns(service, event_type)]
+
+
+DEFAULT_NAMESPACE = PREFIX
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    name: str
+    subjects: tuple[str, ...]
+    sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Subjects:
+    """Subject and stream names of one stack.
+
+    The namespace is the first subject token (``overseer`` by default); tests
+    give each stack its own, so stacks sharing a nats-server never see each
+    other's events. Permissions match any namespace (``*.<service>.>``).
+    """
+
+    namespace: str = DEFAULT_NAMESPACE
+
+    def event(self, service: str, event_type: str) -> str:
+        """The subject ``service`` publishes ``event_type`` on; refuses a type it does not own."""
+        if not owns(service, event_type):
+            raise NotOwner(service, event_type)
+        return f"{self.namespace}.{service}.{event_type}"
+
+    def events_of(self, owner: str, pattern: str = ">") -> str:
+        return f"{self.namespace}.{owner}.{pattern}"
+
+    def stream(self, service: str) -> str:
+        return f"{self.namespace.upper()}_{service.upper()}"
+
+    def rpc(self, service: str, method: str) -> str:
+        return f"{self.namespace}.rpc.{service}.{method}"
+
+    def dlq(self, service: str) -> str:
+        return f"{self.namespace}.dlq.{service}"
+
+    @property
+    def dlq_stream(self) -> str:
+        return f"{self.namespace.upper()}_DLQ"
+
+    @property
+    def all_stream(self) -> str:
+        return f"{self.namespace.upper()}_ALL"
+
+    def stream_specs(self) -> list[StreamSpec]:
+        """One stream per owning service, the dead-letter stream, and the all-events stream.
+
+        The ``_ALL`` stream sources every service stream, so operators and the
+        gateway's WebSocket get one total order with one sequence number to resume from.
+        """
+        specs = [StreamSpec(self.stream(s), (f"{self.namespace}.{s}.>",)) for s in SERVICES]
+        specs.append(StreamSpec(self.dlq_stream, (f"{self.namespace}.dlq.>",)))
+        specs.append(StreamSpec(self.all_stream, (), tuple(self.stream(s) for s in SERVICES)))
+        return specs
+
+
+DEFAULT_SUBJECTS = Subjects()
+
+
+def subject_for(service: str, event_type: str) -> str:
+    return DEFAULT_SUBJECTS.event(service, event_type)
+
+
+def owner_of_subject(subject: str) -> str | None:
+    parts = subject.split(".", 2)
+    if len(parts) == 3 and parts[1] in SERVICES:
+        return parts[1]
+    return None
+
+
+def type_of_subject(subject: str) -> str | None:
+    parts = subject.split(".", 2)
+    return parts[2] if len(parts) == 3 and parts[1] in SERVICES else None
+
+
+def stream_name(service: str) -> str:
+    return DEFAULT_SUBJECTS.stream(service)
+
+
+def rpc_subject(service: str, method: str) -> str:
+    return DEFAULT_SUBJECTS.rpc(service, method)
+
+
+def dlq_subject(service: str) -> str:
+    return DEFAULT_SUBJECTS.dlq(service)
+
+
+def stream_specs() -> list[StreamSpec]:
+    return DEFAULT_SUBJECTS.stream_specs()
+
+
+def publish_permissions(service: str) -> list[str]:
+    """Subjects ``service``'s NATS user may publish: its own events, its dead letters, RPC, JetStream API."""
+    return [
+        f"*.{service}.>",
+        f"*.dlq.{service}",
+        "*.rpc.>",
+        "_INBOX.>",
+        "$JS.API.>",
+        "$JS.ACK.>",
+        "$JS.FC.>",
+    ]

@@ -1,0 +1,189 @@
+"""Test support: a real nats-server, services run in-process or as processes, publishing as a service.
+
+Used by ``tests/conftest.py``; nothing here is mocked. With ``NATS_URL``
+set and reachable, tests use that server (no per-service permissions
+there); otherwise one embedded server with per-service users is started per
+test session. Every stack a test builds gets its own subject namespace, so
+tests sharing the server never see each other's events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from nats.aio.client import Client
+
+from overseer.events.bus import connect, provision_streams
+from overseer.events.config import Settings, load_settings
+from overseer.events.envelope import Envelope
+from overseer.events.ids import uuid7
+from overseer.events.launcher import EmbeddedNats, reachable
+from overseer.events.runtime import Runtime, Service
+from overseer.events.subjects import Subjects
+
+
+@dataclass
+class NatsUnderTest:
+    """The server the tests talk to: its URL and, when embedded, per-user passwords."""
+
+    url: str
+    passwords: dict[str, str] = field(default_factory=dict)
+    embedded: EmbeddedNats | None = None
+
+    @property
+    def enforces_permissions(self) -> bool:
+        return bool(self.passwords)
+
+    def credentials(self, user: str) -> tuple[str | None, str | None]:
+        if user in self.passwords:
+            return user, self.passwords[user]
+        return None, None
+
+    def env_for(self, user: str) -> dict[str, str]:
+        env = {"NATS_URL": self.url}
+        name, password = self.credentials(user)
+        if name and password:
+            env |= {"OVERSEER_NATS_USER": name, "OVERSEER_NATS_PASSWORD": password}
+        return env
+
+
+def start_nats_under_test(workdir: Path) -> NatsUnderTest:
+    url = os.environ.get("NATS_URL")
+    if url and reachable(url):
+        return NatsUnderTest(url=url)
+    server = EmbeddedNats(workdir).start()
+    return NatsUnderTest(url=server.url, passwords=dict(server.creds.passwords), embedded=server)
+
+
+@dataclass
+class Stack:
+    """One test's stack: a home directory, a namespace, settings."""
+
+    home: Path
+    nats: NatsUnderTest
+    namespace: str = field(default_factory=lambda: "t" + uuid7().replace("-", "")[-12:])
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def subjects(self) -> Subjects:
+        return Subjects(self.namespace)
+
+    def settings(self, **section_overrides: Any) -> Settings:
+        overrides: dict[str, Any] = {"nats": {"url": self.nats.url, "namespace": self.namespace}}
+        for key, value in (self.overrides | section_overrides).items():
+            overrides[key] = {**overrides.get(key, {}), **value}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSEER_")}
+        env["OVERSEER_HOME"] = str(self.home)
+        return load_settings(env=env, overrides=overrides)
+
+    def env(self, service: str) -> dict[str, str]:
+        """Environment for running ``service`` as a separate process in this stack."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERSEER_", "NATS_"))}
+        env |= self.nats.env_for(service)
+        env |= {"OVERSEER_HOME": str(self.home), "OVERSEER_NATS__NAMESPACE": self.namespace}
+        for section, values in self.overrides.items():
+            for key, value in values.items():
+                env[f"OVERSEER_{section.upper()}__{key.upper()}"] = _toml_scalar(value)
+        return env
+
+    @asynccontextmanager
+    async def runtime(self, service: Service, **section_overrides: Any) -> AsyncIterator[Runtime]:
+        """Run ``service`` in this process, on the real server, with its own credentials."""
+        user, password = self.nats.credentials(service.name)
+        runtime = Runtime(
+            service, self.settings(**section_overrides), nats_url=self.nats.url, user=user, password=password
+        )
+        await runtime.start()
+        try:
+            yield runtime
+        finally:
+            await runtime.stop()
+
+    @asynccontextmanager
+    async def client(self, user: str) -> AsyncIterator[Client]:
+        """A NATS connection as ``user`` (a service name or ``reader``), streams provisioned."""
+        name, password = self.nats.credentials(user)
+        nc = await connect(self.nats.url, name=f"test-{user}", user=name, password=password)
+        try:
+            await provision_streams(nc.jetstream(), self.subjects)
+            yield nc
+        finally:
+            await nc.close()
+
+    async def publish_as(self, service: str, event: Envelope, *, subject: str | None = None) -> int:
+        """Publish ``event`` with ``service``'s credentials; returns its stream sequence."""
+        async with self.client(service) as nc:
+            ack = await nc.jetstream().publish(
+                subject or self.subjects.event(service, event.type),
+                event.encode(),
+                headers={"Nats-Msg-Id": event.event_id},
+            )
+            return int(ack.seq)
+
+    def spawn(self, service: str, *args: str, log_name: str | None = None) -> subprocess.Popen[bytes]:
+        """``python -m overseer.<service>`` as a child process of this stack."""
+        logs = self.home / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        out = (logs / f"{log_name or service}.log").open("ab")
+        return subprocess.Popen(
+            [sys.executable, "-m", f"overseer.{service}", *args],
+            env=self.env(service),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+    async def rpc(self, service: str, method: str, payload: dict[str, Any] | None = None, timeout: float = 5.0) -> Any:
+        from overseer.events.runtime import rpc_request
+
+        async with self.client("reader") as nc:
+            return await rpc_request(nc, service, method, payload, timeout, subjects=self.subjects)
+
+    async def wait_ready(self, service: str, timeout: float = 20.0) -> dict[str, Any]:
+        """Poll ``service``'s health over RPC until it says ready."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        last: Exception | None = None
+        async with self.client("reader") as nc:
+            from overseer.events.runtime import rpc_request
+
+            while asyncio.get_running_loop().time() < deadline:
+                try:
+                    health = await rpc_request(nc, service, "health", {"detailed": False}, 1.0, subjects=self.subjects)
+                    if health.get("ready"):
+                        return dict(health)
+                except Exception as exc:  # noqa: BLE001 - not up yet
+                    last = exc
+                await asyncio.sleep(0.1)
+        raise TimeoutError(f"{service} not ready within {timeout}s: {last}")
+
+
+def _toml_scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value).decode()
+
+
+async def eventually(predicate: Any, timeout: float = 10.0, interval: float = 0.02) -> Any:
+    """Await until ``predicate()`` (sync or async) returns a truthy value; returns it or raises TimeoutError."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = predicate()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError("condition not met in time")
+        await asyncio.sleep(interval)

@@ -1,0 +1,100 @@
+"""OpenTelemetry around handled events, with W3C trace context carried in NATS headers.
+
+Each handled event opens a span whose parent is the ``traceparent`` header
+of the message; events emitted while handling it store the current context
+in their headers, and the relay publishes those headers. So one action's
+spans, across every service it passes, join into one trace.
+
+Exporters (``[telemetry] exporter``): ``none`` (spans are created, not
+exported), ``console``, or ``file``: one JSON line per span in
+``<home>/traces/<service>.jsonl``, which tests and operators can read.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    ConsoleSpanExporter,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+_propagator = TraceContextTextMapPropagator()
+_tracer: trace.Tracer = trace.get_tracer("overseer")
+
+
+class JsonLinesSpanExporter(SpanExporter):
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        lines = []
+        for span in spans:
+            ctx = span.get_span_context()
+            parent = span.parent
+            lines.append(
+                json.dumps(
+                    {
+                        "name": span.name,
+                        "trace_id": format(ctx.trace_id, "032x") if ctx else None,
+                        "span_id": format(ctx.span_id, "016x") if ctx else None,
+                        "parent_span_id": format(parent.span_id, "016x") if parent else None,
+                        "service": span.resource.attributes.get("service.name"),
+                        "attributes": dict(span.attributes or {}),
+                        "start": span.start_time,
+                        "end": span.end_time,
+                    }
+                )
+            )
+        with self._lock, self.path.open("a", encoding="utf-8") as fh:
+            fh.write("\n".join(lines) + "\n")
+        return SpanExportResult.SUCCESS
+
+
+def setup_tracing(service: str, exporter: str, home: Path) -> None:
+    global _tracer
+    provider = TracerProvider(resource=Resource.create({"service.name": f"overseer-{service}"}))
+    if exporter == "console":
+        provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter()))
+    elif exporter == "file":
+        provider.add_span_processor(SimpleSpanProcessor(JsonLinesSpanExporter(home / "traces" / f"{service}.jsonl")))
+    _tracer = provider.get_tracer("overseer")
+
+
+@contextmanager
+def span_for_event(name: str, headers: Mapping[str, str] | None, attributes: dict[str, Any]) -> Iterator[None]:
+    """A span for one handled event, child of the trace context in its headers."""
+    parent = _propagator.extract(carrier=dict(headers or {}))
+    token = otel_context.attach(parent)
+    try:
+        with _tracer.start_as_current_span(name, attributes=attributes):
+            yield
+    finally:
+        otel_context.detach(token)
+
+
+@contextmanager
+def span(name: str, attributes: dict[str, Any] | None = None) -> Iterator[None]:
+    with _tracer.start_as_current_span(name, attributes=attributes or {}):
+        yield
+
+
+def current_headers() -> dict[str, str]:
+    """The current trace context as W3C headers (``traceparent``), for an event being emitted."""
+    carrier: dict[str, str] = {}
+    _propagator.inject(carrier)
+    return carrier

@@ -1,0 +1,76 @@
+"""What every layer sees: the evaluation in progress and the kernel's current state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from overseer.firewall.domain.model import Evaluation
+from overseer.firewall.domain.modes import ModeJudgement, ModeSetting
+from overseer.firewall.domain.paths import PathResolver, absolute
+from overseer.firewall.domain.perception import PerceptionBus
+from overseer.firewall.domain.policy import PolicyStore, SandboxPolicy
+
+
+class ModeView(Protocol):
+    def judge(self, principal: str, tool: str, irreversible: bool, now: float) -> ModeJudgement: ...
+
+    def setting(self, principal: str) -> ModeSetting: ...
+
+
+class LoopHistoryView(Protocol):
+    def recent(
+        self, session_id: str, now: float, window_seconds: float
+    ) -> list[tuple[float, bytes, str]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxGeometry:
+    """The sandbox's roots, lexical and real (symlinks resolved once, when the policy changes)."""
+
+    root: str
+    output: str
+    readable: tuple[str, ...]
+    real_root: str
+    real_output: str
+    real_readable: tuple[str, ...]
+
+
+def sandbox_geometry(
+    policy: SandboxPolicy, *, sandbox: str, cwd: str, home: str, resolver: PathResolver
+) -> SandboxGeometry:
+    root = absolute(sandbox, "/")
+    output = absolute(policy.output_dir, root)
+    places = {"{sandbox}": root, "{cwd}": absolute(cwd, "/"), "{home}": absolute(home, "/")}
+    readable = []
+    for entry in policy.readable_paths:
+        for placeholder, value in places.items():
+            entry = entry.replace(placeholder, value)
+        readable.append(absolute(entry, root))
+    return SandboxGeometry(
+        root=root,
+        output=output,
+        readable=tuple(readable),
+        real_root=resolver.realpath(root),
+        real_output=resolver.realpath(output),
+        real_readable=tuple(resolver.realpath(r) for r in readable),
+    )
+
+
+@dataclass(slots=True)
+class KernelView:
+    """Read access to the kernel's state for one evaluation; layers never write to it."""
+
+    policy: PolicyStore
+    bus: PerceptionBus
+    modes: ModeView
+    history: LoopHistoryView
+    sandbox: SandboxGeometry
+    resolver: PathResolver
+
+
+class Layer(Protocol):
+    name: str
+
+    def run(self, ev: Evaluation, kernel: KernelView) -> None:
+        """Add this layer's finding(s) to ``ev``; may hold, deny or rewrite arguments."""

@@ -1,0 +1,35 @@
+"""The other services, as the gateway asks them over request/reply (there is no shared database)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from overseer.events.runtime import RpcError, Runtime
+from overseer.events.subjects import SERVICES
+
+
+class Peers:
+    def __init__(self, runtime: Runtime, *, timeout: float = 5.0, health_timeout: float = 1.0) -> None:
+        self.runtime = runtime
+        self.timeout = timeout
+        self.health_timeout = health_timeout
+
+    async def ask(self, service: str, method: str, payload: dict[str, Any] | None = None, timeout: float | None = None) -> Any:
+        return await self.runtime.request(service, method, payload or {}, timeout=timeout or self.timeout)
+
+    async def health(self) -> dict[str, str]:
+        """Every service's one-word state, asked in parallel: ``ok``, ``starting`` or ``down``."""
+
+        async def one(service: str) -> str:
+            if service == self.runtime.service.name:
+                return "ok" if self.runtime.ready else "starting"
+            try:
+                answer = await self.ask(service, "health", {"detailed": False}, timeout=self.health_timeout)
+            except RpcError:
+                return "down"
+            status = answer.get("status") if isinstance(answer, dict) else None
+            return str(status) if status else "down"
+
+        states = await asyncio.gather(*(one(s) for s in SERVICES))
+        return dict(zip(SERVICES, states, strict=True))

@@ -1,0 +1,67 @@
+"""The gateway's FastAPI application: routes, problem documents, body limit, OpenAPI."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI
+
+from overseer.gateway.entrypoints import problems, routes_actions, routes_views, routes_ws
+from overseer.gateway.entrypoints.docs import problem_media_types
+from overseer.gateway.entrypoints.limits import BodyLimit
+
+log = logging.getLogger("overseer.gateway.http")
+
+DESCRIPTION = """\
+The way people and other agents reach Overseer, a human decision firewall for AI agents.
+
+Authenticate with `Authorization: Bearer <token>`; the dev tokens are in `OVERSEER_HOME/tokens.json`.
+Roles: `viewer` < `agent`, `viewer` < `operator`, `admin` may do everything. Every error is an
+`application/problem+json` document with a human-readable `detail`.
+
+Live events: `WS /v1/ws?subjects=PATTERN&session=ID&since=SEQ` (token in `Authorization` or `?token=`)
+sends `{"seq","subject","type","event"}` messages; with `since`, every matching event after SEQ first.
+"""
+
+
+def cos_router() -> Any | None:
+    """The Cognitive Object routes, written by the COL service's authors; absent until they land."""
+    try:
+        from overseer.gateway.entrypoints.cos_routes import router
+    except ImportError as exc:
+        log.warning("COL routes not available: %s", exc)
+        return None
+    return router
+
+
+def build_app(gateway: Any, *, max_body_bytes: int = 1 << 20) -> FastAPI:
+    app = FastAPI(
+        title="Overseer gateway",
+        version="1.0.0",
+        description=DESCRIPTION,
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.state.gateway = gateway
+    problems.install(app)
+    app.include_router(routes_views.router)
+    app.include_router(routes_actions.router)
+    cos = cos_router()
+    if cos is not None:
+        app.include_router(cos)
+    app.include_router(routes_ws.router)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            from fastapi.openapi.utils import get_openapi
+
+            document = get_openapi(
+                title=app.title, version=app.version, description=app.description, routes=app.routes
+            )
+            app.openapi_schema = problem_media_types(document)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app

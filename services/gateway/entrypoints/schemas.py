@@ -1,0 +1,349 @@
+"""Request and response bodies of the REST API, with the examples the OpenAPI document shows.
+
+Observation bodies (seed 002) are produced by the observer and passed through
+untouched; the models here document them field for field. Models of answers
+allow extra fields: services may add fields, never rename or drop them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from overseer.gateway.domain.actions import session_id_problem, tool_name_problem
+
+MAX_TEXT = 4000
+
+
+class Strict(BaseModel):
+    """A request body: unknown fields are refused, so typos get a 422 instead of being ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Answer(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class Problem(Answer):
+    """RFC 9457 problem details (``application/problem+json``)."""
+
+    type: str = Field(examples=["about:blank"])
+    title: str = Field(examples=["Conflict"])
+    status: int = Field(examples=[409])
+    detail: str = Field(examples=["execution 0190… is completed, not waiting for a decision"])
+
+
+# ------------------------------------------------------------------ health --
+ServiceState = str
+
+
+class Health(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "status": "ok",
+                    "services": {
+                        "gateway": "ok",
+                        "reasoning": "ok",
+                        "executor": "ok",
+                        "col": "ok",
+                        "firewall": "ok",
+                        "observer": "ok",
+                    },
+                }
+            ]
+        }
+    )
+
+    status: Literal["ok", "degraded"]
+    services: dict[str, ServiceState]
+
+
+# ----------------------------------------------------------------- actions --
+class ActionRequest(Strict):
+    """A tool call an external agent wants to make; the firewall decides what happens to it."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"session_id": "s-42", "tool": "fs.list", "args": {"path": "."}},
+                {
+                    "session_id": "s-42",
+                    "tool": "email.send",
+                    "args": {"to": "bob@example.com", "subject": "Meeting", "body": "Tomorrow at 10?"},
+                    "irreversible": True,
+                    "confidence": 0.9,
+                    "summary": "send a meeting invite to bob@example.com",
+                },
+            ]
+        },
+    )
+
+    session_id: str = Field(min_length=1, max_length=128, description="the agent's session (correlation id)")
+    tool: str = Field(min_length=1, max_length=128, description="a tool name such as fs.list or email.send")
+    args: dict[str, Any] = Field(default_factory=dict, description="the tool's arguments")
+    irreversible: bool | None = Field(default=None, description="the agent's own claim; the tool's flag wins")
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0, description="the agent's confidence, 0..1")
+    co_id: str | None = Field(default=None, max_length=128, description="the Cognitive Object this serves")
+    summary: str | None = Field(default=None, max_length=500, description="what this does, in words")
+    timeout_seconds: float | None = Field(default=None, gt=0, le=3600, description="tool time limit (addition)")
+    idempotency_key: str | None = Field(default=None, max_length=256, description="explicit key (addition)")
+
+    @field_validator("tool")
+    @classmethod
+    def _tool_name(cls, value: str) -> str:
+        problem = tool_name_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("session_id")
+    @classmethod
+    def _session(cls, value: str) -> str:
+        problem = session_id_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+
+class ActionAccepted(Answer):
+    model_config = ConfigDict(extra="allow", json_schema_extra={"examples": [{"execution_id": "0190f1e2-…"}]})
+
+    execution_id: str
+
+
+class ConsequenceView(Answer):
+    """Seed 002's ExecutionConsequenceView."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "execution_id": "0190f1e2-…",
+                    "action_type": "tool_call",
+                    "action_summary": "email.send → bob@example.com",
+                    "consequence_label": "SUCCESS",
+                    "result": "sent to bob@example.com",
+                    "error_message": None,
+                    "has_side_effects": True,
+                    "was_suspended": True,
+                    "is_still_pending": False,
+                    "total_duration_ms": 5230.4,
+                }
+            ]
+        },
+    )
+
+    execution_id: str
+    action_type: str
+    action_summary: str
+    consequence_label: str
+    result: str | None
+    error_message: str | None
+    has_side_effects: bool
+    was_suspended: bool
+    is_still_pending: bool
+    total_duration_ms: float | None
+
+
+# --------------------------------------------------------------- approvals --
+class ApprovalItem(Answer):
+    """One open question for a person: an approval, or a reconciliation (outcome unknown after a crash)."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "execution_id": "0190f1e2-…",
+                    "kind": "approval",
+                    "session_id": "s-42",
+                    "tool": "email.send",
+                    "args": {"to": "bob@example.com", "subject": "Meeting"},
+                    "args_hash": "9f2c…",
+                    "level": "APPROVE",
+                    "preview": {"summary": "send mail to bob@example.com"},
+                    "requested_at": 1763780000.5,
+                    "requested_by": {"kind": "agent", "id": "agent"},
+                }
+            ]
+        },
+    )
+
+    execution_id: str
+    kind: str
+    session_id: str | None = None
+    tool: str | None = None
+    args: dict[str, Any] = Field(default_factory=dict)
+    args_hash: str
+    level: str | None = None
+    preview: Any = None
+    requested_at: float | None = None
+    requested_by: Any = None
+
+
+class DecisionRequest(Strict):
+    """``approve``/``reject`` an approval card, or say what really happened (``completed``/``failed``)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"decision": "approve", "args_hash": "9f2c…", "comment": "fine, send it"},
+                {"decision": "failed", "args_hash": "9f2c…"},
+            ]
+        },
+    )
+
+    decision: Literal["approve", "reject", "completed", "failed"]
+    args_hash: str = Field(min_length=1, max_length=256, description="the hash shown with the card")
+    comment: str | None = Field(default=None, max_length=MAX_TEXT)
+    reason: str | None = Field(default=None, max_length=MAX_TEXT, description="alias of comment")
+
+
+class DecisionRecorded(Answer):
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "execution_id": "0190f1e2-…",
+                    "decision": "approve",
+                    "args_hash": "9f2c…",
+                    "decided_by": {"kind": "operator", "id": "operator"},
+                    "event_id": "0190f1e3-…",
+                }
+            ]
+        },
+    )
+
+    execution_id: str
+    decision: str
+    args_hash: str
+    decided_by: dict[str, str]
+    event_id: str
+
+
+# ------------------------------------------------------------- observation --
+class ExecutionSnapshot(Answer):
+    """Seed 002's ExecutionSnapshot."""
+
+    execution_id: str
+    action_type: str
+    action_summary: str
+    current_status: str
+    entered_at: float
+    duration_in_state_ms: float
+    is_terminal: bool
+    is_stable: bool
+    is_resumable: bool
+    has_side_effects: bool
+    irreversible: bool
+    idempotency_key: str | None
+    timeout_seconds: float | None
+    result: str | None
+    error_message: str | None
+    transition_count: int
+    last_actor: str | None
+    last_trigger: str | None
+
+
+class TransitionRecord(Answer):
+    """Seed 002's TransitionRecord."""
+
+    execution_id: str
+    sequence_number: int
+    from_status: str
+    to_status: str
+    trigger: str
+    actor: str
+    actor_category: str
+    timestamp: float
+    is_terminal_transition: bool
+
+
+class ExecutionTimeline(Answer):
+    """Seed 002's ExecutionTimeline."""
+
+    session_id: str
+    contracts: list[ExecutionSnapshot]
+    transitions: list[TransitionRecord]
+    total_contracts: int
+    terminal_contracts: int
+    active_contracts: int
+    has_suspended: bool
+    has_irreversible_completed: bool
+    started_at: float | None
+    ended_at: float | None
+
+
+class StateNode(Answer):
+    status: str
+    is_terminal: bool
+    is_initial: bool
+    is_stable: bool
+    is_resumable: bool
+
+
+class StateTransitionEdge(Answer):
+    from_status: str
+    to_status: str
+    trigger: str
+    allowed_actors: list[str]
+
+
+class StateMachineTopology(Answer):
+    """Seed 002's StateMachineTopology."""
+
+    nodes: list[StateNode]
+    edges: list[StateTransitionEdge]
+    forbidden_transitions: list[dict[str, Any]]
+    terminal_statuses: list[str]
+    resumable_statuses: list[str]
+    initial_status: str
+
+
+# ---------------------------------------------------------- audit, policy --
+class AuditRecord(Answer):
+    index: int
+    prev_hash: str
+    hash: str
+
+
+class AuditVerification(Answer):
+    model_config = ConfigDict(
+        extra="allow", json_schema_extra={"examples": [{"ok": True, "records": 12, "first_broken": None}]}
+    )
+
+    ok: bool
+    records: int
+    first_broken: int | None
+
+
+class PolicyDocument(Answer):
+    """An admin policy layer as the firewall reads it (validated by the firewall)."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={"examples": [{"tools": {"fs.write": "CONFIRM", "email.send": "APPROVE"}}]},
+    )
+
+
+# ------------------------------------------------------------ conversation --
+class MessageRequest(Strict):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"text": "send a meeting invite to bob@example.com"}]},
+    )
+
+    text: str = Field(min_length=1, max_length=MAX_TEXT)
+
+
+class MessageAccepted(Answer):
+    session_id: str
+    event_id: str

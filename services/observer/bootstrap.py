@@ -1,0 +1,57 @@
+"""The observer service: read-only projections of every execution event, and the queries over them."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+from overseer.events.runtime import Handler, RpcMethod, Runtime, Service, Subscription
+from overseer.events.store import Projection
+from overseer.observer.adapters.read_models import ExecutionObservations, SqliteObservationReader
+from overseer.observer.application.handlers import announce_transition
+from overseer.observer.application.queries import ExecutionObserver
+from overseer.observer.entrypoints.rpc import observation_methods
+
+PROPOSED = ("execution.proposed",)
+
+
+class ObserverService(Service):
+    name = "observer"
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self.observations = ExecutionObservations()
+        self.observer: ExecutionObserver | None = None
+        self._reads: sqlite3.Connection | None = None
+
+    def projections(self) -> Sequence[Projection]:
+        return [self.observations]
+
+    def subscriptions(self) -> Sequence[Subscription]:
+        return [
+            Subscription(owner="executor", types=("execution.contract_created", "execution.transitioned")),
+            # Proposals give the PENDING moment and an explicit summary; both agents' prefixes carry them.
+            Subscription(owner="reasoning", types=PROPOSED),
+            Subscription(owner="gateway", types=PROPOSED),
+        ]
+
+    def handlers(self) -> Mapping[str, Handler]:
+        return {"execution.transitioned": announce_transition}
+
+    def rpc_methods(self) -> Mapping[str, RpcMethod]:
+        return observation_methods(lambda: self.observer)
+
+    async def start(self, runtime: Runtime) -> None:
+        # Queries read through their own connection: WAL lets them see the last commit
+        # without ever touching the writer connection the consumers' transactions use.
+        self._reads = sqlite3.connect(
+            f"file:{runtime.store.path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
+        )
+        self.observer = ExecutionObserver(SqliteObservationReader(self._reads), self.clock)
+
+    async def stop(self) -> None:
+        self.observer = None
+        if self._reads is not None:
+            self._reads.close()
+            self._reads = None

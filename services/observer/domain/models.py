@@ -1,0 +1,131 @@
+"""Seed 002's observation models, field for field.
+
+These are the JSON bodies the gateway serves (``/api/execution/{id}/snapshot``,
+``/api/execution/{session_id}/timeline``, ``/api/execution/topology``,
+``/v1/executions/{id}/transitions``, ``GET /v1/actions/{id}``), so their field
+names are part of the external contract: add fields, never rename them.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class ObservationModel(BaseModel):
+    """A read-only view: immutable once built."""
+
+    model_config = ConfigDict(frozen=True)
+
+
+class ExecutionSnapshot(ObservationModel):
+    """One contract's current state, its constraints and derived properties."""
+
+    # Identity
+    execution_id: str
+    action_type: str
+    action_summary: str
+
+    # Current state
+    current_status: str
+    entered_at: float
+    duration_in_state_ms: float
+
+    # Derived properties
+    is_terminal: bool
+    is_stable: bool
+    is_resumable: bool
+    has_side_effects: bool
+
+    # Constraints
+    irreversible: bool
+    idempotency_key: str | None
+    # Seed 002 types this as an int; tools here may have sub-second limits, so it stays a number of seconds.
+    timeout_seconds: float | None
+
+    # Result (only when terminal)
+    result: str | None
+    error_message: str | None
+
+    # Transition count
+    transition_count: int
+    last_actor: str | None
+    last_trigger: str | None
+
+
+class TransitionRecord(ObservationModel):
+    """One state transition of one contract, numbered from 0."""
+
+    execution_id: str
+    sequence_number: int
+    from_status: str
+    to_status: str
+    trigger: str
+    actor: str
+    actor_category: str
+    timestamp: float
+    is_terminal_transition: bool
+
+
+class ExecutionTimeline(ObservationModel):
+    """Every contract of one session and their transitions, in time order."""
+
+    session_id: str
+    contracts: list[ExecutionSnapshot]
+    transitions: list[TransitionRecord]
+    total_contracts: int
+    terminal_contracts: int
+    active_contracts: int
+    has_suspended: bool
+    has_irreversible_completed: bool
+
+    # Timeline bounds
+    started_at: float | None
+    ended_at: float | None
+
+
+class StateNode(ObservationModel):
+    status: str
+    is_terminal: bool
+    is_initial: bool
+    is_stable: bool
+    is_resumable: bool
+
+
+class StateTransitionEdge(ObservationModel):
+    from_status: str
+    to_status: str
+    trigger: str
+    allowed_actors: list[str]
+
+
+class StateMachineTopology(ObservationModel):
+    """The execution machine: nodes, legal edges, forbidden pairs with their reasons."""
+
+    nodes: list[StateNode]
+    edges: list[StateTransitionEdge]
+    forbidden_transitions: list[dict[str, str]]
+    terminal_statuses: list[str]
+    resumable_statuses: list[str]
+    initial_status: str
+
+
+class ExecutionConsequenceView(ObservationModel):
+    """What an execution did to the world, in words an LLM can read (the reasoning side's input)."""
+
+    # Identity
+    execution_id: str
+    action_type: str
+    action_summary: str
+
+    # Consequence
+    consequence_label: str
+    result: str | None
+    error_message: str | None
+
+    # Reality awareness
+    has_side_effects: bool
+    was_suspended: bool
+    is_still_pending: bool
+
+    # Duration
+    total_duration_ms: float | None

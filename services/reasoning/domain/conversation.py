@@ -1,0 +1,21 @@
+"""The reasoning service's pure core, as far as it exists today.
+
+Seed 001's cognitive graph (normalisation → emotion → memory → reasoning →
+tool / HITL → observer) is not built yet; until it is, the service answers
+each message with a deterministic acknowledgement so the conversation loop
+is real end to end (message in, reply out, both events).
+"""
+
+from __future__ import annotations
+
+
+def normalise(text: str) -> str:
+    """Seed 001 §3.1: one representation for every input (here: trimmed, whitespace collapsed)."""
+    return " ".join(text.split())
+
+
+def acknowledgement(text: str) -> str:
+    normalised = normalise(text)
+    if not normalised:
+        return "I received an empty message."
+    return f"Noted: {normalised}"

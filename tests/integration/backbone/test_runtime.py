@@ -1,0 +1,130 @@
+"""The runtime on a real nats-server: relay, consumers, exactly-once effects, dead letters."""
+
+from __future__ import annotations
+
+import orjson
+
+from overseer.events.catalogue import MessageReceived
+from overseer.events.envelope import new_event
+from overseer.events.testing import Stack, eventually
+from tests.support.toy import Replier, Sender, replies, seen
+
+
+async def test_an_event_travels_from_outbox_to_consumer_and_back(stack: Stack) -> None:
+    sender = Sender()
+    async with stack.runtime(sender) as gw, stack.runtime(Replier()) as rs:
+        await gw.execute(lambda uow: sender.say(uow, "s1", "hello"))
+        await eventually(lambda: seen(rs.store.conn) == ["hello"])
+        await eventually(lambda: replies(rs.store.conn) == 1)
+        await eventually(lambda: rs.store.relay_backlog() == 0 and gw.store.relay_backlog() == 0)
+        health = await rs.health()
+        assert health["ready"] and health["relay_backlog"] == 0
+
+
+async def _dlq_messages(stack: Stack) -> list:
+    async with stack.client("reader") as nc:
+        js = nc.jetstream()
+        sub = await js.pull_subscribe(stack.subjects.dlq(">"), stream=stack.subjects.dlq_stream)
+        try:
+            return await sub.fetch(10, timeout=2)
+        except TimeoutError:
+            return []
+        finally:
+            await sub.unsubscribe()
+
+
+async def test_events_committed_while_the_relay_was_down_all_arrive_once(stack: Stack) -> None:
+    # Commit three events with no relay running (the process "died" after commit, before publish).
+    settings = stack.settings()
+    from overseer.events.store import EventStore
+
+    offline = EventStore(settings.db_path("gateway"))
+    events = [
+        new_event(MessageReceived(session_id="s", text=f"m{i}"), aggregate_id="session:s", aggregate_version=i, actor="t")
+        for i in (1, 2, 3)
+    ]
+    offline.append(events, subjects=[stack.subjects.event("gateway", e.type) for e in events])
+    offline.close()
+    async with stack.runtime(Replier()) as rs:
+        async with stack.runtime(Sender()) as gw:  # restart: the relay publishes the backlog
+            await eventually(lambda: gw.store.relay_backlog() == 0)
+            await eventually(lambda: seen(rs.store.conn) == ["m1", "m2", "m3"])
+            # Published but not recorded as published: the relay sends them all again.
+            gw.store.conn.execute("UPDATE relay_progress SET position = 0")
+            gw.relay.wake()
+            await eventually(lambda: gw.store.relay_backlog() == 0)
+            await eventually(lambda: replies(rs.store.conn) == 3)
+        assert seen(rs.store.conn) == ["m1", "m2", "m3"]  # each applied exactly once
+
+
+async def test_a_redelivered_message_has_one_effect(stack: Stack) -> None:
+    event = new_event(MessageReceived(session_id="s", text="once"), aggregate_id="session:s", aggregate_version=1, actor="t")
+    await stack.publish_as("gateway", event)
+    async with stack.runtime(Replier()) as rs:
+        await eventually(lambda: replies(rs.store.conn) == 1)
+    # The same event again under a new stream sequence (as after an ack lost in a crash).
+    async with stack.client("gateway") as nc:
+        await nc.jetstream().publish(stack.subjects.event("gateway", event.type), event.encode())
+    async with stack.runtime(Replier()) as rs:
+        await eventually(lambda: rs.store.tracking("reasoning@gateway") >= 2)
+        assert seen(rs.store.conn) == ["once"]
+        assert replies(rs.store.conn) == 1
+
+
+async def test_rebuilt_read_models_equal_the_incremental_ones(stack: Stack) -> None:
+    sender = Sender()
+    async with stack.runtime(sender) as gw, stack.runtime(Replier()) as rs:
+        for i in range(50):
+            await gw.execute(lambda uow, i=i: sender.say(uow, f"s{i % 3}", f"m{i}"))
+        await eventually(lambda: replies(rs.store.conn) == 50)
+        live_seen = list(rs.store.conn.execute("SELECT * FROM seen_messages ORDER BY event_id"))
+        live_replies = list(rs.store.conn.execute("SELECT * FROM replies ORDER BY event_id"))
+        report = rs.store.rebuild(rs.projections)
+        assert report["events"] == 100  # 50 received + 50 own
+        assert list(rs.store.conn.execute("SELECT * FROM seen_messages ORDER BY event_id")) == live_seen
+        assert list(rs.store.conn.execute("SELECT * FROM replies ORDER BY event_id")) == live_replies
+
+
+async def test_poison_goes_to_the_dead_letter_stream_and_the_rest_is_processed(stack: Stack) -> None:
+    good1 = new_event(MessageReceived(session_id="s", text="before"), aggregate_id="a", aggregate_version=1, actor="t")
+    bad = new_event(MessageReceived(session_id="s", text="explode"), aggregate_id="a", aggregate_version=2, actor="t")
+    good2 = new_event(MessageReceived(session_id="s", text="after"), aggregate_id="a", aggregate_version=3, actor="t")
+    async with stack.client("gateway") as nc:
+        js = nc.jetstream()
+        subject = stack.subjects.event("gateway", "conversation.message_received")
+        await js.publish(subject, good1.encode())
+        await js.publish(subject, b"{this is not an event")
+        await js.publish(subject, orjson.dumps({**orjson.loads(good1.encode()), "type": "no.such.type"}))
+        await js.publish(subject, bad.encode())
+        await js.publish(subject, good2.encode())
+    async with stack.runtime(Replier(fail_texts={"explode"})) as rs:
+        await eventually(lambda: seen(rs.store.conn) == ["before", "after"])
+        await eventually(lambda: rs.store.tracking("reasoning@gateway") == 5)
+    dead = await _dlq_messages(stack)
+    reasons = sorted(m.headers["Overseer-Reason"].split(":")[0] for m in dead)
+    assert reasons == ["handler error", "undecodable", "undecodable"]
+    assert any("no.such.type" in m.headers["Overseer-Reason"] for m in dead)
+    assert all(m.headers["Overseer-Original-Subject"] == subject for m in dead)
+
+
+async def test_a_transient_failure_is_redelivered_and_applied(stack: Stack) -> None:
+    sender = Sender()
+    async with stack.runtime(sender) as gw, stack.runtime(Replier(transient_once={"flaky"})) as rs:
+        await gw.execute(lambda uow: sender.say(uow, "s", "flaky"))
+        await eventually(lambda: replies(rs.store.conn) == 1, timeout=15)
+        assert seen(rs.store.conn) == ["flaky"]
+
+
+async def test_one_action_is_one_trace_across_services(stack: Stack) -> None:
+    sender = Sender()
+    async with stack.runtime(sender) as gw, stack.runtime(Replier()) as rs:
+        sent = await gw.execute(lambda uow: sender.say(uow, "s", "trace me"))
+        await eventually(lambda: replies(rs.store.conn) == 1)
+        [own] = [e for e in gw.store.read() if e.event_id == sent.event_id]
+        received = [e for e in rs.store.read() if e.origin == "remote"]
+        [reply] = [e for e in rs.store.read() if e.origin == "local"]
+    trace_id = own.header_map()["traceparent"].split("-")[1]
+    assert received[0].header_map()["traceparent"].split("-")[1] == trace_id
+    assert reply.header_map()["traceparent"].split("-")[1] == trace_id
+    # The reply's parent span is the reasoning span, not the gateway's: a real child, same trace.
+    assert reply.header_map()["traceparent"] != own.header_map()["traceparent"]

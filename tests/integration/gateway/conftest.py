@@ -1,0 +1,42 @@
+"""A gateway on a real nats-server, with whichever other services a test asks for, and HTTP clients."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+
+from overseer.events.testing import Stack
+from tests.support.services import RunningServices, running
+
+
+@dataclass
+class LiveGateway:
+    url: str
+    tokens: dict[str, str]
+    stack: Stack
+    services: RunningServices
+
+    def client(self, role: str | None = None) -> httpx.AsyncClient:
+        headers = {"Authorization": f"Bearer {self.tokens[role]}"} if role else {}
+        return httpx.AsyncClient(base_url=self.url, headers=headers, timeout=30.0)
+
+    @property
+    def ws_url(self) -> str:
+        return self.url.replace("http://", "ws://") + "/v1/ws"
+
+
+@pytest.fixture
+def gateway_services() -> tuple[str, ...]:
+    """Which services run next to the gateway; override in a test module."""
+    return ("observer", "col", "firewall", "executor", "reasoning")
+
+
+@pytest.fixture
+async def gateway(stack: Stack, gateway_services: tuple[str, ...]) -> AsyncIterator[LiveGateway]:
+    async with running(stack, (*gateway_services, "gateway"), gateway={"port": 0}) as services:
+        tokens = json.loads((stack.home / "tokens.json").read_text())
+        yield LiveGateway(services["gateway"].url, tokens, stack, services)  # type: ignore[attr-defined]

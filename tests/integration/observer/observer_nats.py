@@ -1,0 +1,67 @@
+"""Seed 002's example published over a real nats-server, and the observer's announcements read back."""
+
+from __future__ import annotations
+
+import orjson
+from nats.aio.client import Client
+from observer_seed002 import SESSION, Step
+
+from overseer.events.envelope import Envelope, new_event
+from overseer.events.testing import Stack
+
+ACTORS = {"executor": "executor", "reasoning": "reasoning:agent", "gateway": "gateway:agent"}
+
+
+class ExamplePublisher:
+    """Publishes example steps under their owners' own NATS credentials, numbering executor versions."""
+
+    def __init__(self, stack: Stack) -> None:
+        self.stack = stack
+        self.versions: dict[str, int] = {}
+
+    def envelope(self, step: Step) -> Envelope:
+        execution_id: str = step.data.execution_id  # type: ignore[attr-defined]
+        version = 1
+        if step.owner == "executor":
+            version = self.versions[execution_id] = self.versions.get(execution_id, 0) + 1
+        return new_event(
+            step.data,
+            aggregate_id=execution_id,
+            aggregate_version=version,
+            actor=ACTORS[step.owner],
+            correlation_id=SESSION,
+            occurred_at=step.occurred_at,
+        )
+
+    async def publish(self, *steps: Step) -> None:
+        for step in steps:
+            await self.stack.publish_as(step.owner, self.envelope(step))
+
+
+async def published_by_observer(stack: Stack, event_type: str) -> list[dict]:
+    """Every ``event_type`` event on the observer's stream, read through a fresh ephemeral consumer."""
+    async with stack.client("reader") as nc:
+        return await _read_all(
+            nc, stack.subjects.stream("observer"), stack.subjects.events_of("observer", event_type)
+        )
+
+
+async def _read_all(nc: Client, stream: str, subject: str) -> list[dict]:
+    js = nc.jetstream()
+    info = await js.stream_info(stream)
+    sub = await js.pull_subscribe(subject, stream=stream)
+    events: list[dict] = []
+    try:
+        remaining = info.state.messages
+        while remaining > 0:
+            try:
+                batch = await sub.fetch(batch=min(remaining, 256), timeout=1.0)
+            except TimeoutError:
+                break
+            for msg in batch:
+                events.append(orjson.loads(msg.data))
+                await msg.ack()
+            remaining -= len(batch)
+    finally:
+        await sub.unsubscribe()
+    return events

@@ -1,0 +1,265 @@
+"""The observer on a real nats-server: seed 002's worked example, its announcements, and its rebuild."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from observer_folded_reader import FoldedReader
+from observer_folding import FoldedExample
+from observer_nats import ExamplePublisher, published_by_observer
+from observer_seed002 import (
+    ECS_ID,
+    EXPECTED_TRANSITIONS,
+    SESSION,
+    STEPS,
+    TOOL_ID,
+    Step,
+    at,
+)
+
+from overseer.events.catalogue import ContractCreated, ExecutionTransitioned, Principal
+from overseer.events.runtime import RpcError, Runtime, rebuild
+from overseer.events.testing import Stack, eventually
+from overseer.observer.adapters.read_models import dump
+from overseer.observer.application.queries import ExecutionObserver
+from overseer.observer.bootstrap import ObserverService
+
+NOW = at(6000)
+
+
+def observer_service() -> ObserverService:
+    # A fixed clock makes every answer (duration_in_state_ms included) comparable across restarts.
+    return ObserverService(clock=lambda: NOW)
+
+
+async def all_recorded(runtime: Runtime, count: int) -> None:
+    await eventually(lambda: runtime.store.count("remote") >= count, timeout=15)
+
+
+async def ask(stack: Stack, method: str, **payload: object) -> object:
+    return await stack.rpc("observer", method, dict(payload))
+
+
+def _tuples(records: list[dict]) -> list[tuple]:
+    return [
+        (
+            r["sequence_number"],
+            r["from_status"],
+            r["to_status"],
+            r["trigger"],
+            r["actor"],
+            r["actor_category"],
+        )
+        for r in records
+    ]
+
+
+async def test_seed002_worked_example_is_projected_from_events_over_nats(stack: Stack) -> None:
+    async with stack.runtime(observer_service()) as runtime:
+        await ExamplePublisher(stack).publish(*STEPS)
+        await all_recorded(runtime, len(STEPS))
+
+        for execution_id in (ECS_ID, TOOL_ID):
+            records = await ask(stack, "transitions", execution_id=execution_id)
+            assert _tuples(records) == EXPECTED_TRANSITIONS[execution_id]
+
+        ecs, tool = await ask(stack, "consequences", session_id=SESSION)
+        assert (ecs["action_summary"], ecs["consequence_label"]) == (
+            "确认发送邮件给 bob@example.com",
+            "SUCCESS",
+        )
+        assert (ecs["has_side_effects"], ecs["was_suspended"], ecs["is_still_pending"]) == (
+            False,
+            True,
+            False,
+        )
+        assert (tool["action_summary"], tool["consequence_label"]) == (
+            "email.send → bob@example.com",
+            "SUCCESS",
+        )
+        assert (tool["has_side_effects"], tool["was_suspended"], tool["is_still_pending"]) == (
+            True,
+            False,
+            False,
+        )
+        assert tool["result"] == "邮件已发送"
+        assert await ask(stack, "consequence", execution_id=TOOL_ID) == tool
+
+        timeline = await ask(stack, "timeline", session_id=SESSION)
+        assert (
+            timeline["total_contracts"],
+            timeline["terminal_contracts"],
+            timeline["active_contracts"],
+        ) == (2, 2, 0)
+        assert (timeline["has_suspended"], timeline["has_irreversible_completed"]) == (False, True)
+        assert timeline["started_at"] == pytest.approx(at(200))
+        assert timeline["ended_at"] == pytest.approx(at(5500))
+        assert [t["execution_id"] for t in timeline["transitions"]] == [ECS_ID] * 4 + [TOOL_ID] * 2
+
+        snapshot = await ask(stack, "snapshot", execution_id=TOOL_ID)
+        assert (snapshot["current_status"], snapshot["is_terminal"], snapshot["transition_count"]) == (
+            "completed",
+            True,
+            2,
+        )
+        assert (snapshot["last_actor"], snapshot["last_trigger"]) == ("tool_node", "succeed")
+
+        topology = await ask(stack, "topology")
+        assert len(topology["edges"]) == 9
+        assert topology["initial_status"] == "pending"
+
+
+async def test_sqlite_read_models_answer_exactly_what_the_pure_fold_answers(stack: Stack) -> None:
+    expected = ExecutionObserver(FoldedReader(FoldedExample(STEPS)), clock=lambda: NOW)
+    async with stack.runtime(observer_service()) as runtime:
+        await ExamplePublisher(stack).publish(*STEPS)
+        await all_recorded(runtime, len(STEPS))
+        assert await ask(stack, "timeline", session_id=SESSION) == expected.timeline(SESSION).model_dump(
+            mode="json"
+        )
+        for execution_id in (ECS_ID, TOOL_ID):
+            assert await ask(stack, "snapshot", execution_id=execution_id) == expected.snapshot(
+                execution_id
+            ).model_dump(mode="json")
+
+
+async def test_every_transition_is_announced_as_execution_state(stack: Stack) -> None:
+    async with stack.runtime(observer_service()) as runtime:
+        await ExamplePublisher(stack).publish(*STEPS)
+        await all_recorded(runtime, len(STEPS))
+        announced = await eventually(
+            lambda: _at_least(published_by_observer(stack, "observation.execution_state"), 6), timeout=15
+        )
+    states = [e["data"] for e in announced]
+    assert [
+        (s["execution_id"], s["from_status"], s["to_status"], s["trigger"], s["actor_category"])
+        for s in states
+    ] == [
+        (execution_id, frm, to, trigger, category)
+        for execution_id in (ECS_ID, TOOL_ID)
+        for _, frm, to, trigger, _, category in EXPECTED_TRANSITIONS[execution_id]
+    ]
+    assert [s["is_resumable"] for s in states[:4]] == [False, True, False, False]
+    assert [s["is_terminal"] for s in states] == [False, False, False, True, False, True]
+    assert {s["has_side_effects"] for s in states[4:]} == {True}
+    assert {e["correlation_id"] for e in announced} == {SESSION}
+    assert {e["actor"] for e in announced} == {"observer"}
+
+
+async def test_terminal_contracts_are_announced_as_execution_facts(stack: Stack) -> None:
+    async with stack.runtime(observer_service()) as runtime:
+        await ExamplePublisher(stack).publish(*STEPS)
+        await all_recorded(runtime, len(STEPS))
+        facts = await eventually(
+            lambda: _at_least(published_by_observer(stack, "observation.execution_fact"), 2), timeout=15
+        )
+    by_id = {f["data"]["execution_id"]: f["data"] for f in facts}
+    assert (by_id[ECS_ID]["final_status"], by_id[ECS_ID]["irreversible"]) == ("completed", False)
+    assert by_id[ECS_ID]["duration_ms"] == pytest.approx(4810)
+    assert (by_id[TOOL_ID]["action_summary"], by_id[TOOL_ID]["result_summary"]) == (
+        "email.send → bob@example.com",
+        "邮件已发送",
+    )
+    assert by_id[TOOL_ID]["duration_ms"] == pytest.approx(400)
+
+
+async def test_the_observer_rebuilt_from_its_store_equals_its_live_read_models(stack: Stack) -> None:
+    methods = [("timeline", {"session_id": SESSION}), ("consequences", {"session_id": SESSION})]
+    methods += [(m, {"execution_id": i}) for m in ("snapshot", "transitions") for i in (ECS_ID, TOOL_ID)]
+    async with stack.runtime(observer_service()) as runtime:
+        await ExamplePublisher(stack).publish(*STEPS)
+        await all_recorded(runtime, len(STEPS))
+        live_rows = dump(runtime.store.conn)
+        live_answers = [await ask(stack, m, **p) for m, p in methods]
+
+    report = rebuild(observer_service(), stack.settings())
+    assert report["events"] >= len(STEPS)
+    with sqlite3.connect(stack.settings().db_path("observer")) as conn:
+        assert dump(conn) == live_rows
+
+    async with stack.runtime(observer_service()):
+        assert [await ask(stack, m, **p) for m, p in methods] == live_answers
+
+
+async def test_a_restart_resumes_without_announcing_anything_twice(stack: Stack) -> None:
+    publisher = ExamplePublisher(stack)
+    async with stack.runtime(observer_service()) as runtime:
+        await publisher.publish(*STEPS)
+        await all_recorded(runtime, len(STEPS))
+    async with stack.runtime(observer_service()) as runtime:
+        await publisher.publish(*_one_more_contract())
+        await all_recorded(runtime, len(STEPS) + 2)
+        # The new contract's announcement is the last one made; nothing before it was repeated.
+        announced = await eventually(
+            lambda: _at_least(published_by_observer(stack, "observation.execution_state"), 7), timeout=15
+        )
+    assert [e["data"]["execution_id"] for e in announced] == [ECS_ID] * 4 + [TOOL_ID] * 2 + ["exec-003"]
+    assert len({e["event_id"] for e in announced}) == 7
+
+
+async def test_unknown_ids_are_404_and_missing_ones_422(stack: Stack) -> None:
+    async with stack.runtime(observer_service()):
+        for method, payload in [
+            ("snapshot", {"execution_id": "exec-404"}),
+            ("transitions", {"execution_id": "exec-404"}),
+            ("consequence", {"execution_id": "exec-404"}),
+            ("timeline", {"session_id": "session-404"}),
+        ]:
+            with pytest.raises(RpcError) as refused:
+                await ask(stack, method, **payload)
+            assert refused.value.status == 404, method
+        with pytest.raises(RpcError) as refused:
+            await ask(stack, "snapshot")
+        assert refused.value.status == 422
+        assert await ask(stack, "consequences", session_id="session-404") == []
+
+
+def _one_more_contract() -> list[Step]:
+    created = ContractCreated(
+        execution_id="exec-003",
+        session_id=SESSION,
+        action_type="tool_call",
+        tool="fs.read",
+        args={"path": "notes.txt"},
+        action_detail={},
+        proposer=Principal(kind="agent", id="reasoning"),
+        created_at=at(7000),
+    )
+    started = ExecutionTransitioned(
+        execution_id="exec-003",
+        session_id=SESSION,
+        from_status="pending",
+        to_status="running",
+        trigger="start",
+        actor="tool_node",
+        timestamp=at(7010),
+    )
+    return [Step("executor", created, at(7000)), Step("executor", started, at(7010))]
+
+
+async def _at_least(events_coro, count: int) -> list[dict] | None:
+    events = await events_coro
+    return events if len(events) >= count else None
+
+
+async def test_the_observer_runs_as_its_own_process(stack: Stack) -> None:
+    process = stack.spawn("observer")
+    try:
+        await stack.wait_ready("observer")
+        await ExamplePublisher(stack).publish(*STEPS)
+        records = await eventually(
+            lambda: _transitions_when_complete(stack, TOOL_ID, len(EXPECTED_TRANSITIONS[TOOL_ID])), timeout=20
+        )
+        assert _tuples(records) == EXPECTED_TRANSITIONS[TOOL_ID]
+    finally:
+        process.terminate()
+        assert process.wait(timeout=20) == 0
+
+
+async def _transitions_when_complete(stack: Stack, execution_id: str, count: int) -> list[dict] | None:
+    try:
+        records = await ask(stack, "transitions", execution_id=execution_id)
+    except RpcError:
+        return None
+    return records if len(records) >= count else None

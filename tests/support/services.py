@@ -1,0 +1,56 @@
+"""Several real services of one test stack, run in this process (each with its own NATS user and SQLite file)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import AsyncIterator, Iterable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from overseer.events.runtime import Runtime, Service
+from overseer.events.testing import Stack
+
+# Deciders before producers, the gateway last (as `overseer up` starts them).
+START_ORDER = ("observer", "col", "firewall", "executor", "reasoning", "gateway")
+
+
+def service_class(name: str) -> type[Service] | None:
+    """The Service subclass defined in ``overseer.<name>.bootstrap``, or None when it does not exist yet."""
+    try:
+        module = importlib.import_module(f"overseer.{name}.bootstrap")
+    except ImportError:
+        return None
+    for value in vars(module).values():
+        if isinstance(value, type) and issubclass(value, Service) and value is not Service and value.name == name:
+            return value
+    return None
+
+
+def available(names: Iterable[str] = START_ORDER) -> list[str]:
+    return [n for n in START_ORDER if n in set(names) and service_class(n) is not None]
+
+
+@dataclass
+class RunningServices:
+    services: dict[str, Service] = field(default_factory=dict)
+    runtimes: dict[str, Runtime] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> Service:
+        return self.services[name]
+
+
+@asynccontextmanager
+async def running(stack: Stack, names: Iterable[str] = START_ORDER, **overrides: Any) -> AsyncIterator[RunningServices]:
+    """Start ``names`` (those that exist) in start order on ``stack``; stop them in reverse order."""
+    wanted = set(names)
+    out = RunningServices()
+    async with AsyncExitStack() as exits:
+        for name in START_ORDER:
+            cls = service_class(name) if name in wanted else None
+            if cls is None:
+                continue
+            service = cls()
+            out.runtimes[name] = await exits.enter_async_context(stack.runtime(service, **overrides))
+            out.services[name] = service
+        yield out

@@ -1,0 +1,97 @@
+"""Two small services on the real runtime, used by the backbone tests.
+
+``Sender`` (as the gateway) records messages; ``Replier`` (as reasoning)
+consumes them, keeps a read model of what it saw and answers each one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+
+from overseer.events.catalogue import ConversationReplied, MessageReceived
+from overseer.events.envelope import Envelope
+from overseer.events.errors import TransientError
+from overseer.events.projection import Apply, SqlProjection
+from overseer.events.runtime import Handler, Service, Subscription, UnitOfWork
+
+
+class SeenMessages(SqlProjection):
+    name = "seen_messages"
+    ddl = """
+    CREATE TABLE IF NOT EXISTS seen_messages (
+        event_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, text TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS replies (event_id TEXT PRIMARY KEY, in_reply_to TEXT NOT NULL);
+    """
+    tables = ("seen_messages", "replies")
+
+    def appliers(self) -> Mapping[str, Apply]:
+        return {
+            "conversation.message_received": self._message,
+            "conversation.replied": self._reply,
+        }
+
+    @staticmethod
+    def _message(conn: sqlite3.Connection, event: Envelope) -> None:
+        data = event.data
+        assert isinstance(data, MessageReceived)
+        # A plain INSERT: a duplicate effect would raise, so "exactly once" is checked by the schema too.
+        conn.execute("INSERT INTO seen_messages VALUES (?, ?, ?)", (event.event_id, data.session_id, data.text))
+
+    @staticmethod
+    def _reply(conn: sqlite3.Connection, event: Envelope) -> None:
+        data = event.data
+        assert isinstance(data, ConversationReplied)
+        conn.execute("INSERT INTO replies VALUES (?, ?)", (event.event_id, data.in_reply_to))
+
+
+class Sender(Service):
+    name = "gateway"
+
+    def say(self, uow: UnitOfWork, session_id: str, text: str) -> Envelope:
+        return uow.emit(
+            MessageReceived(session_id=session_id, text=text),
+            aggregate_id=f"session:{session_id}",
+            actor="gateway:test",
+            correlation_id=session_id,
+        )
+
+
+class Replier(Service):
+    name = "reasoning"
+
+    def __init__(self, fail_texts: set[str] | None = None, transient_once: set[str] | None = None) -> None:
+        self.fail_texts = fail_texts or set()
+        self.transient_once = transient_once or set()
+
+    def projections(self) -> list[SqlProjection]:
+        return [SeenMessages()]
+
+    def subscriptions(self) -> list[Subscription]:
+        return [Subscription(owner="gateway", types=("conversation.message_received",))]
+
+    def handlers(self) -> Mapping[str, Handler]:
+        return {"conversation.message_received": self.reply}
+
+    def reply(self, uow: UnitOfWork, event: Envelope) -> None:
+        data = event.data
+        assert isinstance(data, MessageReceived)
+        if data.text in self.fail_texts:
+            raise ValueError(f"cannot answer {data.text!r}")
+        if data.text in self.transient_once:
+            self.transient_once.discard(data.text)
+            raise TransientError("try again")
+        uow.emit(
+            ConversationReplied(session_id=data.session_id, text=f"re: {data.text}", in_reply_to=event.event_id),
+            aggregate_id=f"reply:{event.event_id}",
+            actor="reasoning:test",
+        )
+
+
+def seen(runtime_store_conn: sqlite3.Connection) -> list[str]:
+    return [r[0] for r in runtime_store_conn.execute("SELECT text FROM seen_messages ORDER BY rowid")]
+
+
+def replies(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT COUNT(*) FROM replies").fetchone()[0])

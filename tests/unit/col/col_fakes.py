@@ -1,0 +1,134 @@
+"""An in-memory COL for unit tests: the ports, implemented by folding events with the domain's ``evolve``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from overseer.col.application.handlers import ColUnit
+from overseer.col.application.registry import CORegistry
+from overseer.col.domain.decisions import evolve, evolve_suggestion
+from overseer.col.domain.model import CognitiveObject, Suggestion
+from overseer.col.domain.ports import (
+    CommandLog,
+    CommandOutcome,
+    CoQuery,
+    CoRepository,
+    EventSink,
+    ExecutionReport,
+)
+from overseer.events.catalogue import (
+    CoCreated,
+    CoExecutionReported,
+    CoSuggestionDecided,
+    CoSuggestionRecorded,
+)
+from overseer.events.envelope import EventData
+
+
+@dataclass
+class Emitted:
+    data: EventData
+    aggregate_id: str
+    correlation_id: str | None
+
+
+@dataclass
+class InMemoryCol(CoRepository, EventSink, CommandLog):
+    """Repository, sink and command log in one: every emitted event is folded in at once."""
+
+    now: float = 1_000.0
+    cos: dict[str, CognitiveObject] = field(default_factory=dict)
+    reports: dict[tuple[str, str], ExecutionReport] = field(default_factory=dict)
+    suggestions_by_id: dict[str, Suggestion] = field(default_factory=dict)
+    outcomes: dict[str, CommandOutcome] = field(default_factory=dict)
+    emitted: list[Emitted] = field(default_factory=list)
+    settled_commands: list[str] = field(default_factory=list)
+
+    # -- clock ---------------------------------------------------------------------------
+    def clock(self) -> float:
+        self.now += 1.0
+        return self.now
+
+    # -- EventSink -----------------------------------------------------------------------
+    def emit(self, data: EventData, *, aggregate_id: str, correlation_id: str | None = None) -> None:
+        self.emitted.append(Emitted(data, aggregate_id, correlation_id))
+        occurred_at = self.clock()
+        co_id = getattr(data, "co_id", None)
+        if isinstance(data, CoSuggestionRecorded | CoSuggestionDecided):
+            current = self.suggestions_by_id.get(data.suggestion_id)
+            result = current.co_id if current and current.kind == "transition" else None
+            updated = evolve_suggestion(current, data, occurred_at, correlation_id, result)
+            if updated is not None:
+                self.suggestions_by_id[data.suggestion_id] = updated
+        elif isinstance(data, CoExecutionReported):
+            self.reports[(data.co_id, data.execution_id)] = ExecutionReport(
+                data.execution_id, data.outcome, occurred_at
+            )
+        elif co_id is not None:
+            updated_co = evolve(self.cos.get(co_id), data, occurred_at)
+            if updated_co is not None:
+                self.cos[co_id] = updated_co
+        if isinstance(data, CoCreated) and data.command_id is not None:
+            for s in self.suggestions_by_id.values():
+                if s.status == "confirmed" and s.kind == "create" and s.result_co_id is None:
+                    self.suggestions_by_id[s.suggestion_id] = s.model_copy(
+                        update={"result_co_id": data.co_id}
+                    )
+
+    def types(self) -> list[str]:
+        return [e.data.TYPE for e in self.emitted]
+
+    # -- CoRepository --------------------------------------------------------------------
+    def get(self, co_id: str) -> CognitiveObject | None:
+        return self.cos.get(co_id)
+
+    def existing_ids(self, co_ids: Iterable[str]) -> set[str]:
+        return {c for c in co_ids if c in self.cos}
+
+    def find(self, query: CoQuery) -> list[CognitiveObject]:
+        found = []
+        for co in self.cos.values():
+            if query.status is not None and co.status != query.status:
+                continue
+            if query.active_only and co.status == "archived":
+                continue
+            if query.domain_tag is not None and co.domain_tag != query.domain_tag:
+                continue
+            if query.semantic_type is not None and co.semantic_type != query.semantic_type:
+                continue
+            text = f"{co.title}\n{co.description}".casefold()
+            if query.q is not None and not all(t.casefold() in text for t in query.q.split()):
+                continue
+            found.append(co)
+        found.sort(key=lambda c: (-c.updated_at, c.co_id))
+        return found[query.offset : query.offset + query.limit]
+
+    def execution_reports(self, co_id: str) -> list[ExecutionReport]:
+        return [r for (c, _), r in self.reports.items() if c == co_id]
+
+    def is_reported(self, co_id: str, execution_id: str) -> bool:
+        return (co_id, execution_id) in self.reports
+
+    def suggestion(self, suggestion_id: str) -> Suggestion | None:
+        return self.suggestions_by_id.get(suggestion_id)
+
+    def suggestions(self, status: str | None = None) -> list[Suggestion]:
+        return [s for s in self.suggestions_by_id.values() if status is None or s.status == status]
+
+    # -- CommandLog ----------------------------------------------------------------------
+    def outcome(self, command_id: str) -> CommandOutcome | None:
+        return self.outcomes.get(command_id)
+
+    def record(self, outcome: CommandOutcome, *, command_type: str, processed_at: float) -> None:
+        self.outcomes.setdefault(outcome.command_id, outcome)
+
+
+def make_unit(col: InMemoryCol, registry: CORegistry, *, col_enabled: bool = True) -> ColUnit:
+    return ColUnit(
+        registry=registry,
+        commands=col,
+        settled=col.settled_commands.append,
+        col_enabled=col_enabled,
+        clock=col.clock,
+    )

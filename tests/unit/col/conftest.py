@@ -1,0 +1,32 @@
+"""Fixtures of the COL unit tests: a registry over the in-memory fake (``col_fakes``)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from col_fakes import InMemoryCol, make_unit
+
+from overseer.col.application.handlers import ColUnit
+from overseer.col.application.registry import CORegistry
+
+
+@pytest.fixture
+def col() -> InMemoryCol:
+    return InMemoryCol()
+
+
+@pytest.fixture
+def registry(col: InMemoryCol) -> CORegistry:
+    ids = (f"co-{n}" for n in itertools.count(1))
+    return CORegistry(col, col, clock=col.clock, new_id=lambda: next(ids))
+
+
+@pytest.fixture
+def unit(col: InMemoryCol, registry: CORegistry) -> ColUnit:
+    return make_unit(col, registry)
+
+
+@pytest.fixture
+def disabled_unit(col: InMemoryCol, registry: CORegistry) -> ColUnit:
+    return make_unit(col, registry, col_enabled=False)

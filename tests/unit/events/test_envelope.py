@@ -1,0 +1,94 @@
+"""Envelope encoding, tolerant decoding, unknown types and the v1 → v2 upcaster."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from overseer.events.catalogue import MessageReceived
+from overseer.events.envelope import decode, new_event, registered_types
+from overseer.events.errors import EventDecodeError, UnknownEventType
+from overseer.events.ids import uuid7
+from overseer.events.subjects import OWNERSHIP, owners_of
+
+
+def _message() -> bytes:
+    event = new_event(
+        MessageReceived(session_id="s-1", text="hello"),
+        aggregate_id="session:s-1",
+        aggregate_version=1,
+        actor="gateway:test",
+        correlation_id="s-1",
+    )
+    return event.encode()
+
+
+def test_an_event_survives_encode_and_decode() -> None:
+    raw = _message()
+    event = decode(raw)
+    assert isinstance(event.data, MessageReceived)
+    assert event.data.text == "hello"
+    assert event.encode() == raw
+
+
+def test_unknown_fields_are_tolerated() -> None:
+    obj = orjson.loads(_message())
+    obj["future_envelope_field"] = 1
+    obj["data"]["future_data_field"] = {"x": 1}
+    assert decode(orjson.dumps(obj)).data.text == "hello"
+
+
+def test_an_unknown_type_is_reported_not_crashed_on() -> None:
+    obj = orjson.loads(_message())
+    obj["type"] = "nobody.knows"
+    with pytest.raises(UnknownEventType) as info:
+        decode(orjson.dumps(obj))
+    assert info.value.event_type == "nobody.knows"
+
+
+@pytest.mark.parametrize(
+    "mutation",
+    [
+        lambda o: o.pop("event_id"),
+        lambda o: o["data"].pop("session_id"),
+        lambda o: o.update(data="not an object"),
+        lambda o: o.update(schema_version=99),
+    ],
+)
+def test_invalid_events_raise_a_decode_error_with_a_reason(mutation) -> None:
+    obj = orjson.loads(_message())
+    mutation(obj)
+    with pytest.raises(EventDecodeError):
+        decode(orjson.dumps(obj))
+
+
+def test_garbage_is_a_decode_error() -> None:
+    with pytest.raises(EventDecodeError, match="not JSON"):
+        decode(b"\x00{nope")
+
+
+def test_a_version_1_message_is_upcast_to_version_2() -> None:
+    obj = orjson.loads(_message())
+    obj["schema_version"] = 1
+    obj["data"] = {"session_id": "s-1", "message": "from the old days"}
+    event = decode(orjson.dumps(obj))
+    assert event.schema_version == 2
+    assert event.data == MessageReceived(session_id="s-1", text="from the old days", channel="rest")
+
+
+def test_events_are_immutable() -> None:
+    event = decode(_message())
+    with pytest.raises(Exception, match="frozen"):
+        event.data.text = "changed"  # type: ignore[misc]
+
+
+def test_every_catalogued_type_has_an_owner() -> None:
+    for event_type in registered_types():
+        assert owners_of(event_type), f"{event_type} has no owner in {sorted(OWNERSHIP)}"
+
+
+def test_uuid7_ids_are_time_ordered_and_unique() -> None:
+    ids = [uuid7() for _ in range(5000)]
+    assert ids == sorted(ids)
+    assert len(set(ids)) == len(ids)
+    assert all(i[14] == "7" for i in ids)

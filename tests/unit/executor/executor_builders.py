@@ -1,0 +1,81 @@
+"""Builders for the executor's pure domain tests: proposals, verdicts, decisions, contracts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from overseer.events.catalogue import ExecutionProposed, HumanDecisionRecorded, Principal
+from overseer.executor.domain.contract import ExecutionContract, Verdict, open_contract
+from overseer.executor.domain.idempotency import args_hash
+from overseer.executor.domain.tools import ToolSpec
+
+AGENT = Principal(kind="agent", id="agent")
+ALICE = Principal(kind="operator", id="alice")
+
+EMAIL = ToolSpec("email.send", irreversible=True, level="APPROVE")
+FS_LIST = ToolSpec("fs.list", idempotent=True, level="AUTO")
+SPECS = {spec.name: spec for spec in (EMAIL, FS_LIST)}
+
+INVITE = {"to": "bob@example.com", "subject": "Meeting", "body": "Tomorrow at 10?"}
+
+
+def proposal(
+    execution_id: str = "exec-001",
+    tool: str | None = "email.send",
+    args: dict[str, Any] | None = None,
+    *,
+    action_type: str = "tool_call",
+    action_detail: dict[str, Any] | None = None,
+    depends_on: str | None = None,
+    irreversible: bool | None = None,
+    session_id: str = "session-abc",
+) -> ExecutionProposed:
+    return ExecutionProposed(
+        execution_id=execution_id,
+        session_id=session_id,
+        action_type=action_type,
+        tool=tool,
+        args=dict(INVITE if args is None and tool == "email.send" else args or {}),
+        action_detail=action_detail or {},
+        irreversible=irreversible,
+        proposer=AGENT,
+        depends_on=depends_on,
+    )
+
+
+def contract(p: ExecutionProposed | None = None, *, now: float = 100.0) -> ExecutionContract:
+    p = p or proposal()
+    spec = SPECS.get(p.tool or "")
+    return ExecutionContract.from_created(open_contract(p, spec, node_id="reasoning", now=now))
+
+
+def verdict(decision: str = "allow", args: dict[str, Any] | None = None, level: str = "AUTO", **kw: Any) -> Verdict:
+    args = dict(INVITE if args is None else args)
+    return Verdict(
+        decision=decision,
+        level=level,
+        args=args,
+        args_hash=args_hash(args),
+        reasons=tuple(kw.get("reasons", ())),
+        preview=kw.get("preview"),
+        requested_by=kw.get("requested_by", AGENT),
+    )
+
+
+def human(
+    execution_id: str = "exec-001",
+    decision: str = "approve",
+    *,
+    args: dict[str, Any] | None = None,
+    hash_: str | None = None,
+    by: Principal = ALICE,
+    comment: str | None = None,
+) -> HumanDecisionRecorded:
+    return HumanDecisionRecorded(
+        execution_id=execution_id,
+        session_id="session-abc",
+        decision=decision,
+        args_hash=hash_ or args_hash(dict(INVITE if args is None else args)),
+        decided_by=by,
+        comment=comment,
+    )
