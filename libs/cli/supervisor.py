@@ -130,7 +130,9 @@ class Stack:
         return self.nats.url
 
     def base_env(self, url: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in ("OVERSEER_NATS_USER", "OVERSEER_NATS_PASSWORD")}
+        env = {
+            k: v for k, v in os.environ.items() if k not in ("OVERSEER_NATS_USER", "OVERSEER_NATS_PASSWORD")
+        }
         env |= {
             "NATS_URL": url,
             "OVERSEER_HOME": str(self.home),
@@ -167,7 +169,9 @@ class Stack:
             env = dict(base)
             if self.nats is not None:
                 env |= self.nats.env_for(service)
-            self.children.append(Child(service, [sys.executable, "-m", f"overseer.{service}"], env, logs / f"{service}.log"))
+            self.children.append(
+                Child(service, [sys.executable, "-m", f"overseer.{service}"], env, logs / f"{service}.log")
+            )
 
     def write_stack_file(self, url: str) -> None:
         info = {
@@ -201,14 +205,18 @@ def _module_exists(name: str) -> bool:
         return False
 
 
-async def _health_all(url: str, user: str | None, password: str | None, subjects: Subjects, timeout: float = 1.0) -> dict[str, Any]:
+async def _health_all(
+    url: str, user: str | None, password: str | None, subjects: Subjects, timeout: float = 1.0
+) -> dict[str, Any]:
     nc = await connect(url, name="overseer-supervisor", user=user, password=password)
     try:
 
         async def one(service: str) -> tuple[str, Any]:
             try:
-                return service, await rpc_request(nc, service, "health", {"detailed": True}, timeout, subjects=subjects)
-            except Exception as exc:  # noqa: BLE001 - reported as down
+                return service, await rpc_request(
+                    nc, service, "health", {"detailed": True}, timeout, subjects=subjects
+                )
+            except Exception as exc:
                 return service, {"status": "down", "error": str(exc)}
 
         return dict(await asyncio.gather(*(one(s) for s in SERVICES)))
@@ -230,7 +238,9 @@ async def _supervise(stack: Stack, url: str, stop: asyncio.Event, ready_timeout:
     else:
         if not stop.is_set():
             not_ready = [s for s, h in health.items() if not h.get("ready")]
-            print(f"Services not ready after {ready_timeout:.0f}s: {', '.join(not_ready)}; see {stack.home}/logs")
+            print(
+                f"Services not ready after {ready_timeout:.0f}s: {', '.join(not_ready)}; see {stack.home}/logs"
+            )
             return 1
     if stop.is_set():
         return 0
@@ -265,11 +275,20 @@ def run_stack(
     """Run the whole stack in the foreground until Ctrl-C / SIGTERM; returns the exit code."""
     settings = load_settings()
     gateway = settings.section("gateway")
-    stack = Stack(settings, host or str(gateway.get("host", "127.0.0.1")), int(port or gateway.get("port", 8080)), nats_url)
+    stack = Stack(
+        settings,
+        host or str(gateway.get("host", "127.0.0.1")),
+        int(port or gateway.get("port", 8080)),
+        nats_url,
+    )
     stack.home.mkdir(parents=True, exist_ok=True)
     ensure_tokens(stack.home)
     configured_smtp = int(settings.get("tools.smtp_port", 0) or 0)
-    stack.smtp_port = configured_smtp if configured_smtp and not reachable(f"nats://127.0.0.1:{configured_smtp}") else free_port()
+    stack.smtp_port = (
+        configured_smtp
+        if configured_smtp and not reachable(f"nats://127.0.0.1:{configured_smtp}")
+        else free_port()
+    )
 
     async def main() -> int:
         loop = asyncio.get_running_loop()
@@ -306,9 +325,19 @@ def collect_status(settings: Settings | None = None) -> dict[str, Any]:
     users = settings.home / "nats" / "users.json"
     password = json.loads(users.read_text(encoding="utf-8")).get(READER) if users.is_file() else None
     health = asyncio.run(
-        _health_all(info["nats_url"], READER if password else None, password, Subjects(info.get("namespace", "overseer")))
+        _health_all(
+            info["nats_url"],
+            READER if password else None,
+            password,
+            Subjects(info.get("namespace", "overseer")),
+        )
     )
-    return {"running": True, "gateway_url": info.get("gateway_url"), "nats_url": info["nats_url"], "services": health}
+    return {
+        "running": True,
+        "gateway_url": info.get("gateway_url"),
+        "nats_url": info["nats_url"],
+        "services": health,
+    }
 
 
 def print_status() -> int:
@@ -319,7 +348,9 @@ def print_status() -> int:
     status = collect_status()
     console = Console()
     if not status["running"]:
-        console.print("[red]No stack is running[/red] (no stack.json under OVERSEER_HOME). Start one with `overseer up`.")
+        console.print(
+            "[red]No stack is running[/red] (no stack.json under OVERSEER_HOME). Start one with `overseer up`."
+        )
         return 1
     table = Table(title=f"Overseer stack — gateway {status['gateway_url']}, NATS {status['nats_url']}")
     for column in ("service", "state", "pid", "consumer lag", "relay backlog", "events"):

@@ -111,13 +111,13 @@ class DurablePullConsumer:
             try:
                 await self.ensure_consumer()
                 break
-            except Exception as exc:  # noqa: BLE001 - the server may still be starting
+            except Exception as exc:
                 log.info("consumer %s: waiting for JetStream (%s)", self.name, exc)
                 await asyncio.sleep(0.5)
         if self._sub is not None:
             try:
                 await self._sub.unsubscribe()
-            except Exception:  # noqa: BLE001, S110 - an old subscription on a dead connection
+            except Exception:
                 pass
         # A new inbox: frames of the old pull requests can no longer be mistaken for the new ones.
         self._inbox = self.nc.new_inbox()
@@ -137,7 +137,7 @@ class DurablePullConsumer:
                 await self._round()
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 log.warning("consumer %s: %s; re-creating the pull", self.name, exc)
                 await asyncio.sleep(0.2)
                 self._reset.set()
@@ -172,7 +172,7 @@ class DurablePullConsumer:
             self.delivered += len(messages)
             try:
                 self.last_pending = messages[-1].metadata.num_pending
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
             await self.on_batch(messages)
         if self._outstanding <= self.batch // 2:
@@ -202,5 +202,5 @@ class DurablePullConsumer:
         if self._sub is not None:
             try:
                 await self._sub.unsubscribe()
-            except Exception:  # noqa: BLE001, S110
+            except Exception:
                 pass

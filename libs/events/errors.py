@@ -7,7 +7,7 @@ class EventError(Exception):
     """Base class of every backbone error."""
 
 
-class UnknownEventType(EventError):  # noqa: N818 - reads as a fact, like the other domain errors
+class UnknownEventType(EventError):
     """A message names an event type the catalogue does not know."""
 
     def __init__(self, event_type: str) -> None:
@@ -27,7 +27,7 @@ class TransientError(EventError):
     """A handler failed for a reason that may pass: the message is redelivered later."""
 
 
-class InvalidTransition(EventError):  # noqa: N818
+class InvalidTransition(EventError):
     """A state machine was asked for a trigger that is not legal in its current state."""
 
     def __init__(self, machine: str, state: str, trigger: str, legal: list[str]) -> None:

@@ -96,7 +96,7 @@ def server_config(port: int, store_dir: Path, creds: Credentials, monitor_port: 
     reader_publish = ["*.rpc.>", "_INBOX.>", "$JS.API.>", "$JS.ACK.>"]
     users.append(
         f'    {{ user: "{READER}", password: "{creds.passwords[READER]}", permissions: {{\n'
-        f"        publish: {{ allow: {quoted(reader_publish)}, deny: [\"*.dlq.>\"] }},\n"
+        f'        publish: {{ allow: {quoted(reader_publish)}, deny: ["*.dlq.>"] }},\n'
         f'        subscribe: {{ allow: [">"] }} }} }}'
     )
     monitor = f"http_port: {monitor_port}\n" if monitor_port else ""
@@ -136,7 +136,9 @@ class EmbeddedNats:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"nats-server exited with {self.process.returncode}; see {self.dir}/nats-server.log")
+                raise RuntimeError(
+                    f"nats-server exited with {self.process.returncode}; see {self.dir}/nats-server.log"
+                )
             if reachable(self.url, timeout=0.2):
                 return self
             time.sleep(0.05)

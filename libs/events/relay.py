@@ -50,7 +50,7 @@ class OutboxRelay:
             self._idle.clear()
             try:
                 acked = await self._publish(rows)
-            except Exception as exc:  # noqa: BLE001 - disconnected, buffer full: never let the relay die
+            except Exception as exc:
                 log.warning("relay: publishing failed, retrying: %s", exc)
                 acked = 0
             if acked:
@@ -75,7 +75,7 @@ class OutboxRelay:
         for row, future in zip(rows, futures, strict=True):
             try:
                 await asyncio.wait_for(future, timeout=5.0)
-            except Exception as exc:  # noqa: BLE001 - any failure means: retry from here later
+            except Exception as exc:
                 log.warning("relay: publish of %s failed: %s", row.event_id, exc)
                 for rest in futures:
                     if not rest.done():

@@ -133,10 +133,16 @@ class UnitOfWork:
             aggregate_id=aggregate_id,
             aggregate_version=aggregate_version,
             actor=actor,
-            correlation_id=correlation_id if correlation_id is not None else (incoming and incoming.correlation_id),
-            causation_id=causation_id if causation_id is not None else (incoming and incoming.event_id),
+            correlation_id=correlation_id if correlation_id is not None else _correlation_of(incoming),
+            causation_id=causation_id
+            if causation_id is not None
+            else (incoming.event_id if incoming else None),
         )
-        self.store.append([event], subjects=[self.runtime.subjects.event(service, data.TYPE)], headers=[tracing.current_headers()])
+        self.store.append(
+            [event],
+            subjects=[self.runtime.subjects.event(service, data.TYPE)],
+            headers=[tracing.current_headers()],
+        )
         for projection in self.runtime.projections:
             projection.apply(self.conn, event)
         self.emitted.append(event)
@@ -196,7 +202,9 @@ class Runtime:
             on_reconnect=self._on_reconnect,
         )
         self.js = self.nc.jetstream(publish_async_max_pending=int(cfg.get("relay_max_in_flight", 512)) * 2)
-        await provision_streams(self.js, self.subjects, duplicate_window=float(cfg.get("duplicate_window_seconds", 600)))
+        await provision_streams(
+            self.js, self.subjects, duplicate_window=float(cfg.get("duplicate_window_seconds", 600))
+        )
         self.relay = OutboxRelay(self.store, self.js, max_in_flight=int(cfg.get("relay_max_in_flight", 512)))
         self.spawn(self.relay.run())
         await self._serve_rpc()
@@ -375,10 +383,14 @@ class Runtime:
             "Overseer-Consumer": self.service.name,
             "Nats-Msg-Id": f"dlq:{self.service.name}:{meta.stream}:{meta.sequence.stream}",
         }
-        log.warning("%s: dead-lettering %s#%s: %s", self.service.name, meta.stream, meta.sequence.stream, reason)
+        log.warning(
+            "%s: dead-lettering %s#%s: %s", self.service.name, meta.stream, meta.sequence.stream, reason
+        )
         try:
-            await self.js.publish(self.subjects.dlq(self.service.name), msg.data, headers=headers, timeout=5.0)
-        except Exception as exc:  # noqa: BLE001 - keep it: redelivered later and dead-lettered again
+            await self.js.publish(
+                self.subjects.dlq(self.service.name), msg.data, headers=headers, timeout=5.0
+            )
+        except Exception as exc:
             log.error("%s: dead-letter publish failed: %s", self.service.name, exc)
             await msg.nak(delay=self._nak_delay * 4)
             return
@@ -390,7 +402,9 @@ class Runtime:
         for method, fn in methods.items():
             self._rpc_subs.append(
                 await self.nc.subscribe(
-                    self.subjects.rpc(self.service.name, method), queue=self.service.name, cb=self._rpc_callback(fn)
+                    self.subjects.rpc(self.service.name, method),
+                    queue=self.service.name,
+                    cb=self._rpc_callback(fn),
                 )
             )
 
@@ -418,7 +432,9 @@ class Runtime:
 
         return spawn_answer
 
-    async def request(self, service: str, method: str, payload: dict[str, Any] | None = None, timeout: float = 5.0) -> Any:
+    async def request(
+        self, service: str, method: str, payload: dict[str, Any] | None = None, timeout: float = 5.0
+    ) -> Any:
         return await rpc_request(self.nc, service, method, payload, timeout, subjects=self.subjects)
 
     async def _health_rpc(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -432,7 +448,7 @@ class Runtime:
                 try:
                     info = await self.js.consumer_info(consumer.stream, consumer.durable, timeout=1.0)
                     lag = int(info.num_pending or 0) + int(info.num_ack_pending or 0)
-                except Exception:  # noqa: BLE001 - report what we know
+                except Exception:
                     pass
             consumers[consumer.name] = {"lag": lag, "delivered": consumer.delivered}
         return {
@@ -462,7 +478,9 @@ async def rpc_request(
 ) -> Any:
     """Ask ``service`` over NATS request/reply; raises :class:`RpcError` for its refusals and for no answer."""
     try:
-        reply = await nc.request((subjects or Subjects()).rpc(service, method), orjson.dumps(payload or {}), timeout=timeout)
+        reply = await nc.request(
+            (subjects or Subjects()).rpc(service, method), orjson.dumps(payload or {}), timeout=timeout
+        )
     except TimeoutError as exc:
         raise RpcError(504, f"{service} did not answer {method} within {timeout}s") from exc
     except Exception as exc:  # no responders, disconnected
@@ -472,6 +490,10 @@ async def rpc_request(
         extra = {k: v for k, v in answer.items() if k not in ("ok", "status", "detail")}
         raise RpcError(int(answer.get("status", 500)), str(answer.get("detail", "error")), extra)
     return answer.get("result")
+
+
+def _correlation_of(event: Envelope | None) -> str | None:
+    return event.correlation_id if event is not None else None
 
 
 def _json_default(obj: Any) -> Any:

@@ -46,7 +46,7 @@ OWNERSHIP: dict[str, tuple[str, ...]] = {
 }
 
 
-class NotOwner(Exception):  # noqa: N818
+class NotOwner(Exception):
     def __init__(self, service: str, event_type: str) -> None:
         super().__init__(f"{service} does not own event type {event_type!r}")
 

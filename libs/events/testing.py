@@ -141,7 +141,9 @@ class Stack:
             stderr=subprocess.STDOUT,
         )
 
-    async def rpc(self, service: str, method: str, payload: dict[str, Any] | None = None, timeout: float = 5.0) -> Any:
+    async def rpc(
+        self, service: str, method: str, payload: dict[str, Any] | None = None, timeout: float = 5.0
+    ) -> Any:
         from overseer.events.runtime import rpc_request
 
         async with self.client("reader") as nc:
@@ -156,10 +158,12 @@ class Stack:
 
             while asyncio.get_running_loop().time() < deadline:
                 try:
-                    health = await rpc_request(nc, service, "health", {"detailed": False}, 1.0, subjects=self.subjects)
+                    health = await rpc_request(
+                        nc, service, "health", {"detailed": False}, 1.0, subjects=self.subjects
+                    )
                     if health.get("ready"):
                         return dict(health)
-                except Exception as exc:  # noqa: BLE001 - not up yet
+                except Exception as exc:
                     last = exc
                 await asyncio.sleep(0.1)
         raise TimeoutError(f"{service} not ready within {timeout}s: {last}")

@@ -71,12 +71,16 @@ def setup_tracing(service: str, exporter: str, home: Path) -> None:
     if exporter == "console":
         provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter()))
     elif exporter == "file":
-        provider.add_span_processor(SimpleSpanProcessor(JsonLinesSpanExporter(home / "traces" / f"{service}.jsonl")))
+        provider.add_span_processor(
+            SimpleSpanProcessor(JsonLinesSpanExporter(home / "traces" / f"{service}.jsonl"))
+        )
     _tracer = provider.get_tracer("overseer")
 
 
 @contextmanager
-def span_for_event(name: str, headers: Mapping[str, str] | None, attributes: dict[str, Any]) -> Iterator[None]:
+def span_for_event(
+    name: str, headers: Mapping[str, str] | None, attributes: dict[str, Any]
+) -> Iterator[None]:
     """A span for one handled event, child of the trace context in its headers."""
     parent = _propagator.extract(carrier=dict(headers or {}))
     token = otel_context.attach(parent)

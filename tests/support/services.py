@@ -22,7 +22,12 @@ def service_class(name: str) -> type[Service] | None:
     except ImportError:
         return None
     for value in vars(module).values():
-        if isinstance(value, type) and issubclass(value, Service) and value is not Service and value.name == name:
+        if (
+            isinstance(value, type)
+            and issubclass(value, Service)
+            and value is not Service
+            and value.name == name
+        ):
             return value
     return None
 
@@ -41,7 +46,9 @@ class RunningServices:
 
 
 @asynccontextmanager
-async def running(stack: Stack, names: Iterable[str] = START_ORDER, **overrides: Any) -> AsyncIterator[RunningServices]:
+async def running(
+    stack: Stack, names: Iterable[str] = START_ORDER, **overrides: Any
+) -> AsyncIterator[RunningServices]:
     """Start ``names`` (those that exist) in start order on ``stack``; stop them in reverse order."""
     wanted = set(names)
     out = RunningServices()

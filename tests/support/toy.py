@@ -37,7 +37,9 @@ class SeenMessages(SqlProjection):
         data = event.data
         assert isinstance(data, MessageReceived)
         # A plain INSERT: a duplicate effect would raise, so "exactly once" is checked by the schema too.
-        conn.execute("INSERT INTO seen_messages VALUES (?, ?, ?)", (event.event_id, data.session_id, data.text))
+        conn.execute(
+            "INSERT INTO seen_messages VALUES (?, ?, ?)", (event.event_id, data.session_id, data.text)
+        )
 
     @staticmethod
     def _reply(conn: sqlite3.Connection, event: Envelope) -> None:
@@ -83,7 +85,9 @@ class Replier(Service):
             self.transient_once.discard(data.text)
             raise TransientError("try again")
         uow.emit(
-            ConversationReplied(session_id=data.session_id, text=f"re: {data.text}", in_reply_to=event.event_id),
+            ConversationReplied(
+                session_id=data.session_id, text=f"re: {data.text}", in_reply_to=event.event_id
+            ),
             aggregate_id=f"reply:{event.event_id}",
             actor="reasoning:test",
         )

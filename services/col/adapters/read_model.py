@@ -20,13 +20,23 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import orjson
 
 from overseer.col.domain.model import CognitiveObject, Suggestion
 from overseer.col.domain.ports import CommandLog, CommandOutcome, CoQuery, CoRepository, ExecutionReport
-from overseer.events.envelope import Envelope
+from overseer.events.catalogue import (
+    CoCreated,
+    CoExecutionLinked,
+    CoExecutionReported,
+    CoMemoryLinked,
+    CoSuggestionDecided,
+    CoSuggestionRecorded,
+    CoTransitioned,
+    CoUpdated,
+)
+from overseer.events.envelope import Envelope, EventData
 
 SEED_SCHEMA: Final = """
 -- 主表：Cognitive Objects
@@ -128,6 +138,15 @@ _SUGGESTION_COLUMNS: Final = (
 )
 
 
+D = TypeVar("D", bound=EventData)
+
+
+def _data(event: Envelope, kind: type[D]) -> D:
+    if not isinstance(event.data, kind):
+        raise TypeError(f"{event.type} carries {type(event.data).__name__}, expected {kind.__name__}")
+    return event.data
+
+
 def _json(value: Any) -> str:
     return orjson.dumps(value).decode()
 
@@ -166,7 +185,7 @@ class CoReadModel:
 
     # -- appliers -------------------------------------------------------------------------
     def _created(self, conn: sqlite3.Connection, event: Envelope) -> None:
-        d = event.data
+        d = _data(event, CoCreated)
         cur = conn.execute(
             "INSERT INTO cognitive_objects (co_id, title, description, semantic_type, domain_tag, "
             "intent_category, status, transitions, external_references, related_co_ids, linked_memory_ids, "
@@ -205,7 +224,7 @@ class CoReadModel:
             )
 
     def _updated(self, conn: sqlite3.Connection, event: Envelope) -> None:
-        d = event.data
+        d = _data(event, CoUpdated)
         changes = {k: v for k, v in d.changes.items() if k in _UPDATABLE_COLUMNS}
         assignments = ", ".join(f"{column} = ?" for column in changes)
         values = [_json(v) if k in _JSON_COLUMNS else v for k, v in changes.items()]
@@ -229,7 +248,7 @@ class CoReadModel:
         conn.execute("INSERT INTO co_search (rowid, title, description) VALUES (?, ?, ?)", row)
 
     def _transitioned(self, conn: sqlite3.Connection, event: Envelope) -> None:
-        d = event.data
+        d = _data(event, CoTransitioned)
         record = {
             "from": d.from_status,
             "to": d.to_status,
@@ -245,7 +264,7 @@ class CoReadModel:
         )
 
     def _execution_linked(self, conn: sqlite3.Connection, event: Envelope) -> None:
-        d = event.data
+        d = _data(event, CoExecutionLinked)
         cur = conn.execute(
             "INSERT OR IGNORE INTO co_execution_links (co_id, execution_id, linked_at) VALUES (?, ?, ?)",
             (d.co_id, d.execution_id, event.occurred_at),
@@ -256,7 +275,7 @@ class CoReadModel:
             )
 
     def _memory_linked(self, conn: sqlite3.Connection, event: Envelope) -> None:
-        d = event.data
+        d = _data(event, CoMemoryLinked)
         conn.execute(
             "UPDATE cognitive_objects SET linked_memory_ids = json_insert(linked_memory_ids, '$[#]', ?), "
             "updated_at = ? WHERE co_id = ? "
@@ -265,7 +284,7 @@ class CoReadModel:
         )
 
     def _execution_reported(self, conn: sqlite3.Connection, event: Envelope) -> None:
-        d = event.data
+        d = _data(event, CoExecutionReported)
         conn.execute(
             "INSERT OR IGNORE INTO co_execution_reports (co_id, execution_id, outcome, reported_at) "
             "VALUES (?, ?, ?, ?)",
@@ -273,7 +292,7 @@ class CoReadModel:
         )
 
     def _suggestion_recorded(self, conn: sqlite3.Connection, event: Envelope) -> None:
-        d = event.data
+        d = _data(event, CoSuggestionRecorded)
         conn.execute(
             "INSERT OR IGNORE INTO co_suggestions (suggestion_id, kind, co_id, trigger, fields, reason, "
             "session_id, status, suggested_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
@@ -290,7 +309,7 @@ class CoReadModel:
         )
 
     def _suggestion_decided(self, conn: sqlite3.Connection, event: Envelope) -> None:
-        d = event.data
+        d = _data(event, CoSuggestionDecided)
         status = "confirmed" if d.decision == "confirm" else "dismissed"
         conn.execute(
             "UPDATE co_suggestions SET status = ?, decided_at = ?, decided_command_id = ?, "

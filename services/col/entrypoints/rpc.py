@@ -143,7 +143,7 @@ class ColRpc:
     def table(self) -> dict[str, RpcMethod]:
         return {
             "get": self.get,
-            "list": self.list,
+            "list": self.list_cos,
             "list_active": self.list_active,
             "list_by_status": self.list_by_status,
             "search": self.search,
@@ -172,7 +172,7 @@ class ColRpc:
     async def get(self, payload: dict[str, Any]) -> dict[str, Any]:
         return self.view(self._found(parse(GetRequest, payload).co_id))
 
-    async def list(self, payload: dict[str, Any]) -> list[dict[str, Any]]:
+    async def list_cos(self, payload: dict[str, Any]) -> list[dict[str, Any]]:
         request = parse(ListRequest, payload)
         try:
             status = parse_status(request.status) if request.status else None

@@ -331,6 +331,14 @@ class ContractRepository:
         ).fetchone()
         return None if row is None else ExecutionStatus(row[0])
 
+    def has_verdict(self, execution_id: str) -> bool:
+        return (
+            self.conn.execute(
+                "SELECT 1 FROM executor_verdicts WHERE execution_id = ?", (execution_id,)
+            ).fetchone()
+            is not None
+        )
+
     def completed_duplicate(self, contract: ExecutionContract | None) -> str | None:
         """A COMPLETED contract with the same idempotency key (only asked for irreversible ones)."""
         if contract is None or not contract.irreversible or not contract.idempotency_key:

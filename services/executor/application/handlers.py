@@ -77,9 +77,10 @@ class ExecutionHandlers:
         node = event.actor.partition(":")[0] or "reasoning"
         created = open_contract(proposal, spec, node_id=node, now=self.clock())
         uow.emit(created, aggregate_id=proposal.execution_id, aggregate_version=1, actor=ACTOR)
-        contract = repo.get(proposal.execution_id)
-        if contract is not None and contract.verdict is not None:  # the verdict came first: apply it now
-            self._apply_verdict(uow, repo, contract, contract.verdict)
+        if repo.has_verdict(proposal.execution_id):  # the verdict came first (another stream): apply it now
+            contract = repo.get(proposal.execution_id)
+            if contract is not None and contract.verdict is not None:
+                self._apply_verdict(uow, repo, contract, contract.verdict)
 
     def on_verdict(self, uow: UnitOfWork, event: Envelope) -> None:
         verdict: VerdictIssued = event.data  # type: ignore[assignment]

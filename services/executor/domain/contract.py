@@ -217,18 +217,24 @@ def evolve(contract: ExecutionContract, data: EventData) -> ExecutionContract:
 
 
 def trace_step(
-    contract: ExecutionContract, from_status: str, to_status: str, trigger: str, actor: str
+    execution_id: str,
+    irreversible: bool,
+    result: str | None,
+    from_status: str,
+    to_status: str,
+    trigger: str,
+    actor: str,
 ) -> TraceStep:
-    """Seed 003's ExecutionStep for one transition (``contract`` is the state after it)."""
+    """Seed 003's ExecutionStep for one transition (``result``: the contract's result after it)."""
     return TraceStep(
         node_id=actor,
-        action=f"transition:{contract.execution_id}:{from_status}→{to_status}",
-        result=contract.result,
+        action=f"transition:{execution_id}:{from_status}→{to_status}",
+        result=result,
         metadata={
             "trigger": trigger,
             "actor": actor,
-            "contract_id": contract.execution_id,
-            "irreversible": contract.irreversible,
+            "contract_id": execution_id,
+            "irreversible": irreversible,
         },
     )
 
@@ -272,7 +278,15 @@ class Moves:
         """Fire ``trigger`` as ``actor``; raises ``InvalidTransition`` when the machine refuses it."""
         before = self.contract
         target = EXECUTION_MACHINE.next_state(before.status, trigger, actor)
-        after = replace(before, status=target, result=result if result is not None else before.result)
+        step = trace_step(
+            before.execution_id,
+            before.irreversible,
+            result if result is not None else before.result,
+            before.status.value,
+            target.value,
+            trigger,
+            actor,
+        )
         data = ExecutionTransitioned(
             execution_id=before.execution_id,
             session_id=before.session_id,
@@ -286,7 +300,7 @@ class Moves:
             error_message=error,
             irreversible=before.irreversible,
             co_id=before.co_id,
-            trace=trace_step(after, before.status.value, target.value, trigger, actor),
+            trace=step,
         )
         self.contract = evolve(before, data)
         self.events.append(data)

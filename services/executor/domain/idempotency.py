@@ -17,7 +17,7 @@ KEY_HASH_CHARS = 16
 
 def canonical_args(args: dict[str, Any]) -> bytes:
     """The canonical JSON bytes of ``args``: sorted keys, compact, UTF-8."""
-    return orjson.dumps(args, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    return orjson.dumps(args, option=orjson.OPT_SORT_KEYS)
 
 
 def args_hash(args: dict[str, Any]) -> str:

@@ -15,7 +15,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from overseer.firewall.domain.canonical import canonical_bytes
+import orjson
+
+from overseer.firewall.domain.model import Proposal, Verdict
 
 GENESIS = "0" * 64
 FIRST_INDEX = 1
@@ -51,9 +53,17 @@ def chain_hash(prev_hash: str, record_text: str) -> str:
     return hashlib.sha256(prev_hash.encode("ascii") + record_text.encode("utf-8")).hexdigest()
 
 
-def append_entry(head: AuditHead, record: Mapping[str, Any]) -> AuditEntry:
+def record_text(record: Mapping[str, Any]) -> str:
+    """A record's canonical JSON (sorted keys, no spaces, UTF-8). Only the stored text is ever
+    re-hashed, so the writer alone needs to be deterministic: orjson, whatever the floats."""
+    return orjson.dumps(
+        record if type(record) is dict else dict(record), option=orjson.OPT_SORT_KEYS
+    ).decode()
+
+
+def append_entry(head: AuditHead | AuditEntry, record: Mapping[str, Any]) -> AuditEntry:
     """The entry that follows ``head`` for ``record``."""
-    text = canonical_bytes(dict(record)).decode("utf-8")
+    text = record_text(record)
     return AuditEntry(head.index + 1, head.hash, chain_hash(head.hash, text), record, text)
 
 
@@ -99,3 +109,31 @@ def verify_chain(
         if last == expected_head.index and previous != expected_head.hash:
             return VerifyResult(False, count, last, f"entry {last} differs from the recorded head")
     return VerifyResult(True, count)
+
+
+def proposal_record(proposal: Proposal) -> dict[str, Any]:
+    return {
+        "kind": "proposal",
+        "execution_id": proposal.execution_id,
+        "session_id": proposal.session_id,
+        "tool": proposal.tool,
+        "args": dict(proposal.args),
+        "proposer": proposal.proposer,
+        "confidence": proposal.confidence,
+        "at": proposal.occurred_at,
+    }
+
+
+def verdict_record(verdict: Verdict, at: float) -> dict[str, Any]:
+    return {
+        "kind": "verdict",
+        "execution_id": verdict.execution_id,
+        "session_id": verdict.session_id,
+        "tool": verdict.tool,
+        "level": verdict.level.name,
+        "decision": verdict.decision.value,
+        "args_hash": verdict.args_hash,
+        "policy_version": verdict.policy_version,
+        "reasons": list(verdict.reasons),
+        "at": at,
+    }

@@ -31,10 +31,18 @@ class NotCanonical(ValueError):
 def _needs_stdlib(value: Any) -> bool:
     """Whether ``value`` holds something orjson would write differently from ``json.dumps``."""
     kind = type(value)
+    if kind is dict:  # the common case, a flat mapping of strings, without a generator per level
+        for key, item in value.items():
+            if type(key) is not str:
+                return True
+            item_kind = type(item)
+            if item_kind is str or item_kind is bool or item is None:
+                continue
+            if _needs_stdlib(item):
+                return True
+        return False
     if kind is str or kind is bool or value is None:
         return False
-    if kind is dict:
-        return any(type(k) is not str or _needs_stdlib(v) for k, v in value.items())
     if kind is list or kind is tuple:
         return any(_needs_stdlib(v) for v in value)
     if kind is int:

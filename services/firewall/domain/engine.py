@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from overseer.firewall.domain.canonical import NotCanonical, args_hash
+from overseer.firewall.domain.canonical import NotCanonical, args_hash, sha256_hex
 from overseer.firewall.domain.gate import HumanGate
 from overseer.firewall.domain.layers.base import KernelView, Layer, SandboxGeometry, sandbox_geometry
 from overseer.firewall.domain.layers.breaker import BreakerLayer
@@ -113,7 +113,7 @@ class FirewallEngine:
     def _compose(self, ev: Evaluation) -> Verdict:
         proposal = ev.proposal
         try:
-            digest = args_hash(ev.args)
+            digest = sha256_hex(ev.canonical) if ev.canonical is not None else args_hash(ev.args)
         except NotCanonical as exc:
             ev.deny("L1.parameters", f"arguments have no canonical JSON form: {exc}")
             digest = NO_HASH
@@ -183,7 +183,7 @@ class FirewallEngine:
             if signature is None:
                 spec = self.kernel.policy.catalogue.get(proposal.tool)
                 try:
-                    signature = loop_signature(proposal.tool, spec, dict(proposal.args))
+                    signature, _ = loop_signature(proposal.tool, spec, dict(proposal.args))
                 except NotCanonical:
                     signature = b""
             self.history.observe(proposal.session_id, proposal.occurred_at, signature, proposal.tool)

@@ -87,6 +87,7 @@ class Evaluation:
 
     __slots__ = (
         "args",
+        "canonical",
         "denied",
         "findings",
         "irreversible",
@@ -108,6 +109,8 @@ class Evaluation:
         self.findings: list[Finding] = []
         self.reasons: list[str] = []
         self.signature: bytes | None = None
+        # The canonical JSON of ``args`` while it stays valid (L2 makes it, a rewrite drops it).
+        self.canonical: bytes | None = None
         self.irreversible = bool(proposal.irreversible) or bool(spec is not None and spec.irreversible)
 
     def record(self, finding: Finding) -> None:

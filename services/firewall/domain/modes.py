@@ -63,6 +63,7 @@ class ModeJudgement:
 
 
 SUPERVISED = ModeJudgement(AgentMode.SUPERVISED)
+_DEFAULT_SETTING = ModeSetting()
 
 
 def parse_mode(mode: str, grant: Mapping[str, Any] | None, now: float) -> ModeSetting:
@@ -110,7 +111,7 @@ class AgentModes:
         self._steps[principal] = 0
 
     def setting(self, principal: str) -> ModeSetting:
-        return self._settings.get(principal, ModeSetting())
+        return self._settings.get(principal, _DEFAULT_SETTING)
 
     def steps_used(self, principal: str) -> int:
         return self._steps.get(principal, 0)

@@ -111,8 +111,17 @@ class PolicyRule:
     _paths: tuple[Matcher, ...] = field(init=False, repr=False, compare=False)
     _recipients: tuple[Matcher, ...] = field(init=False, repr=False, compare=False)
     _commands: tuple[Matcher, ...] = field(init=False, repr=False, compare=False)
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:  # cached: rules key the permission layer's finding cache
+        return self._hash
 
     def __post_init__(self) -> None:
+        object.__setattr__(
+            self,
+            "_hash",
+            hash((self.tool, self.level, self.deny, self.paths, self.recipients, self.commands, self.name)),
+        )
         object.__setattr__(self, "_tool", glob_matcher(self.tool))
         object.__setattr__(self, "_paths", tuple(glob_matcher(normalise_match_path(p)) for p in self.paths))
         recipients = tuple(r if "@" in r else f"*@{r}" for r in self.recipients)
@@ -126,9 +135,15 @@ class PolicyRule:
     def matches_tool(self, tool: str) -> bool:
         return self._tool(tool) is not None
 
+    @property
+    def conditional(self) -> bool:
+        """Whether the rule looks at arguments, not only at the tool name."""
+        return bool(self.paths or self.recipients or self.commands)
+
     def matches(self, tool: str, facts: CallFacts, default: Level) -> bool:
-        if self._tool(tool) is None:
-            return False
+        return self._tool(tool) is not None and self.matches_args(facts, default)
+
+    def matches_args(self, facts: CallFacts, default: Level) -> bool:
         if self._paths and not (
             facts.paths and all(any(m(normalise_match_path(p)) for m in self._paths) for p in facts.paths)
         ):
@@ -230,9 +245,11 @@ class AdminPolicy:
     adaptive: AdaptiveThresholds = field(default_factory=AdaptiveThresholds)
     timeouts: tuple[tuple[Level, TimeoutRule], ...] = ()
     _defaults: tuple[tuple[Matcher, Level], ...] = field(init=False, repr=False, compare=False)
+    _plans: dict[str, tuple[Level, tuple[PolicyRule, ...]]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_defaults", tuple((glob_matcher(g), lvl) for g, lvl in self.defaults))
+        object.__setattr__(self, "_plans", {})
 
     def default_level(self, tool: str, spec: ToolSpec | None) -> Level:
         """The admin floor of a tool before argument rules: ``[defaults]``, else the catalogue's."""
@@ -241,18 +258,33 @@ class AdminPolicy:
                 return level if spec is not None else max(level, Level.CONFIRM)
         return Level.CONFIRM if spec is None else spec.default_level
 
+    def _plan(self, tool: str, spec: ToolSpec | None) -> tuple[Level, tuple[PolicyRule, ...]]:
+        """The tool's default and the rules whose tool glob matches it, worked out once per tool name."""
+        key = tool if spec is not None else "\x00" + tool
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = (self.default_level(tool, spec), tuple(r for r in self.rules if r.matches_tool(tool)))
+            if len(self._plans) < 4096:
+                self._plans[key] = plan
+        return plan
+
     def judge(
-        self, tool: str, spec: ToolSpec | None, facts: CallFacts
+        self, tool: str, spec: ToolSpec | None, args: Mapping[str, Any]
     ) -> tuple[Level, bool, PolicyRule | None]:
         """(admin level, denied, the rule that decided or None) for one call."""
-        default = self.default_level(tool, spec)
-        for rule in self.rules:
-            if rule.matches(tool, facts, default):
-                if rule.deny:
-                    return default, True, rule
-                assert rule.level is not None
-                level = rule.level if spec is not None else max(rule.level, Level.CONFIRM)
-                return level, False, rule
+        default, rules = self._plan(tool, spec)
+        facts: CallFacts | None = None
+        for rule in rules:
+            if rule.conditional:
+                if facts is None:
+                    facts = call_facts(spec, args)
+                if not rule.matches_args(facts, default):
+                    continue
+            if rule.deny:
+                return default, True, rule
+            assert rule.level is not None
+            level = rule.level if spec is not None else max(rule.level, Level.CONFIRM)
+            return level, False, rule
         return default, False, None
 
     def timeout_rule(self, level: Level) -> TimeoutRule:
@@ -548,8 +580,8 @@ class PolicyStore:
         """Grows with every admin replacement and every user-layer change."""
         return self.admin.version + self.user.version
 
-    def judge(self, tool: str, spec: ToolSpec | None, facts: CallFacts) -> LevelJudgement:
-        admin, denied, rule = self.admin.judge(tool, spec, facts)
+    def judge(self, tool: str, spec: ToolSpec | None, args: Mapping[str, Any]) -> LevelJudgement:
+        admin, denied, rule = self.admin.judge(tool, spec, args)
         user = self.user.level(tool)
         level = stricter(admin, user)
         assert level is not None

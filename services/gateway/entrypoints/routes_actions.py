@@ -128,27 +128,29 @@ async def approvals(
 
 
 def card_from(answer: dict[str, Any], execution_id: str) -> tuple[ApprovalCard, str, str | None]:
-    """The executor's card (``approvals.get``) as the gateway's :class:`ApprovalCard`, its key, its session."""
+    """The executor's form (``approvals.get``) as an :class:`ApprovalCard`, the card's key, its session.
+
+    The form's ``status`` is ``pending`` or ``answered``; ``contract_status`` is the contract's state.
+    ``requested_by`` is ``"<kind>:<id>"``.
+    """
     requested = answer.get("requested_by")
+    requester: Principal | None = None
     if isinstance(requested, dict) and "id" in requested:
-        requester: Principal | None = Principal(kind=str(requested.get("kind", "agent")), id=str(requested["id"]))
+        requester = Principal(kind=str(requested.get("kind", "agent")), id=str(requested["id"]))
     elif isinstance(requested, str) and requested:
         kind, _, ident = requested.partition(":")
         requester = Principal(kind=kind if ident else "agent", id=ident or kind)
-    else:
-        requester = None
-    status = answer.get("status") or answer.get("current_status") or answer.get("contract_status") or "waiting"
     kind = str(answer.get("kind", "approval"))
     requested_at = answer.get("requested_at")
-    key = f"{kind}@{requested_at}" if requested_at is not None else kind
     card = ApprovalCard(
         execution_id=execution_id,
         kind=kind,
-        status=str(status).lower(),
+        status=str(answer.get("contract_status") or "unknown").lower(),
         args_hash=str(answer.get("args_hash", "")),
         requested_by=requester,
-        decided=bool(answer.get("decided", False)),
+        decided=answer.get("status") == "answered",
     )
+    key = f"{kind}@{requested_at}" if requested_at is not None else kind
     return card, key, answer.get("session_id")
 
 

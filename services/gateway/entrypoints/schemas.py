@@ -169,7 +169,9 @@ class ApprovalItem(Answer):
                     "level": "APPROVE",
                     "preview": {"summary": "send mail to bob@example.com"},
                     "requested_at": 1763780000.5,
-                    "requested_by": {"kind": "agent", "id": "agent"},
+                    "requested_by": "agent:agent",
+                    "message": None,
+                    "status": "pending",
                 }
             ]
         },
@@ -184,7 +186,7 @@ class ApprovalItem(Answer):
     level: str | None = None
     preview: Any = None
     requested_at: float | None = None
-    requested_by: Any = None
+    requested_by: str | None = Field(default=None, description="the proposer, as kind:id")
 
 
 class DecisionRequest(Strict):

@@ -34,7 +34,9 @@ def own_stack(tmp_path: Path, own_nats: EmbeddedNats) -> Stack:
     return Stack(home=tmp_path / "home", nats=nats, overrides={"nats": {"heartbeat_seconds": 0.2}})
 
 
-async def test_consumers_resume_after_the_server_restarts_mid_stream(own_stack: Stack, own_nats: EmbeddedNats) -> None:
+async def test_consumers_resume_after_the_server_restarts_mid_stream(
+    own_stack: Stack, own_nats: EmbeddedNats
+) -> None:
     sender = Sender()
     async with own_stack.runtime(sender) as gw, own_stack.runtime(Replier()) as rs:
         for i in range(20):

@@ -18,7 +18,8 @@ async def test_an_event_travels_from_outbox_to_consumer_and_back(stack: Stack) -
         await eventually(lambda: replies(rs.store.conn) == 1)
         await eventually(lambda: rs.store.relay_backlog() == 0 and gw.store.relay_backlog() == 0)
         health = await rs.health()
-        assert health["ready"] and health["relay_backlog"] == 0
+        assert health["ready"]
+        assert health["relay_backlog"] == 0
 
 
 async def _dlq_messages(stack: Stack) -> list:
@@ -40,7 +41,12 @@ async def test_events_committed_while_the_relay_was_down_all_arrive_once(stack: 
 
     offline = EventStore(settings.db_path("gateway"))
     events = [
-        new_event(MessageReceived(session_id="s", text=f"m{i}"), aggregate_id="session:s", aggregate_version=i, actor="t")
+        new_event(
+            MessageReceived(session_id="s", text=f"m{i}"),
+            aggregate_id="session:s",
+            aggregate_version=i,
+            actor="t",
+        )
         for i in (1, 2, 3)
     ]
     offline.append(events, subjects=[stack.subjects.event("gateway", e.type) for e in events])
@@ -58,7 +64,9 @@ async def test_events_committed_while_the_relay_was_down_all_arrive_once(stack: 
 
 
 async def test_a_redelivered_message_has_one_effect(stack: Stack) -> None:
-    event = new_event(MessageReceived(session_id="s", text="once"), aggregate_id="session:s", aggregate_version=1, actor="t")
+    event = new_event(
+        MessageReceived(session_id="s", text="once"), aggregate_id="session:s", aggregate_version=1, actor="t"
+    )
     await stack.publish_as("gateway", event)
     async with stack.runtime(Replier()) as rs:
         await eventually(lambda: replies(rs.store.conn) == 1)
@@ -86,9 +94,15 @@ async def test_rebuilt_read_models_equal_the_incremental_ones(stack: Stack) -> N
 
 
 async def test_poison_goes_to_the_dead_letter_stream_and_the_rest_is_processed(stack: Stack) -> None:
-    good1 = new_event(MessageReceived(session_id="s", text="before"), aggregate_id="a", aggregate_version=1, actor="t")
-    bad = new_event(MessageReceived(session_id="s", text="explode"), aggregate_id="a", aggregate_version=2, actor="t")
-    good2 = new_event(MessageReceived(session_id="s", text="after"), aggregate_id="a", aggregate_version=3, actor="t")
+    good1 = new_event(
+        MessageReceived(session_id="s", text="before"), aggregate_id="a", aggregate_version=1, actor="t"
+    )
+    bad = new_event(
+        MessageReceived(session_id="s", text="explode"), aggregate_id="a", aggregate_version=2, actor="t"
+    )
+    good2 = new_event(
+        MessageReceived(session_id="s", text="after"), aggregate_id="a", aggregate_version=3, actor="t"
+    )
     async with stack.client("gateway") as nc:
         js = nc.jetstream()
         subject = stack.subjects.event("gateway", "conversation.message_received")

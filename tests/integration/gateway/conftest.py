@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from overseer.events.testing import Stack
+from overseer.events.testing import NatsUnderTest, Stack
 from tests.support.services import RunningServices, running
 
 
@@ -29,14 +29,18 @@ class LiveGateway:
         return self.url.replace("http://", "ws://") + "/v1/ws"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def gateway_services() -> tuple[str, ...]:
     """Which services run next to the gateway; override in a test module."""
     return ("observer", "col", "firewall", "executor", "reasoning")
 
 
-@pytest.fixture
-async def gateway(stack: Stack, gateway_services: tuple[str, ...]) -> AsyncIterator[LiveGateway]:
+@pytest.fixture(scope="module")
+async def gateway(
+    tmp_path_factory: pytest.TempPathFactory, nats_server: NatsUnderTest, gateway_services: tuple[str, ...]
+) -> AsyncIterator[LiveGateway]:
+    """One stack per test module (own home and namespace): tests in a module must not depend on order."""
+    stack = Stack(home=tmp_path_factory.mktemp("gateway") / "home", nats=nats_server)
     async with running(stack, (*gateway_services, "gateway"), gateway={"port": 0}) as services:
         tokens = json.loads((stack.home / "tokens.json").read_text())
         yield LiveGateway(services["gateway"].url, tokens, stack, services)  # type: ignore[attr-defined]

@@ -81,7 +81,9 @@ def test_every_execution_pair_is_legal_only_with_its_trigger(source: ES, target:
             assert info.value.legal_triggers == EXECUTION_MACHINE.legal_triggers(source)
 
 
-@pytest.mark.parametrize(("source", "target"), list(itertools.product(CognitiveObjectStatus, CognitiveObjectStatus)))
+@pytest.mark.parametrize(
+    ("source", "target"), list(itertools.product(CognitiveObjectStatus, CognitiveObjectStatus))
+)
 def test_every_co_pair_is_legal_only_with_its_trigger(source: CS, target: CS) -> None:
     legal = CO_LEGAL.get((source, target), set())
     for trigger in CO_MACHINE.triggers():
@@ -151,7 +153,7 @@ def test_execution_topology_lists_edges_forbidden_pairs_and_resumable_states() -
     assert "terminal" in forbidden[("completed", "running")]
 
 
-@given(st.lists(st.sampled_from(EXECUTION_MACHINE.triggers() + ["bogus"]), max_size=40))
+@given(st.lists(st.sampled_from([*EXECUTION_MACHINE.triggers(), "bogus"]), max_size=40))
 def test_random_trigger_sequences_never_leave_a_terminal_state(triggers: list[str]) -> None:
     state = EXECUTION_MACHINE.initial
     for trigger in triggers:

@@ -49,7 +49,9 @@ def contract(p: ExecutionProposed | None = None, *, now: float = 100.0) -> Execu
     return ExecutionContract.from_created(open_contract(p, spec, node_id="reasoning", now=now))
 
 
-def verdict(decision: str = "allow", args: dict[str, Any] | None = None, level: str = "AUTO", **kw: Any) -> Verdict:
+def verdict(
+    decision: str = "allow", args: dict[str, Any] | None = None, level: str = "AUTO", **kw: Any
+) -> Verdict:
     args = dict(INVITE if args is None else args)
     return Verdict(
         decision=decision,

@@ -33,7 +33,9 @@ from overseer.executor.domain.rules import (
 
 def moves_of(outcome) -> list[tuple[str, str, str, str]]:
     return [
-        (e.from_status, e.to_status, e.trigger, e.actor) for e in outcome.events if isinstance(e, ExecutionTransitioned)
+        (e.from_status, e.to_status, e.trigger, e.actor)
+        for e in outcome.events
+        if isinstance(e, ExecutionTransitioned)
     ]
 
 
@@ -73,7 +75,9 @@ def test_a_declared_irreversible_tool_stays_irreversible_whatever_the_proposer_s
 
 
 def test_the_proposers_irreversible_flag_is_honoured_for_a_reversible_tool() -> None:
-    created = open_contract(proposal(tool="fs.list", args={}, irreversible=True), FS_LIST, node_id="gateway", now=1.0)
+    created = open_contract(
+        proposal(tool="fs.list", args={}, irreversible=True), FS_LIST, node_id="gateway", now=1.0
+    )
     assert created.irreversible is True
     assert created.idempotent is False
 
@@ -98,7 +102,12 @@ def test_every_transition_carries_its_seed_003_trace_step() -> None:
     step = out.events[0].trace
     assert step.node_id == "tool_node"
     assert step.action == "transition:exec-001:pending→running"
-    assert step.metadata == {"trigger": "start", "actor": "tool_node", "contract_id": "exec-001", "irreversible": True}
+    assert step.metadata == {
+        "trigger": "start",
+        "actor": "tool_node",
+        "contract_id": "exec-001",
+        "irreversible": True,
+    }
 
 
 def test_hold_suspends_and_asks_for_approval_with_the_form() -> None:
@@ -125,13 +134,18 @@ def test_hold_suspends_and_asks_for_approval_with_the_form() -> None:
 def test_deny_rejects_with_the_firewalls_reasons() -> None:
     v = verdict("deny", reasons=("L1: missing required parameter 'to'",))
     out = decide_verdict(contract(), v, dependency=None, completed_duplicate=None, now=2.0)
-    assert moves_of(out) == [("pending", "running", "start", "tool_node"), ("running", "rejected", "reject", "tool_node")]
+    assert moves_of(out) == [
+        ("pending", "running", "start", "tool_node"),
+        ("running", "rejected", "reject", "tool_node"),
+    ]
     assert out.contract.error_message == "L1: missing required parameter 'to'"
     assert out.events[-1].reason == "L1: missing required parameter 'to'"
 
 
 def test_irreversible_duplicate_is_rejected() -> None:
-    out = decide_verdict(contract(), verdict("allow"), dependency=None, completed_duplicate="exec-000", now=2.0)
+    out = decide_verdict(
+        contract(), verdict("allow"), dependency=None, completed_duplicate="exec-000", now=2.0
+    )
     assert out.contract.status == ExecutionStatus.REJECTED
     assert "duplicate" in out.contract.error_message
     assert "exec-000" in out.contract.error_message
@@ -140,59 +154,80 @@ def test_irreversible_duplicate_is_rejected() -> None:
 
 def test_a_reversible_action_may_run_again_with_the_same_key() -> None:
     c = contract(proposal(tool="fs.list", args={"path": "."}))
-    out = decide_verdict(c, verdict("allow", {"path": "."}), dependency=None, completed_duplicate="exec-000", now=2.0)
+    out = decide_verdict(
+        c, verdict("allow", {"path": "."}), dependency=None, completed_duplicate="exec-000", now=2.0
+    )
     assert out.run_tool is True
 
 
 def test_the_firewalls_rewritten_arguments_are_the_ones_that_run() -> None:
     c = contract(proposal(tool="fs.list", args={"path": "../etc"}))
-    out = decide_verdict(c, verdict("allow", {"path": "sandbox/etc"}), dependency=None, completed_duplicate=None, now=2)
+    out = decide_verdict(
+        c, verdict("allow", {"path": "sandbox/etc"}), dependency=None, completed_duplicate=None, now=2
+    )
     assert out.contract.run_args == {"path": "sandbox/etc"}
 
 
 def test_a_second_verdict_for_a_started_contract_changes_nothing() -> None:
-    started = decide_verdict(contract(), verdict("allow"), dependency=None, completed_duplicate=None, now=2).contract
+    started = decide_verdict(
+        contract(), verdict("allow"), dependency=None, completed_duplicate=None, now=2
+    ).contract
     again = decide_verdict(started, verdict("deny"), dependency=None, completed_duplicate=None, now=3)
     assert again.events == ()
     assert "already running" in again.note
 
 
 def test_an_ecs_request_always_waits_for_a_confirmation() -> None:
-    c = contract(proposal("exec-002", tool=None, action_type="ecs_request", action_detail={"message": "Send it?"}))
+    c = contract(
+        proposal("exec-002", tool=None, action_type="ecs_request", action_detail={"message": "Send it?"})
+    )
     out = decide_verdict(c, verdict("allow", {}), dependency=None, completed_duplicate=None, now=2)
-    assert moves_of(out) == [("pending", "running", "start", "ecs_node"), ("running", "waiting", "suspend", "ecs_node")]
+    assert moves_of(out) == [
+        ("pending", "running", "start", "ecs_node"),
+        ("running", "waiting", "suspend", "ecs_node"),
+    ]
     (form,) = forms_of(out)
     assert (form.kind, form.message) == ("confirmation", "Send it?")
 
 
 def test_a_dependent_contract_is_parked_until_its_dependency_completes() -> None:
     c = contract(proposal(depends_on="exec-002"))
-    waiting = decide_verdict(c, verdict("allow"), dependency=ExecutionStatus.WAITING, completed_duplicate=None, now=2)
+    waiting = decide_verdict(
+        c, verdict("allow"), dependency=ExecutionStatus.WAITING, completed_duplicate=None, now=2
+    )
     assert waiting.events == ()
     assert "parked" in waiting.note
     unknown = decide_verdict(c, verdict("allow"), dependency=None, completed_duplicate=None, now=2)
     assert unknown.events == ()
-    done = decide_verdict(c, verdict("allow"), dependency=ExecutionStatus.COMPLETED, completed_duplicate=None, now=3)
+    done = decide_verdict(
+        c, verdict("allow"), dependency=ExecutionStatus.COMPLETED, completed_duplicate=None, now=3
+    )
     assert moves_of(done) == [("pending", "running", "start", "tool_node")]
     assert done.run_tool is True
 
 
 def test_a_dependent_contract_is_rejected_when_its_dependency_does_not_complete() -> None:
     c = contract(proposal(depends_on="exec-002"))
-    out = decide_verdict(c, verdict("allow"), dependency=ExecutionStatus.REJECTED, completed_duplicate=None, now=2)
+    out = decide_verdict(
+        c, verdict("allow"), dependency=ExecutionStatus.REJECTED, completed_duplicate=None, now=2
+    )
     assert out.contract.status == ExecutionStatus.REJECTED
     assert out.contract.error_message == "dependency exec-002 ended rejected"
 
 
 def test_a_denied_dependent_is_rejected_at_once() -> None:
     c = contract(proposal(depends_on="exec-002"))
-    out = decide_verdict(c, verdict("deny"), dependency=ExecutionStatus.WAITING, completed_duplicate=None, now=2)
+    out = decide_verdict(
+        c, verdict("deny"), dependency=ExecutionStatus.WAITING, completed_duplicate=None, now=2
+    )
     assert out.contract.status == ExecutionStatus.REJECTED
 
 
 # -- human decisions and the resume alignment check ---------------------------------------------
 def held() -> object:
-    return decide_verdict(contract(), verdict("hold", level="APPROVE"), dependency=None, completed_duplicate=None, now=2)
+    return decide_verdict(
+        contract(), verdict("hold", level="APPROVE"), dependency=None, completed_duplicate=None, now=2
+    )
 
 
 def test_an_approval_resumes_the_contract_and_runs_the_tool() -> None:
@@ -202,7 +237,9 @@ def test_an_approval_resumes_the_contract_and_runs_the_tool() -> None:
 
 
 def test_a_rejection_resumes_then_rejects() -> None:
-    out = decide_human_decision(held().contract, human(decision="reject", comment="not now"), completed_duplicate=None, now=3)
+    out = decide_human_decision(
+        held().contract, human(decision="reject", comment="not now"), completed_duplicate=None, now=3
+    )
     assert moves_of(out) == [
         ("waiting", "running", "resume", "graph_runner"),
         ("running", "rejected", "reject", "graph_runner"),
@@ -221,7 +258,9 @@ def test_a_decision_with_a_wrong_args_hash_changes_nothing() -> None:
 
 
 def test_a_decision_for_a_contract_not_waiting_changes_nothing() -> None:
-    running = decide_verdict(contract(), verdict("allow"), dependency=None, completed_duplicate=None, now=2).contract
+    running = decide_verdict(
+        contract(), verdict("allow"), dependency=None, completed_duplicate=None, now=2
+    ).contract
     out = decide_human_decision(running, human(), completed_duplicate=None, now=3)
     assert isinstance(out, str)
     assert "not waiting" in out
@@ -235,7 +274,10 @@ def test_a_decision_given_twice_moves_the_contract_once() -> None:
 
 
 def test_a_decision_for_an_unknown_contract_changes_nothing() -> None:
-    assert decide_human_decision(None, human(), completed_duplicate=None, now=3) == "no contract 'exec-001' is known"
+    assert (
+        decide_human_decision(None, human(), completed_duplicate=None, now=3)
+        == "no contract 'exec-001' is known"
+    )
 
 
 def test_the_requester_cannot_approve_its_own_request() -> None:
@@ -245,7 +287,9 @@ def test_the_requester_cannot_approve_its_own_request() -> None:
 
 
 def test_an_approval_word_does_not_answer_a_reconciliation() -> None:
-    running = decide_verdict(contract(), verdict("allow"), dependency=None, completed_duplicate=None, now=2).contract
+    running = decide_verdict(
+        contract(), verdict("allow"), dependency=None, completed_duplicate=None, now=2
+    ).contract
     asked = decide_recovery(running, tool_idempotent=False, now=3).contract
     out = decide_human_decision(asked, human(decision="approve"), completed_duplicate=None, now=4)
     assert out == "decision 'approve' does not answer a 'reconciliation' request"
@@ -259,7 +303,9 @@ def test_an_irreversible_approval_is_refused_when_the_same_key_already_completed
 
 # -- tool outcomes ------------------------------------------------------------------------------
 def running():
-    return decide_verdict(contract(), verdict("allow"), dependency=None, completed_duplicate=None, now=2).contract
+    return decide_verdict(
+        contract(), verdict("allow"), dependency=None, completed_duplicate=None, now=2
+    ).contract
 
 
 def test_a_tool_result_completes_the_contract() -> None:
@@ -288,7 +334,10 @@ def test_a_tool_outcome_for_a_contract_no_longer_running_changes_nothing() -> No
 # -- session abort, approval TTL, crash recovery ---------------------------------------------------
 def test_session_cancel_cancels_pending_and_waiting_contracts() -> None:
     pending = decide_session_cancel(contract(), "aborted by operator", now=3)
-    assert moves_of(pending) == [("pending", "running", "start", "tool_node"), ("running", "cancelled", "cancel", "tool_node")]
+    assert moves_of(pending) == [
+        ("pending", "running", "start", "tool_node"),
+        ("running", "cancelled", "cancel", "tool_node"),
+    ]
     waiting = decide_session_cancel(held().contract, "aborted", now=3)
     assert moves_of(waiting) == [("waiting", "cancelled", "cancel", "graph_runner")]
 
@@ -321,7 +370,9 @@ def test_an_interrupted_irreversible_call_is_never_rerun_but_asked_about() -> No
 
 def test_an_interrupted_idempotent_call_runs_again() -> None:
     c = contract(proposal(tool="fs.list", args={"path": "."}))
-    started = decide_verdict(c, verdict("allow", {"path": "."}), dependency=None, completed_duplicate=None, now=2)
+    started = decide_verdict(
+        c, verdict("allow", {"path": "."}), dependency=None, completed_duplicate=None, now=2
+    )
     out = decide_recovery(started.contract, tool_idempotent=True, now=3)
     assert out.run_tool is True
     assert out.events == ()

@@ -7,7 +7,12 @@ from executor_builders import EMAIL, human, proposal, verdict
 from overseer.events.catalogue import ExecutionTransitioned
 from overseer.events.machines import ExecutionStatus
 from overseer.executor.domain.contract import ExecutionContract, Outcome, open_contract
-from overseer.executor.domain.rules import ToolOutcome, decide_human_decision, decide_tool_outcome, decide_verdict
+from overseer.executor.domain.rules import (
+    ToolOutcome,
+    decide_human_decision,
+    decide_tool_outcome,
+    decide_verdict,
+)
 
 CONFIRM = {"type": "confirmation", "message": "确认发送邮件给 bob@example.com?"}
 
@@ -19,7 +24,7 @@ class Ledger:
         self.contracts: dict[str, ExecutionContract] = {}
         self.trace: list[tuple[str, str]] = []
 
-    def create(self, p) -> None:  # noqa: ANN001
+    def create(self, p) -> None:
         created = open_contract(p, EMAIL if p.tool == "email.send" else None, node_id="reasoning", now=1.0)
         self.contracts[p.execution_id] = ExecutionContract.from_created(created)
         self.trace.append((created.trace.node_id, created.trace.action))
@@ -41,7 +46,7 @@ class Ledger:
                 return other.execution_id
         return None
 
-    def verdict(self, execution_id: str, v) -> Outcome:  # noqa: ANN001
+    def verdict(self, execution_id: str, v) -> Outcome:
         c = self.contracts[execution_id]
         dep = self.contracts[c.depends_on].status if c.depends_on in self.contracts else None
         return self.record(
@@ -85,7 +90,9 @@ def test_seed_003_failure_path_allows_a_retry_and_then_refuses_a_duplicate() -> 
     ledger = Ledger()
     ledger.create(proposal("exec-001"))
     started = ledger.verdict("exec-001", verdict("allow", level="APPROVE"))
-    failed = ledger.record(decide_tool_outcome(started.contract, ToolOutcome("failed", "SMTP connection refused"), now=3))
+    failed = ledger.record(
+        decide_tool_outcome(started.contract, ToolOutcome("failed", "SMTP connection refused"), now=3)
+    )
     assert failed.contract.status == ExecutionStatus.FAILED
     assert failed.contract.error_message == "SMTP connection refused"
 

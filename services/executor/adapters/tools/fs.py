@@ -70,8 +70,8 @@ LIST = ToolSpec(
 class FsTools(StaticToolPlugin):
     def __init__(self, sandbox: Path) -> None:
         super().__init__()
-        self.root = Path(sandbox)
-        self.root.mkdir(parents=True, exist_ok=True)
+        Path(sandbox).mkdir(parents=True, exist_ok=True)
+        self.root = Path(sandbox).resolve()
         self.add(READ, self.read)
         self.add(WRITE, self.write)
         self.add(LIST, self.list)
@@ -92,7 +92,7 @@ class FsTools(StaticToolPlugin):
 
     async def write(self, args: dict[str, Any], tc: ToolCall) -> str:
         target = resolve_in_sandbox(self.root, args["path"])
-        if target == self.root.resolve() or target.is_dir():
+        if target == self.root or target.is_dir():
             raise ToolError(f"{args['path']} is a directory")
         data = args["content"].encode("utf-8")
         target.parent.mkdir(parents=True, exist_ok=True)

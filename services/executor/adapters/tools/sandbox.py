@@ -17,10 +17,12 @@ class OutsideSandbox(ToolError):
 
 
 def resolve_in_sandbox(root: Path, path: str) -> Path:
-    """``path`` (relative to the sandbox, or absolute inside it) resolved; refuses anything outside."""
+    """``path`` (relative to the sandbox, or absolute inside it) resolved; refuses anything outside.
+
+    ``root`` must already be resolved (the tools resolve it once, not per call).
+    """
     if "\x00" in path:
         raise OutsideSandbox("a path may not contain NUL")
-    root = root.resolve()
     candidate = Path(path)
     target = (candidate if candidate.is_absolute() else root / candidate).resolve()
     if target != root and root not in target.parents:
@@ -30,5 +32,5 @@ def resolve_in_sandbox(root: Path, path: str) -> Path:
 
 def relative_name(root: Path, target: Path) -> str:
     """How a sandbox path is shown in results: relative to the sandbox root."""
-    rel = target.relative_to(root.resolve())
+    rel = target.relative_to(root)
     return str(rel) if str(rel) != "." else "."

@@ -43,8 +43,8 @@ RUN = ToolSpec(
 class ShellTool(StaticToolPlugin):
     def __init__(self, sandbox: Path, time_limit_seconds: float = 30.0) -> None:
         super().__init__()
-        self.root = Path(sandbox)
-        self.root.mkdir(parents=True, exist_ok=True)
+        Path(sandbox).mkdir(parents=True, exist_ok=True)
+        self.root = Path(sandbox).resolve()
         self.time_limit_seconds = time_limit_seconds
         self.add(RUN, self.run)
 

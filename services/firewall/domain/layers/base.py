@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -18,10 +19,21 @@ class ModeView(Protocol):
     def setting(self, principal: str) -> ModeSetting: ...
 
 
+class LoopWindow(Protocol):
+    """A session's recent calls: time-ordered entries plus counts per signature and per tool."""
+
+    @property
+    def entries(self) -> Sequence[tuple[float, bytes, str]]: ...
+
+    @property
+    def signatures(self) -> Mapping[bytes, int]: ...
+
+    @property
+    def tools(self) -> Mapping[str, int]: ...
+
+
 class LoopHistoryView(Protocol):
-    def recent(
-        self, session_id: str, now: float, window_seconds: float
-    ) -> list[tuple[float, bytes, str]]: ...
+    def window(self, session_id: str, now: float, window_seconds: float) -> LoopWindow | None: ...
 
 
 @dataclass(frozen=True, slots=True)

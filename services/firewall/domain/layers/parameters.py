@@ -28,7 +28,7 @@ class ParameterLayer:
             return
         args = ev.args
         known = spec.properties
-        stripped = [name for name in args if name not in known]
+        stripped = [] if args.keys() <= known else [name for name in args if name not in known]
         for name in stripped:
             del args[name]
         try:

@@ -59,7 +59,9 @@ class SandboxLayer:
                 return
             if target != raw:
                 rewrites[path_arg.name] = target
-            ev.args[path_arg.name] = target
+            if target != ev.args.get(path_arg.name):
+                ev.args[path_arg.name] = target
+                ev.canonical = None  # the arguments changed: their canonical form must be recomputed
         if rewrites:
             ev.record(Finding(L4, "rewrite", "paths rewritten into the sandbox", {"rewritten": rewrites}))
         elif not ev.findings or ev.findings[-1].layer != L4:

@@ -1,0 +1,143 @@
+"""Benchmark ``firewall_evaluate``: the firewall kernel in process, one proposal at a time.
+
+Each operation is what the firewall does for one ``execution.proposed``:
+all five layers (L1 schema, L2 loops, L3 policy with argument rules, L4
+sandbox with real ``realpath`` calls, L5 breaker), the verdict, folding the
+proposal into the kernel state, and hashing the proposal and the verdict into
+the audit chain. A realistic mix of tools and sessions; previews for held calls.
+Prints one JSON line: ``{"scenario":"firewall_evaluate","ops":N,"ops_per_s":…,"p50_us":…,"p99_us":…}``.
+
+    python bench/firewall_evaluate.py [--ops N] [--warmup N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import random
+import tempfile
+import time
+import tomllib
+from pathlib import Path
+
+from overseer.firewall.adapters.filesystem import RealPathResolver
+from overseer.firewall.domain.audit import (
+    EMPTY_HEAD,
+    AuditHead,
+    append_entry,
+    proposal_record,
+    verdict_record,
+)
+from overseer.firewall.domain.engine import FirewallEngine
+from overseer.firewall.domain.model import Proposal
+from overseer.firewall.domain.policy import PolicyStore, parse_admin_policy
+from overseer.firewall.domain.preview import build_preview
+
+# 1,000 concurrent agent sessions, 20 proposals a second in all: each session proposes about every
+# 50 s, so the loop layer sees a few calls per session in its window, as in real use.
+SESSIONS = 1_000
+SPACING_S = 0.05
+POLICY_FILE = Path(__file__).resolve().parents[1] / "services" / "firewall" / "default_policy.toml"
+
+CALLS: list[tuple[str, dict[str, object]]] = [
+    ("fs.read", {"path": "notes/today.md"}),
+    ("fs.read", {"path": "reports/q3.txt"}),
+    ("fs.list", {"path": "notes"}),
+    ("fs.write", {"path": "out/summary.md", "content": "# Summary\n\nAll good.\n"}),
+    ("fs.write", {"path": "drafts/../out/plan.txt", "content": "step 1\nstep 2\n", "mood": "hallucinated"}),
+    ("time.get_current_time", {"timezone": "Europe/Berlin"}),
+    ("time.convert_time", {"source_timezone": "UTC", "time": "09:30", "target_timezone": "Asia/Shanghai"}),
+    ("email.send", {"to": "bob@example.com", "subject": "Meeting", "body": "Tomorrow at 10?"}),
+    ("shell.run", {"command": "ls -la", "timeout_seconds": 10}),
+    ("fs.read", {"path": "../../etc/passwd"}),
+    ("fs.write", {"path": "/etc/cron.d/x", "content": "* * * * * root true"}),
+    ("mcp.unknown", {"q": 1}),
+]
+
+
+def build(sandbox: Path) -> FirewallEngine:
+    admin = parse_admin_policy(tomllib.loads(POLICY_FILE.read_text(encoding="utf-8")), version=1)
+    return FirewallEngine(
+        PolicyStore(admin),
+        sandbox_root=str(sandbox),
+        cwd=str(sandbox.parent),
+        home=str(sandbox.parent),
+        resolver=RealPathResolver([str(sandbox), str(sandbox.parent)]),
+    )
+
+
+def proposals(n: int, seed: int = 7) -> list[Proposal]:
+    rng = random.Random(seed)
+    out = []
+    now = time.time()
+    for i in range(n):
+        tool, args = CALLS[rng.randrange(len(CALLS))]
+        out.append(
+            Proposal(
+                execution_id=f"exec-{i}",
+                session_id=f"session-{rng.randrange(SESSIONS)}",
+                tool=tool,
+                args=args,
+                proposer="agent:bench",
+                confidence=round(rng.uniform(0.3, 1.0), 2),
+                occurred_at=now + i * SPACING_S,
+            )
+        )
+    return out
+
+
+def run(
+    engine: FirewallEngine, batch: list[Proposal], head: AuditHead | AuditEntry
+) -> tuple[list[int], AuditHead | AuditEntry]:
+    timings = []
+    clock = time.perf_counter_ns
+    for proposal in batch:
+        started = clock()
+        verdict = engine.evaluate(proposal)
+        engine.observe(proposal, verdict.signature)
+        if verdict.needs_preview:
+            build_preview(verdict.tool, verdict.args)
+        entry = append_entry(head, proposal_record(proposal))
+        entry = append_entry(
+            AuditHead(entry.index, entry.hash), verdict_record(verdict, proposal.occurred_at)
+        )
+        head = AuditHead(entry.index, entry.hash)
+        timings.append(clock() - started)
+    return timings, head
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ops", type=int, default=50_000)
+    parser.add_argument("--warmup", type=int, default=5_000)
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        sandbox = Path(tmp) / "sandbox"
+        for folder in ("notes", "reports", "out", "drafts"):
+            (sandbox / folder).mkdir(parents=True)
+        engine = build(sandbox)
+        warm, measured = proposals(options.warmup, seed=1), proposals(options.ops, seed=2)
+        _, head = run(engine, warm, EMPTY_HEAD)
+        gc.collect()
+        gc.freeze()  # what a long-running service does after start-up: the young heap stays small
+        started = time.perf_counter()
+        timings, _ = run(engine, measured, head)
+        elapsed = time.perf_counter() - started
+        gc.unfreeze()
+    timings.sort()
+    print(
+        json.dumps(
+            {
+                "scenario": "firewall_evaluate",
+                "ops": len(timings),
+                "ops_per_s": round(len(timings) / elapsed, 1),
+                "p50_us": round(timings[len(timings) // 2] / 1000, 2),
+                "p99_us": round(timings[int(len(timings) * 0.99)] / 1000, 2),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""`make bench` / `overseer bench`: every benchmark, one JSON object per line on stdout.
+
+    python bench/run.py [SCENARIO ...]
+
+Scenarios: eventstore_append, replay, bus_roundtrip (bench/backbone.py),
+firewall_evaluate (bench/firewall_evaluate.py), pipeline_auto and
+pipeline_approval with the LangGraph peer (bench/pipeline.py,
+bench/peers/). Progress goes to stderr; a failed scenario prints an
+``{"scenario": …, "error": …}`` line and the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+
+# script -> the scenarios it measures (each script takes scenario names as arguments)
+SCRIPTS: dict[str, tuple[str, ...]] = {
+    "backbone.py": ("eventstore_append", "replay", "bus_roundtrip"),
+    "firewall_evaluate.py": ("firewall_evaluate",),
+    "pipeline.py": ("pipeline_auto", "pipeline_approval"),
+}
+
+
+def main(argv: list[str]) -> int:
+    wanted = set(argv)
+    known = {s for scenarios in SCRIPTS.values() for s in scenarios}
+    unknown = wanted - known
+    if unknown:
+        print(
+            f"unknown scenario(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}",
+            file=sys.stderr,
+        )
+        return 2
+    failures = 0
+    for script, scenarios in SCRIPTS.items():
+        selected = [s for s in scenarios if not wanted or s in wanted]
+        if not selected or not (BENCH / script).is_file():
+            continue
+        print(f"[bench] {script} {' '.join(selected)}", file=sys.stderr, flush=True)
+        started = time.monotonic()
+        args = selected if len(selected) < len(scenarios) else []
+        proc = subprocess.run(
+            [sys.executable, str(BENCH / script), *args],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+        for line in proc.stdout.splitlines():
+            if line.startswith("{"):
+                print(line, flush=True)
+        if proc.returncode != 0:
+            failures += 1
+            print(
+                json.dumps({"scenario": script.removesuffix(".py"), "error": f"exit {proc.returncode}"}),
+                flush=True,
+            )
+        print(f"[bench] {script} done in {time.monotonic() - started:.1f}s", file=sys.stderr, flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,265 @@
+"""How the CLI shows things: event lines, approval cards, timelines, consequence views."""
+
+from __future__ import annotations
+
+import difflib
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+OWNER_STYLE = {
+    "gateway": "cyan",
+    "reasoning": "magenta",
+    "firewall": "yellow",
+    "executor": "green",
+    "col": "blue",
+    "observer": "bright_black",
+}
+
+STATUS_STYLE = {
+    "pending": "white",
+    "running": "cyan",
+    "waiting": "bold yellow",
+    "completed": "bold green",
+    "failed": "bold red",
+    "rejected": "red",
+    "cancelled": "bright_black",
+}
+
+LABEL_STYLE = {"SUCCESS": "bold green", "FAILED": "bold red", "REJECTED": "red", "WAITING": "bold yellow"}
+
+
+def short(identifier: str | None, size: int = 8) -> str:
+    if not identifier:
+        return "-"
+    return identifier[-size:]
+
+
+def clock(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return time.strftime("%H:%M:%S", time.localtime(ts)) + f".{int((ts % 1) * 1000):03d}"
+
+
+def compact(value: Any, limit: int = 80) -> str:
+    text = orjson.dumps(value).decode() if not isinstance(value, str) else value
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def status_text(status: str | None) -> Text:
+    return Text(str(status), style=STATUS_STYLE.get(str(status), "white"))
+
+
+def _facts(event_type: str, data: dict[str, Any]) -> Text:
+    """The few fields of each event type worth a glance."""
+    out = Text()
+    eid = short(data.get("execution_id"))
+    match event_type:
+        case "execution.proposed":
+            out.append(f"{eid} ")
+            out.append(str(data.get("tool")), style="bold")
+            out.append(f" {compact(data.get('args', {}), 60)}  by {_who(data.get('proposer'))}")
+        case "firewall.verdict_issued":
+            decision = str(data.get("decision"))
+            style = {"allow": "green", "hold": "bold yellow", "deny": "bold red"}.get(decision, "white")
+            out.append(f"{eid} ")
+            out.append(decision.upper(), style=style)
+            out.append(f" {data.get('level')} {data.get('tool')}")
+            reasons = data.get("reasons") or []
+            if reasons:
+                out.append(f"  ({compact('; '.join(map(str, reasons)), 70)})", style="bright_black")
+        case "execution.transitioned":
+            out.append(f"{eid} ")
+            out.append_text(status_text(data.get("from_status")))
+            out.append(" → ")
+            out.append_text(status_text(data.get("to_status")))
+            out.append(f"  {data.get('trigger')} by {data.get('actor')}", style="bright_black")
+            if data.get("error_message"):
+                out.append(f"  {compact(data['error_message'], 60)}", style="red")
+        case "ecs.requested":
+            out.append(f"{eid} ")
+            out.append(f"{data.get('kind')} card", style="bold yellow")
+            out.append(f" for {data.get('tool')} {compact(data.get('args', {}), 50)}")
+        case "human.responded" | "human.decision_recorded":
+            word = data.get("response") or data.get("decision")
+            who = _who(data.get("responder") or data.get("decided_by"))
+            out.append(f"{eid} ")
+            out.append(str(word), style="bold")
+            out.append(f" by {who}")
+        case "observation.execution_state":
+            out.append(f"{eid} {data.get('action_summary', '')} ")
+            out.append_text(status_text(data.get("to_status")))
+        case "audit.recorded":
+            out.append(f"#{data.get('index')} {str(data.get('hash', ''))[:12]}")
+        case "conversation.message_received" | "conversation.replied":
+            out.append(compact(data.get("text", ""), 90))
+        case _:
+            out.append(compact(data, 100), style="bright_black")
+    return out
+
+
+def _who(principal: Any) -> str:
+    if isinstance(principal, dict):
+        return f"{principal.get('kind')}:{principal.get('id')}"
+    return str(principal)
+
+
+def event_line(message: dict[str, Any]) -> Text:
+    """One WebSocket message ``{"seq","subject","type","event"}`` as a coloured line."""
+    event = message.get("event") or {}
+    subject = str(message.get("subject", ""))
+    owner = subject.split(".")[1] if subject.count(".") >= 2 else "?"
+    line = Text()
+    line.append(f"{message.get('seq', ''):>7} ", style="bright_black")
+    line.append(clock(event.get("occurred_at")) + " ", style="bright_black")
+    line.append(f"{owner:<9}", style=OWNER_STYLE.get(owner, "white"))
+    line.append(f"{message.get('type', event.get('type', '')):<30}", style="bold " + OWNER_STYLE.get(owner, "white"))
+    session = event.get("correlation_id")
+    if session:
+        line.append(f"[{short(session, 12)}] ", style="bright_black")
+    line.append_text(_facts(str(message.get("type", "")), event.get("data") or {}))
+    return line
+
+
+def local_write_diff(home: Path, args: dict[str, Any]) -> str | None:
+    """A diff computed here when the preview has none: the sandbox file against the new content."""
+    path = str(args.get("path", ""))
+    if not path:
+        return None
+    target = (home / "sandbox" / path).resolve()
+    try:
+        before = target.read_text(encoding="utf-8") if target.is_file() else ""
+    except (OSError, UnicodeDecodeError):
+        return None
+    after = str(args.get("content", ""))
+    if args.get("append"):
+        after = before + after
+    diff = difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}"
+    )
+    return "".join(diff)
+
+
+def approval_card(item: dict[str, Any], home: Path | None = None) -> Panel:
+    """What a person must see before deciding: the tool, every argument, the preview (a diff for fs.write)."""
+    kind = item.get("kind", "approval")
+    head = Table.grid(padding=(0, 2))
+    head.add_column(style="bold")
+    head.add_column()
+    head.add_row("execution", str(item.get("execution_id")))
+    head.add_row("session", str(item.get("session_id")))
+    head.add_row("tool", Text(str(item.get("tool")), style="bold"))
+    head.add_row("level", Text(str(item.get("level")), style="bold yellow"))
+    head.add_row("requested by", str(item.get("requested_by")))
+    head.add_row("requested at", clock(item.get("requested_at")))
+    head.add_row("args_hash", Text(str(item.get("args_hash")), style="bright_black"))
+    if item.get("message"):
+        head.add_row("message", str(item.get("message")))
+    parts: list[RenderableType] = [head, Text("arguments", style="bold underline")]
+    parts.append(Syntax(orjson.dumps(item.get("args", {}), option=orjson.OPT_INDENT_2).decode(), "json"))
+    preview = item.get("preview")
+    diff = preview.get("diff") if isinstance(preview, dict) else None
+    if diff is None and item.get("tool") == "fs.write" and home is not None:
+        diff = local_write_diff(home, item.get("args") or {})
+    if diff:
+        parts += [Text("preview (diff)", style="bold underline"), Syntax(diff, "diff")]
+    elif isinstance(preview, dict) and preview.get("rendered"):
+        parts += [Text("preview", style="bold underline"), Text(str(preview["rendered"]))]
+    elif isinstance(preview, dict) and preview.get("kind") == "shell":
+        parts += [Text("preview", style="bold underline"), Syntax(str(preview.get("command", "")), "bash")]
+    elif preview:
+        parts += [Text("preview", style="bold underline"), Text(compact(preview, 2000))]
+    if kind == "reconciliation":
+        parts.append(
+            Text(
+                "This irreversible call was interrupted by a crash: its outcome is unknown. "
+                "Say what really happened: completed or failed.",
+                style="bold red",
+            )
+        )
+    title = "Reconciliation: outcome unknown" if kind == "reconciliation" else "Approval needed"
+    return Panel(Group(*parts), title=title, border_style="yellow" if kind != "reconciliation" else "red")
+
+
+def approvals_table(items: list[dict[str, Any]]) -> Table:
+    table = Table(title=f"{len(items)} pending")
+    for column in ("execution", "kind", "session", "tool", "arguments", "level", "requested by", "at"):
+        table.add_column(column)
+    for item in items:
+        table.add_row(
+            str(item.get("execution_id")),
+            str(item.get("kind")),
+            str(item.get("session_id")),
+            str(item.get("tool")),
+            compact(item.get("args", {}), 50),
+            str(item.get("level")),
+            str(item.get("requested_by")),
+            clock(item.get("requested_at")),
+        )
+    return table
+
+
+def timeline_table(timeline: dict[str, Any]) -> Group:
+    summaries = {c["execution_id"]: c.get("action_summary", "") for c in timeline.get("contracts", [])}
+    table = Table(title=f"Session {timeline.get('session_id')}: transitions")
+    for column in ("time", "execution", "action", "from", "", "to", "trigger", "actor"):
+        table.add_column(column)
+    for t in timeline.get("transitions", []):
+        table.add_row(
+            clock(t.get("timestamp")),
+            short(t.get("execution_id")),
+            compact(summaries.get(t.get("execution_id"), ""), 40),
+            status_text(t.get("from_status")),
+            "→",
+            status_text(t.get("to_status")),
+            str(t.get("trigger")),
+            f"{t.get('actor')} ({t.get('actor_category')})",
+        )
+    contracts = Table(title="Contracts")
+    for column in ("execution", "action", "status", "irreversible", "transitions", "result / error"):
+        contracts.add_column(column)
+    for c in timeline.get("contracts", []):
+        contracts.add_row(
+            str(c.get("execution_id")),
+            compact(c.get("action_summary", ""), 40),
+            status_text(c.get("current_status")),
+            "yes" if c.get("irreversible") else "no",
+            str(c.get("transition_count")),
+            compact(c.get("error_message") or c.get("result") or "", 50),
+        )
+    summary = Text(
+        f"{timeline.get('total_contracts', 0)} contracts: {timeline.get('terminal_contracts', 0)} ended, "
+        f"{timeline.get('active_contracts', 0)} active"
+        + (", one is waiting for a person" if timeline.get("has_suspended") else "")
+        + (", an irreversible action completed" if timeline.get("has_irreversible_completed") else ""),
+        style="bold",
+    )
+    return Group(table, contracts, summary)
+
+
+def consequence_panel(view: dict[str, Any]) -> Panel:
+    label = str(view.get("consequence_label"))
+    flags = []
+    if view.get("has_side_effects"):
+        flags.append("⚠ IRREVERSIBLE")
+    if view.get("was_suspended"):
+        flags.append("(human-confirmed)")
+    headline = Text()
+    headline.append(f"[{label}", style=LABEL_STYLE.get(label, "bold"))
+    headline.append((" " + " ".join(flags)) if flags else "", style="yellow")
+    headline.append("] ", style=LABEL_STYLE.get(label, "bold"))
+    headline.append(str(view.get("action_summary", "")))
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    for key in ("execution_id", "action_type", "result", "error_message", "has_side_effects", "was_suspended",
+                "is_still_pending", "total_duration_ms"):
+        grid.add_row(key, str(view.get(key)))
+    return Panel(Group(headline, grid), title="Consequence view (seed 002)", border_style="green")

@@ -1,0 +1,77 @@
+"""`overseer up`: the whole stack as processes, ready, healthy, and gone after Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from overseer.events.launcher import free_port
+
+pytestmark = pytest.mark.slow
+
+
+def processes_with_home(home: Path) -> list[int]:
+    """PIDs of every process whose environment names this OVERSEER_HOME (our children included)."""
+    marker = f"OVERSEER_HOME={home}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if marker in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def test_overseer_up_brings_six_services_to_ready_and_ctrl_c_leaves_nothing(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERSEER_", "NATS_"))}
+    env["OVERSEER_HOME"] = str(home)
+    overseer = Path(sys.executable).with_name("overseer")
+    proc = subprocess.Popen(
+        [str(overseer), "up", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        body: dict = {}
+        while time.monotonic() < deadline:
+            try:
+                response = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+                body = response.json()
+                if response.status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+            time.sleep(0.3)
+        assert body == {
+            "status": "ok",
+            "services": {
+                s: "ok" for s in ("gateway", "reasoning", "executor", "col", "firewall", "observer")
+            },
+        }
+        tokens = (home / "tokens.json").read_text()
+        assert all(role in tokens for role in ("admin", "operator", "agent", "viewer"))
+        assert len(processes_with_home(home)) >= 8  # supervisor, nats-server, smtp sink, six services
+    finally:
+        proc.send_signal(signal.SIGINT)  # what Ctrl-C delivers
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    assert f"http://127.0.0.1:{port}" in out
+    time.sleep(0.5)
+    assert processes_with_home(home) == []

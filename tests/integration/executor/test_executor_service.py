@@ -1,0 +1,349 @@
+"""The executor on a real nats-server with real SQLite, a real SMTP sink and real tools.
+
+Until the firewall exists, verdicts and human decisions are published here
+under the firewall's own credentials, proposals under reasoning's.
+"""
+
+from __future__ import annotations
+
+import email
+import os
+import signal
+
+import orjson
+from conftest import RunExecutor
+from executor_support import INVITE, child_pids, decided, proposed, session_cancelled, verdict
+
+from overseer.events.catalogue import ContractCreated, EcsRequested, ExecutionTransitioned
+from overseer.events.envelope import Envelope, decode
+from overseer.events.runtime import Runtime
+from overseer.events.testing import Stack, eventually
+from overseer.executor.adapters.contracts_sql import ContractRepository
+from overseer.executor.adapters.smtp_sink import SmtpSink
+from overseer.executor.bootstrap import ExecutorService
+from overseer.executor.domain.idempotency import args_hash
+
+
+def status(rt: Runtime, execution_id: str) -> str | None:
+    contract = ContractRepository(rt.store.conn).get(execution_id)
+    return None if contract is None else contract.status.value
+
+
+async def reaches(rt: Runtime, execution_id: str, expected: str) -> None:
+    await eventually(lambda: status(rt, execution_id) == expected, timeout=20)
+
+
+async def published(stack: Stack, expected: int) -> list[Envelope]:
+    """The executor's events as they arrived on its JetStream stream (in stream order)."""
+    async with stack.client("reader") as nc:
+        js = nc.jetstream()
+        sub = await js.pull_subscribe(
+            stack.subjects.events_of("executor"), stream=stack.subjects.stream("executor")
+        )
+        events: list[Envelope] = []
+        try:
+            while len(events) < expected:
+                for msg in await sub.fetch(expected - len(events), timeout=5):
+                    events.append(decode(msg.data))
+                    await msg.ack()
+        finally:
+            await sub.unsubscribe()
+        return events
+
+
+def transitions(rt: Runtime, execution_id: str) -> list[tuple[str, str, str, str]]:
+    out = []
+    for stored in rt.store.read_aggregate(execution_id):
+        if stored.type == "execution.transitioned":
+            d = stored.envelope().data
+            out.append((d.from_status, d.to_status, d.trigger, d.actor))
+    return out
+
+
+# -- seed 003 ---------------------------------------------------------------------------------------------
+CONFIRM = {"type": "confirmation", "message": "确认发送邮件给 bob@example.com?"}
+
+
+async def test_seed_003_worked_example_end_to_end(
+    stack: Stack, sink: SmtpSink, run_executor: RunExecutor
+) -> None:
+    async with run_executor() as rt:
+        await stack.publish_as("reasoning", proposed("exec-001", depends_on="exec-002"))
+        await stack.publish_as(
+            "reasoning", proposed("exec-002", tool=None, action_type="ecs_request", action_detail=CONFIRM)
+        )
+        await stack.publish_as("firewall", verdict("exec-001", "allow", level="APPROVE"))
+        await stack.publish_as("firewall", verdict("exec-002", "hold", {}, tool=None, level="CONFIRM"))
+        await reaches(rt, "exec-002", "waiting")
+        assert status(rt, "exec-001") == "pending"  # parked behind its confirmation
+
+        (form,) = await stack.rpc("executor", "approvals.pending")
+        assert (form["execution_id"], form["kind"], form["args_hash"]) == (
+            "exec-002",
+            "confirmation",
+            args_hash({}),
+        )
+        assert form["message"] == CONFIRM["message"]
+
+        await stack.publish_as("firewall", decided("exec-002", "approve", {}))
+        await reaches(rt, "exec-001", "completed")
+        assert await stack.rpc("executor", "approvals.pending") == []
+
+    events = await published(stack, 2 + 4 + 1 + 2)
+    trace = [
+        (e.data.trace.node_id, e.data.trace.action)
+        for e in events
+        if isinstance(e.data, ContractCreated | ExecutionTransitioned)
+    ]
+    assert trace == [
+        ("reasoning", "create_contract:exec-001"),
+        ("reasoning", "create_contract:exec-002"),
+        ("ecs_node", "transition:exec-002:pending→running"),
+        ("ecs_node", "transition:exec-002:running→waiting"),
+        ("graph_runner", "transition:exec-002:waiting→running"),
+        ("graph_runner", "transition:exec-002:running→completed"),
+        ("tool_node", "transition:exec-001:pending→running"),
+        ("tool_node", "transition:exec-001:running→completed"),
+    ]
+    steps = [e.data.trace for e in events if isinstance(e.data, ExecutionTransitioned)]
+    assert steps[-1].metadata == {
+        "trigger": "succeed",
+        "actor": "tool_node",
+        "contract_id": "exec-001",
+        "irreversible": True,
+    }
+    assert [e.data.kind for e in events if isinstance(e.data, EcsRequested)] == ["confirmation"]
+    (mail,) = sink.messages()
+    message = email.message_from_bytes(mail.read_bytes())
+    assert (message["To"], message["X-Overseer-Execution-Id"]) == ("bob@example.com", "exec-001")
+
+
+async def test_seed_003_failure_path_fails_then_retries_then_refuses_a_duplicate(
+    stack: Stack, sink: SmtpSink, run_executor: RunExecutor
+) -> None:
+    port = sink.port
+    await sink.stop()
+    async with run_executor() as rt:
+        await stack.publish_as("reasoning", proposed("exec-001"))
+        await stack.publish_as("firewall", verdict("exec-001", "allow", level="APPROVE"))
+        await reaches(rt, "exec-001", "failed")
+        failed = ContractRepository(rt.store.conn).get("exec-001")
+        assert "Connection refused" in failed.error_message
+        assert sink.messages() == []
+
+        revived = SmtpSink(sink.mail_dir, port=port)
+        await revived.start()
+        try:
+            await stack.publish_as("reasoning", proposed("exec-003"))  # "retry": same idempotency key
+            await stack.publish_as("firewall", verdict("exec-003", "allow", level="APPROVE"))
+            await reaches(rt, "exec-003", "completed")
+            await stack.publish_as("reasoning", proposed("exec-004"))
+            await stack.publish_as("firewall", verdict("exec-004", "allow", level="APPROVE"))
+            await reaches(rt, "exec-004", "rejected")
+        finally:
+            await revived.stop()
+        repo = ContractRepository(rt.store.conn)
+        assert repo.get("exec-003").idempotency_key == repo.get("exec-001").idempotency_key
+        assert "duplicate" in repo.get("exec-004").error_message
+        assert transitions(rt, "exec-004") == [
+            ("pending", "running", "start", "tool_node"),
+            ("running", "rejected", "reject", "tool_node"),
+        ]
+    assert len(sink.messages()) == 1
+
+
+# -- verdicts --------------------------------------------------------------------------------------
+async def test_an_auto_fs_list_runs_at_once_and_completes(stack: Stack, run_executor: RunExecutor) -> None:
+    async with run_executor() as rt:
+        (stack.home / "sandbox" / "a.txt").write_text("x")
+        await stack.publish_as("gateway", proposed("e-ls", "fs.list", {"path": "."}))
+        await stack.publish_as("firewall", verdict("e-ls", "allow", {"path": "."}, tool="fs.list"))
+        await reaches(rt, "e-ls", "completed")
+        contract = ContractRepository(rt.store.conn).get("e-ls")
+        assert orjson.loads(contract.result) == [{"name": "a.txt", "type": "file", "size": 1}]
+        view = await stack.rpc("executor", "contract.get", {"execution_id": "e-ls"})
+        assert [t["trigger"] for t in view["transitions"]] == ["start", "succeed"]
+
+
+async def test_a_verdict_that_arrives_before_its_proposal_is_applied_when_it_comes(
+    stack: Stack, run_executor: RunExecutor
+) -> None:
+    async with run_executor() as rt:
+        await stack.publish_as("firewall", verdict("e-early", "allow", {"path": "."}, tool="fs.list"))
+        await eventually(lambda: rt.store.tracking("executor@firewall") >= 1)
+        assert status(rt, "e-early") is None
+        await stack.publish_as("reasoning", proposed("e-early", "fs.list", {"path": "."}))
+        await reaches(rt, "e-early", "completed")
+
+
+async def test_a_denied_proposal_is_rejected_with_the_firewalls_reasons(
+    stack: Stack, run_executor: RunExecutor
+) -> None:
+    async with run_executor() as rt:
+        await stack.publish_as("reasoning", proposed("e-deny", "shell.run", {"command": "rm -rf /"}))
+        await stack.publish_as(
+            "firewall",
+            verdict("e-deny", "deny", {"command": "rm -rf /"}, tool="shell.run", reasons=["L3: forbidden"]),
+        )
+        await reaches(rt, "e-deny", "rejected")
+        assert ContractRepository(rt.store.conn).get("e-deny").error_message == "L3: forbidden"
+
+
+async def test_a_held_call_waits_with_an_approval_form_and_runs_once_approved(
+    stack: Stack, sink: SmtpSink, run_executor: RunExecutor
+) -> None:
+    async with run_executor() as rt:
+        await stack.publish_as("reasoning", proposed("e-hold"))
+        await stack.publish_as("firewall", verdict("e-hold", "hold", level="APPROVE"))
+        await reaches(rt, "e-hold", "waiting")
+        form = await stack.rpc("executor", "approvals.get", {"execution_id": "e-hold"})
+        assert {
+            k: form[k] for k in ("kind", "tool", "args", "args_hash", "level", "requested_by", "status")
+        } == {
+            "kind": "approval",
+            "tool": "email.send",
+            "args": INVITE,
+            "args_hash": args_hash(INVITE),
+            "level": "APPROVE",
+            "requested_by": "agent:agent",
+            "status": "pending",
+        }
+        assert form["preview"] == {"summary": f"email.send {INVITE}"}
+        assert sink.messages() == []
+        await stack.publish_as("firewall", decided("e-hold", "approve"))
+        await reaches(rt, "e-hold", "completed")
+        assert transitions(rt, "e-hold") == [
+            ("pending", "running", "start", "tool_node"),
+            ("running", "waiting", "suspend", "tool_node"),
+            ("waiting", "running", "resume", "graph_runner"),
+            ("running", "completed", "succeed", "tool_node"),
+        ]
+        answered = await stack.rpc("executor", "approvals.get", {"execution_id": "e-hold"})
+        assert (answered["status"], answered["contract_status"]) == ("answered", "completed")
+    assert len(sink.messages()) == 1
+
+
+# -- the resume alignment check -----------------------------------------------------------------------------
+async def test_decisions_with_a_wrong_hash_for_a_contract_not_waiting_or_given_twice_move_nothing(
+    stack: Stack, sink: SmtpSink, run_executor: RunExecutor
+) -> None:
+    async with run_executor() as rt:
+        await stack.publish_as("reasoning", proposed("e-a"))
+        await stack.publish_as("firewall", verdict("e-a", "hold", level="APPROVE"))
+        await reaches(rt, "e-a", "waiting")
+
+        await stack.publish_as("firewall", decided("e-a", "approve", hash_="f" * 64))
+        await eventually(lambda: len(ContractRepository(rt.store.conn).refused_decisions("e-a")) == 1)
+        assert status(rt, "e-a") == "waiting"
+
+        await stack.publish_as("firewall", decided("e-a", "reject"))
+        await reaches(rt, "e-a", "rejected")
+        await stack.publish_as("firewall", decided("e-a", "approve"))  # given twice / not waiting any more
+        await eventually(lambda: len(ContractRepository(rt.store.conn).refused_decisions("e-a")) == 2)
+
+        refused = await stack.rpc("executor", "decisions.refused", {"execution_id": "e-a"})
+        assert [r["reason"] for r in refused] == [
+            "args_hash differs from the arguments the human was asked about",
+            "contract is rejected, not waiting: the decision was already given or came too late",
+        ]
+        assert transitions(rt, "e-a")[-2:] == [
+            ("waiting", "running", "resume", "graph_runner"),
+            ("running", "rejected", "reject", "graph_runner"),
+        ]
+    assert sink.messages() == []
+
+
+# -- timeouts --------------------------------------------------------------------------------------
+async def test_a_wait_past_its_ttl_is_cancelled(stack: Stack, run_executor: RunExecutor) -> None:
+    async with run_executor(executor={"approval_ttl_seconds": 0.3}) as rt:
+        await stack.publish_as("reasoning", proposed("e-ttl"))
+        await stack.publish_as("firewall", verdict("e-ttl", "hold", level="APPROVE"))
+        await reaches(rt, "e-ttl", "cancelled")
+        assert transitions(rt, "e-ttl")[-1] == ("waiting", "cancelled", "timeout", "graph_runner")
+        assert await stack.rpc("executor", "approvals.pending") == []
+
+
+async def test_a_tool_past_its_time_limit_is_cancelled(stack: Stack, run_executor: RunExecutor) -> None:
+    marker = stack.home / "sandbox" / "finished.txt"
+    async with run_executor() as rt:
+        args = {"command": "sleep 3 && touch finished.txt"}
+        await stack.publish_as("reasoning", proposed("e-slow", "shell.run", args, timeout_seconds=0.3))
+        await stack.publish_as("firewall", verdict("e-slow", "allow", args, tool="shell.run"))
+        await reaches(rt, "e-slow", "cancelled")
+        contract = ContractRepository(rt.store.conn).get("e-slow")
+        assert "time limit of 0.3s" in contract.error_message
+        assert transitions(rt, "e-slow")[-1] == ("running", "cancelled", "cancel", "tool_node")
+    assert not marker.exists()
+
+
+async def test_a_session_abort_cancels_its_pending_and_waiting_contracts(
+    stack: Stack, run_executor: RunExecutor
+) -> None:
+    async with run_executor() as rt:
+        await stack.publish_as("reasoning", proposed("e-wait"))
+        await stack.publish_as("reasoning", proposed("e-pend", "fs.list", {"path": "."}))
+        await stack.publish_as("reasoning", proposed("e-other", session_id="other"))
+        await stack.publish_as("firewall", verdict("e-wait", "hold", level="APPROVE"))
+        await reaches(rt, "e-wait", "waiting")
+        await stack.publish_as("firewall", session_cancelled("session-abc"))
+        await reaches(rt, "e-wait", "cancelled")
+        await reaches(rt, "e-pend", "cancelled")
+        assert status(rt, "e-other") == "pending"
+
+
+# -- MCP -------------------------------------------------------------------------------------------
+async def test_a_real_mcp_call_and_a_killed_mcp_server_restarted(
+    stack: Stack, run_executor: RunExecutor
+) -> None:
+    mcp = {"servers": {"time": {"enabled": True}}, "health_interval_seconds": 0.5}
+    async with run_executor(mcp=mcp) as rt:
+        tools = {t["name"]: t for t in await stack.rpc("executor", "tools.list")}
+        assert tools["time.get_current_time"]["input_schema"]["required"] == ["timezone"]
+        assert {"fs.read", "fs.write", "fs.list", "email.send", "shell.run"} <= set(tools)
+
+        args = {"timezone": "UTC"}
+        await stack.publish_as("reasoning", proposed("e-t1", "time.get_current_time", args))
+        await stack.publish_as("firewall", verdict("e-t1", "allow", args, tool="time.get_current_time"))
+        await reaches(rt, "e-t1", "completed")
+        first = orjson.loads(ContractRepository(rt.store.conn).get("e-t1").result)
+        assert first["timezone"] == "UTC"
+        assert first["datetime"].endswith("+00:00")
+
+        (pid,) = child_pids(os.getpid(), "mcp-server-time")
+        os.kill(pid, signal.SIGKILL)
+        await stack.publish_as("reasoning", proposed("e-t2", "time.get_current_time", args))
+        await stack.publish_as("firewall", verdict("e-t2", "allow", args, tool="time.get_current_time"))
+        await reaches(rt, "e-t2", "completed")
+        assert pid not in child_pids(os.getpid(), "mcp-server-time")
+
+        bad = {"timezone": "Nowhere/Atlantis"}
+        await stack.publish_as("reasoning", proposed("e-t3", "time.get_current_time", bad))
+        await stack.publish_as("firewall", verdict("e-t3", "allow", bad, tool="time.get_current_time"))
+        await reaches(rt, "e-t3", "failed")
+        assert "Invalid timezone" in ContractRepository(rt.store.conn).get("e-t3").error_message
+
+
+# -- rebuild ---------------------------------------------------------------------------------------
+def _read_models(rt: Runtime) -> dict[str, list[tuple]]:
+    tables = ("executor_contracts", "executor_verdicts", "executor_approvals", "executor_refused_decisions")
+    return {t: sorted(rt.store.conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in tables}
+
+
+async def test_the_read_models_rebuilt_from_the_store_equal_the_live_ones(
+    stack: Stack, sink: SmtpSink, run_executor: RunExecutor
+) -> None:
+    async with run_executor() as rt:
+        await stack.publish_as("reasoning", proposed("r-1"))
+        await stack.publish_as("firewall", verdict("r-1", "hold", level="APPROVE"))
+        await reaches(rt, "r-1", "waiting")
+        await stack.publish_as("firewall", decided("r-1", "approve", hash_="0" * 64))
+        await stack.publish_as("firewall", decided("r-1", "approve"))
+        await reaches(rt, "r-1", "completed")
+        await stack.publish_as("reasoning", proposed("r-2", "fs.list", {"path": "."}))
+        await stack.publish_as("firewall", verdict("r-2", "deny", {"path": "."}, tool="fs.list"))
+        await reaches(rt, "r-2", "rejected")
+        live = _read_models(rt)
+        assert len(live["executor_refused_decisions"]) == 1
+        report = rt.store.rebuild(ExecutorService().projections())
+        assert report["events"] > 0
+        assert _read_models(rt) == live

@@ -1,0 +1,153 @@
+"""``WS /v1/ws``: filters, resuming with ``since`` after a disconnect in the middle of a burst, slow clients."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from typing import Any
+from urllib.parse import urlencode
+
+import orjson
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from conftest import LiveGateway
+from overseer.events.testing import eventually
+
+
+@pytest.fixture(scope="module")
+def gateway_services() -> tuple[str, ...]:
+    return ("reasoning",)
+
+
+def ws_url(gateway: LiveGateway, **params: Any) -> str:
+    query = {k: v for k, v in params.items() if v is not None}
+    return gateway.ws_url + ("?" + urlencode(query) if query else "")
+
+
+def auth(gateway: LiveGateway, role: str = "viewer") -> dict[str, str]:
+    return {"Authorization": f"Bearer {gateway.tokens[role]}"}
+
+
+async def say(gateway: LiveGateway, session: str, texts: list[str]) -> None:
+    async with gateway.client("operator") as client:
+        for text in texts:
+            response = await client.post(f"/v1/sessions/{session}/messages", json={"text": text})
+            assert response.status_code == 202, response.text
+
+
+async def receive(ws: Any, count: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+    out = []
+    for _ in range(count):
+        out.append(orjson.loads(await asyncio.wait_for(ws.recv(), timeout)))
+    return out
+
+
+async def test_a_client_sees_only_its_session_and_subjects(gateway: LiveGateway) -> None:
+    url = ws_url(gateway, subjects="conversation.message_received", session="ws-mine", since=0)
+    async with connect(url, additional_headers=auth(gateway)) as ws:
+        await say(gateway, "ws-other", ["not for you"])
+        await say(gateway, "ws-mine", ["hello", "again"])
+        messages = await receive(ws, 2)
+    assert [m["event"]["data"]["text"] for m in messages] == ["hello", "again"]
+    for message in messages:
+        assert set(message) == {"seq", "subject", "type", "event"}
+        assert message["type"] == "conversation.message_received"
+        assert message["subject"].endswith(".gateway.conversation.message_received")
+        assert message["event"]["correlation_id"] == "ws-mine"
+    assert messages[0]["seq"] < messages[1]["seq"]
+
+
+async def test_token_may_come_in_the_query_and_is_required(gateway: LiveGateway) -> None:
+    async with connect(ws_url(gateway, token=gateway.tokens["viewer"], session="nobody")) as ws:
+        await ws.ping()
+    with pytest.raises(InvalidStatus) as refused:
+        async with connect(ws_url(gateway)):
+            pass
+    assert refused.value.response.status_code == 401
+    assert b"token" in refused.value.response.body
+
+
+async def test_a_bad_pattern_or_since_is_refused_with_422(gateway: LiveGateway) -> None:
+    for params in ({"subjects": "a..b"}, {"subjects": "a.>.b"}, {"since": "minus-one"}, {"since": "-3"}):
+        with pytest.raises(InvalidStatus) as refused:
+            async with connect(ws_url(gateway, **params), additional_headers=auth(gateway)):
+                pass
+        assert refused.value.response.status_code == 422
+
+
+async def test_reconnecting_with_since_misses_nothing_after_a_drop_mid_burst(gateway: LiveGateway) -> None:
+    session = "ws-burst"
+    burst = [f"message {i}" for i in range(60)]
+    seen: list[dict[str, Any]] = []
+    url = ws_url(gateway, subjects="gateway.conversation.*", session=session, since=0)
+    producer = asyncio.create_task(say(gateway, session, burst))
+    async with connect(url, additional_headers=auth(gateway)) as ws:
+        seen += await receive(ws, 17)
+    # Dropped in the middle of the burst; the producer keeps going meanwhile.
+    last = seen[-1]["seq"]
+    await asyncio.sleep(0.05)
+    async with connect(ws_url(gateway, subjects="gateway.conversation.*", session=session, since=last),
+                       additional_headers=auth(gateway)) as ws:
+        seen += await receive(ws, len(burst) - 17)
+    await producer
+    texts = [m["event"]["data"]["text"] for m in seen]
+    assert texts == burst
+    seqs = [m["seq"] for m in seen]
+    assert seqs == sorted(set(seqs))
+
+
+async def test_without_since_only_new_events_arrive(gateway: LiveGateway) -> None:
+    await say(gateway, "ws-new", ["before"])
+    async with connect(ws_url(gateway, session="ws-new", subjects="conversation.message_received"),
+                       additional_headers=auth(gateway)) as ws:
+        await asyncio.sleep(0.2)  # the consumer exists once the handshake is answered; be generous anyway
+        await say(gateway, "ws-new", ["after"])
+        (message,) = await receive(ws, 1)
+    assert message["event"]["data"]["text"] == "after"
+
+
+async def test_replies_of_other_services_stream_too(gateway: LiveGateway) -> None:
+    async with connect(ws_url(gateway, session="ws-reply", since=0, subjects="reasoning.>"),
+                       additional_headers=auth(gateway)) as ws:
+        await say(gateway, "ws-reply", ["hi there"])
+        (reply,) = await receive(ws, 1)
+    assert reply["type"] == "conversation.replied"
+    assert ".reasoning." in reply["subject"]
+
+
+async def test_a_slow_client_is_dropped_with_a_reason_and_others_keep_flowing(
+    gateway: LiveGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    live = gateway.services["gateway"].live  # type: ignore[attr-defined]
+    monkeypatch.setattr(live, "queue_size", 4)
+    monkeypatch.setattr(live, "slow_seconds", 0.3)
+    session = "ws-slow"
+    body = "x" * 3900
+    count = 400
+    # A client that never reads, with a tiny receive buffer: its TCP window and the gateway's queue fill up.
+    sock = socket.create_connection(("127.0.0.1", int(gateway.url.rsplit(":", 1)[1])))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    slow = await connect(
+        ws_url(gateway, session=session, since=0, subjects="conversation.message_received"),
+        additional_headers=auth(gateway),
+        max_queue=1,
+        max_size=None,
+        sock=sock,
+    )
+    slow.transport.pause_reading()
+    await say(gateway, session, [body] * count)
+    async with connect(ws_url(gateway, session=session, since=0, subjects="conversation.message_received"),
+                       additional_headers=auth(gateway), max_size=None) as healthy:
+        got = await receive(healthy, count, timeout=20)
+    assert len(got) == count
+    slow.transport.resume_reading()
+    with pytest.raises(ConnectionClosed) as closed:
+        async with asyncio.timeout(20):
+            while True:
+                await slow.recv()
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 1013
+    assert "slow consumer" in closed.value.rcvd.reason
+    await eventually(lambda: len(gateway.services["gateway"].sockets) == 0)  # type: ignore[attr-defined]

@@ -1,0 +1,106 @@
+"""The tool runner: time limits, retries with backoff, outcomes (with a scripted in-memory plugin)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from executor_builders import FS_LIST, contract, proposal, verdict
+
+from overseer.executor.adapters.tools.base import StaticToolPlugin
+from overseer.executor.adapters.tools.registry import ToolRegistry
+from overseer.executor.application.tool_runner import RetryPolicy, ToolRunner
+from overseer.executor.domain.rules import decide_verdict
+from overseer.executor.domain.tools import ToolCall, ToolError, ToolSpec, TransientToolError
+
+
+class ScriptedPlugin(StaticToolPlugin):
+    """``fs.list`` answering from a script: exceptions are raised, strings returned, "hang" never returns."""
+
+    def __init__(self, script: list[object], spec: ToolSpec = FS_LIST) -> None:
+        super().__init__()
+        self.script = list(script)
+        self.calls = 0
+        self.add(spec, self.answer)
+
+    async def answer(self, args: dict, tc: ToolCall) -> str:
+        self.calls += 1
+        step = self.script.pop(0)
+        if step == "hang":
+            await asyncio.Event().wait()
+        if isinstance(step, Exception):
+            raise step
+        return str(step)
+
+
+def running(timeout_seconds: float | None = None):
+    c = contract(proposal(tool="fs.list", args={"path": "."}))
+    if timeout_seconds is not None:
+        from dataclasses import replace
+
+        c = replace(c, timeout_seconds=timeout_seconds)
+    return decide_verdict(
+        c, verdict("allow", {"path": "."}), dependency=None, completed_duplicate=None, now=1
+    ).contract
+
+
+def runner(plugin: ScriptedPlugin, **kw: object) -> ToolRunner:
+    return ToolRunner(ToolRegistry([plugin]), retry=RetryPolicy(attempts=3, base_seconds=0.001), **kw)
+
+
+async def test_transient_errors_are_retried_until_the_call_succeeds() -> None:
+    plugin = ScriptedPlugin([TransientToolError("refused"), TransientToolError("refused"), "[]"])
+    outcome = await runner(plugin).run(running())
+    assert (outcome.kind, outcome.text, outcome.attempts) == ("succeeded", "[]", 3)
+
+
+async def test_a_call_that_stays_transient_fails_with_the_last_error() -> None:
+    plugin = ScriptedPlugin([TransientToolError(f"refused #{i}") for i in range(1, 4)])
+    outcome = await runner(plugin).run(running())
+    assert (outcome.kind, outcome.text, outcome.attempts) == ("failed", "refused #3", 3)
+
+
+async def test_a_permanent_error_is_not_retried() -> None:
+    plugin = ScriptedPlugin([ToolError("no such directory"), "[]"])
+    outcome = await runner(plugin).run(running())
+    assert (outcome.kind, outcome.text, plugin.calls) == ("failed", "no such directory", 1)
+
+
+async def test_a_plugin_crash_fails_the_call_with_the_reason() -> None:
+    plugin = ScriptedPlugin([KeyError("path")])
+    outcome = await runner(plugin).run(running())
+    assert outcome.kind == "failed"
+    assert "KeyError" in outcome.text
+
+
+async def test_a_call_past_the_contracts_time_limit_times_out() -> None:
+    plugin = ScriptedPlugin(["hang"])
+    outcome = await runner(plugin).run(running(timeout_seconds=0.05))
+    assert outcome.kind == "timed_out"
+    assert "time limit of 0.05s" in outcome.text
+
+
+def test_the_time_limit_is_the_smallest_of_default_tool_and_contract() -> None:
+    spec = ToolSpec("fs.list", idempotent=True, level="AUTO", time_limit_seconds=10)
+    r = runner(ScriptedPlugin([], spec), default_time_limit=30)
+    assert r.time_limit(running()) == 10
+    assert r.time_limit(running(timeout_seconds=2)) == 2
+
+
+async def test_arguments_that_break_the_schema_fail_before_the_plugin_runs() -> None:
+    spec = ToolSpec("fs.list", input_schema={"properties": {"path": {"type": "integer"}}}, idempotent=True)
+    plugin = ScriptedPlugin(["[]"], spec)
+    outcome = await runner(plugin).run(running())
+    assert outcome.kind == "failed"
+    assert "invalid arguments for fs.list" in outcome.text
+    assert plugin.calls == 0
+
+
+async def test_a_long_result_is_cut_to_the_configured_size() -> None:
+    plugin = ScriptedPlugin(["x" * 100])
+    outcome = await runner(plugin, max_result_chars=10).run(running())
+    assert outcome.text.startswith("x" * 10 + "…")
+
+
+def test_backoff_doubles_up_to_its_maximum() -> None:
+    policy = RetryPolicy(attempts=5, base_seconds=0.2, max_seconds=0.5)
+    assert [policy.delay(n) for n in (1, 2, 3, 4)] == [0.2, 0.4, 0.5, 0.5]
