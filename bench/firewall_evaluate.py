@@ -24,6 +24,7 @@ from pathlib import Path
 from overseer.firewall.adapters.filesystem import RealPathResolver
 from overseer.firewall.domain.audit import (
     EMPTY_HEAD,
+    AuditEntry,
     AuditHead,
     append_entry,
     proposal_record,

@@ -14,8 +14,7 @@ from overseer.events.testing import NatsUnderTest, Stack, start_nats_under_test
 def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsUnderTest]:
     server = start_nats_under_test(tmp_path_factory.mktemp("nats"))
     yield server
-    if server.embedded is not None:
-        server.embedded.stop()
+    server.stop()
 
 
 @pytest.fixture

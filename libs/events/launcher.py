@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from overseer.events.subjects import SERVICES, publish_permissions
+from overseer.events.subjects import SERVICES, publish_permissions, rpc_permissions
 
 # Users that are not services: the operator tools (tail, status, CLI) read everything and publish
 # nothing but requests; the supervisor provisions streams.
@@ -93,7 +93,7 @@ def server_config(port: int, store_dir: Path, creds: Credentials, monitor_port: 
             f"        publish: {{ allow: {quoted(publish_permissions(service))} }},\n"
             f'        subscribe: {{ allow: [">"] }} }} }}'
         )
-    reader_publish = ["*.rpc.>", "_INBOX.>", "$JS.API.>", "$JS.ACK.>"]
+    reader_publish = [*rpc_permissions(READER), "_INBOX.>", "$JS.API.>", "$JS.ACK.>"]
     users.append(
         f'    {{ user: "{READER}", password: "{creds.passwords[READER]}", permissions: {{\n'
         f'        publish: {{ allow: {quoted(reader_publish)}, deny: ["*.dlq.>"] }},\n'

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from overseer.events.envelope import Envelope, decode_dict
+from overseer.events.envelope import Envelope, decode
 from overseer.events.errors import ConcurrencyError
 
 SCHEMA = """
@@ -89,7 +89,7 @@ def decode_trusted(body: bytes) -> Envelope:
     Pydantic's compiled validation is faster than ``model_construct`` here, so
     trusted input goes through the same validated path as everything else.
     """
-    return decode_dict(orjson.loads(body))
+    return decode(body)
 
 
 class Projection(Protocol):

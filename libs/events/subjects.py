@@ -153,12 +153,32 @@ def stream_specs() -> list[StreamSpec]:
     return DEFAULT_SUBJECTS.stream_specs()
 
 
+# Who may call which RPC methods. Only the gateway — the front door, which checks
+# roles — may call everything; an LLM-driven service can read, never decide.
+RPC_CALLS: dict[str, tuple[str, ...]] = {
+    "gateway": ("*.rpc.>",),
+    "reasoning": (
+        "*.rpc.observer.>",
+        "*.rpc.firewall.prompt.>",
+        "*.rpc.col.get",
+        "*.rpc.col.search",
+        "*.rpc.col.list*",
+    ),
+}
+READ_ONLY_RPC = ("*.rpc.*.health", "*.rpc.observer.>")
+
+
+def rpc_permissions(user: str) -> list[str]:
+    return [*RPC_CALLS.get(user, ()), *READ_ONLY_RPC]
+
+
 def publish_permissions(service: str) -> list[str]:
-    """Subjects ``service``'s NATS user may publish: its own events, its dead letters, RPC, JetStream API."""
+    """Subjects ``service``'s NATS user may publish: its own events, its dead letters, its RPC calls,
+    replies, and the JetStream API (streams deny delete and purge)."""
     return [
         f"*.{service}.>",
         f"*.dlq.{service}",
-        "*.rpc.>",
+        *rpc_permissions(service),
         "_INBOX.>",
         "$JS.API.>",
         "$JS.ACK.>",

@@ -38,6 +38,13 @@ class NatsUnderTest:
     url: str
     passwords: dict[str, str] = field(default_factory=dict)
     embedded: EmbeddedNats | None = None
+    container: Any = None
+
+    def stop(self) -> None:
+        if self.embedded is not None:
+            self.embedded.stop()
+        if self.container is not None:
+            self.container.stop()
 
     @property
     def enforces_permissions(self) -> bool:
@@ -57,11 +64,26 @@ class NatsUnderTest:
 
 
 def start_nats_under_test(workdir: Path) -> NatsUnderTest:
+    """``NATS_URL`` when reachable; NATS in a container with ``OVERSEER_TEST_DOCKER=1``; else embedded."""
     url = os.environ.get("NATS_URL")
     if url and reachable(url):
         return NatsUnderTest(url=url)
+    if os.environ.get("OVERSEER_TEST_DOCKER") == "1":
+        return _nats_in_container()
     server = EmbeddedNats(workdir).start()
     return NatsUnderTest(url=server.url, passwords=dict(server.creds.passwords), embedded=server)
+
+
+def _nats_in_container() -> NatsUnderTest:
+    """A nats:2.10 container with JetStream through testcontainers (needs a Docker engine)."""
+    from testcontainers.core.container import DockerContainer
+    from testcontainers.core.waiting_utils import wait_for_logs
+
+    container = DockerContainer("nats:2.10-alpine").with_command("-js").with_exposed_ports(4222)
+    container.start()
+    wait_for_logs(container, "Server is ready", timeout=30)
+    url = f"nats://{container.get_container_host_ip()}:{container.get_exposed_port(4222)}"
+    return NatsUnderTest(url=url, container=container)
 
 
 @dataclass
@@ -142,11 +164,18 @@ class Stack:
         )
 
     async def rpc(
-        self, service: str, method: str, payload: dict[str, Any] | None = None, timeout: float = 5.0
+        self,
+        service: str,
+        method: str,
+        payload: dict[str, Any] | None = None,
+        timeout: float = 5.0,
+        *,
+        as_user: str = "gateway",
     ) -> Any:
+        """Call ``service``'s RPC ``method`` as ``as_user`` (the gateway, which may call everything, by default)."""
         from overseer.events.runtime import rpc_request
 
-        async with self.client("reader") as nc:
+        async with self.client(as_user) as nc:
             return await rpc_request(nc, service, method, payload, timeout, subjects=self.subjects)
 
     async def wait_ready(self, service: str, timeout: float = 20.0) -> dict[str, Any]:

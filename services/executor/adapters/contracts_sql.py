@@ -68,7 +68,7 @@ class ContractsProjection(SqlProjection):
         ON executor_contracts (status) WHERE status IN ('pending', 'running', 'waiting');
     CREATE INDEX IF NOT EXISTS executor_contracts_dependents
         ON executor_contracts (depends_on) WHERE depends_on IS NOT NULL;
-    CREATE INDEX IF NOT EXISTS executor_contracts_session ON executor_contracts (session_id, status);
+    CREATE INDEX IF NOT EXISTS executor_contracts_session ON executor_contracts (session_id);
     CREATE TABLE IF NOT EXISTS executor_verdicts (
         execution_id TEXT PRIMARY KEY,
         decision     TEXT NOT NULL,

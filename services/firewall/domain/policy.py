@@ -365,6 +365,7 @@ def parse_admin_policy(raw: Mapping[str, Any], *, version: int = 0) -> AdminPoli
     problems: list[str] = []
     if not isinstance(raw, Mapping):
         raise PolicyError(["a policy must be a table"])
+    raw = {k: v for k, v in raw.items() if k != "version"}  # the store numbers versions itself
     for key in raw:
         if key not in _TOP_KEYS:
             problems.append(f"unknown top-level key {key!r} (known: {', '.join(sorted(_TOP_KEYS))})")
@@ -433,6 +434,12 @@ def parse_admin_policy(raw: Mapping[str, Any], *, version: int = 0) -> AdminPoli
         problems.append("[tools] must be a table of tool name = declaration")
     else:
         for name, declared in raw_tools.items():
+            if isinstance(declared, str):  # shorthand: tools."fs.write" = "CONFIRM" is a default level
+                try:
+                    defaults.append((str(name), Level.parse(declared)))
+                except ValueError as exc:
+                    problems.append(f"tools.{name}: {exc}")
+                continue
             if name in BUILTIN_CATALOGUE:
                 problems.append(f"tools.{name}: a built-in tool cannot be redeclared")
                 continue

@@ -46,33 +46,29 @@ def write_preview(args: Mapping[str, Any], current: CurrentFile) -> JSON:
     """``fs.write``: a unified diff of the file against what it would become."""
     path = str(args.get("path", ""))
     content = str(args.get("content", ""))
-    append = bool(args.get("append", False))
     if current.exists and current.text is None:
         return {
             "kind": "diff",
             "path": path,
             "exists": True,
             "binary": True,
-            "append": append,
-            "diff": f"Binary file {path} would be {'appended to' if append else 'overwritten'}\n",
+            "diff": f"Binary file {path} would be overwritten\n",
             "truncated": False,
         }
-    before = current.text or ""
-    after = before + content if append else content
     lines = difflib.unified_diff(
-        before.splitlines(keepends=True),
-        after.splitlines(keepends=True),
+        (current.text or "").splitlines(keepends=True),
+        content.splitlines(keepends=True),
         fromfile=f"a/{path}" if current.exists else "/dev/null",
         tofile=f"b/{path}",
     )
-    diff, truncated = _clip(
-        "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+    text = "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
     )
+    diff, truncated = _clip(text)
     return {
         "kind": "diff",
         "path": path,
         "exists": current.exists,
-        "append": append,
         "bytes": len(content.encode("utf-8")),
         "diff": diff,
         "truncated": truncated,
@@ -81,21 +77,20 @@ def write_preview(args: Mapping[str, Any], current: CurrentFile) -> JSON:
 
 def email_preview(args: Mapping[str, Any]) -> JSON:
     """``email.send``: the message as it will be sent."""
-    to, cc, bcc = _addresses(args.get("to")), _addresses(args.get("cc")), _addresses(args.get("bcc"))
+    to, cc = _addresses(args.get("to")), _addresses(args.get("cc"))
     subject = str(args.get("subject", ""))
     body, truncated = _clip(str(args.get("body", "")))
     header = [f"To: {', '.join(to)}"]
     if cc:
         header.append(f"Cc: {', '.join(cc)}")
-    if bcc:
-        header.append(f"Bcc: {', '.join(bcc)}")
+    if args.get("reply_to"):
+        header.append(f"Reply-To: {args['reply_to']}")
     header.append(f"Subject: {subject}")
-    domains = sorted({recipient_address(a).rpartition("@")[2] for a in (*to, *cc, *bcc)})
+    domains = sorted({recipient_address(a).rpartition("@")[2] for a in (*to, *cc)})
     return {
         "kind": "email",
         "to": to,
         "cc": cc,
-        "bcc": bcc,
         "subject": subject,
         "body": body,
         "domains": domains,
@@ -104,24 +99,29 @@ def email_preview(args: Mapping[str, Any]) -> JSON:
     }
 
 
-def shell_preview(args: Mapping[str, Any]) -> JSON:
-    """``shell.run``: the command and where it runs."""
+def shell_preview(args: Mapping[str, Any], cwd: str) -> JSON:
+    """``shell.run``: the command and the directory it runs in."""
     return {
         "kind": "shell",
         "command": str(args.get("command", "")),
-        "cwd": str(args.get("cwd", ".")),
+        "cwd": cwd,
         "timeout_seconds": args.get("timeout_seconds"),
     }
 
 
-def build_preview(tool: str | None, args: Mapping[str, Any], current: CurrentFile = ABSENT) -> JSON:
-    """The preview of any held call; tools without a special form show their arguments."""
+def build_preview(
+    tool: str | None, args: Mapping[str, Any], current: CurrentFile = ABSENT, *, cwd: str = "."
+) -> JSON:
+    """The preview of any held call; tools without a special form show their arguments.
+
+    ``current``: what is at the path ``fs.write`` would write; ``cwd``: where ``shell.run`` runs.
+    """
     match tool:
         case "fs.write":
             return write_preview(args, current)
         case "email.send":
             return email_preview(args)
         case "shell.run":
-            return shell_preview(args)
+            return shell_preview(args, cwd)
         case _:
             return {"kind": "call", "tool": tool, "args": dict(args)}

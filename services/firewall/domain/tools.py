@@ -86,7 +86,9 @@ _ADDRESSES = {
 BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "fs.read",
-        _object({"path": _PATH}, ["path"]),
+        _object(
+            {"path": _PATH, "max_bytes": {"type": "integer", "minimum": 1, "maximum": 10_000_000}}, ["path"]
+        ),
         idempotent=True,
         read_only=True,
         default_level=Level.AUTO,
@@ -104,7 +106,7 @@ BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "fs.write",
-        _object({"path": _PATH, "content": _STRING, "append": {"type": "boolean"}}, ["path", "content"]),
+        _object({"path": _PATH, "content": _STRING}, ["path", "content"]),
         idempotent=True,
         default_level=Level.NOTIFY,
         path_args=(PathArg("path", PathAccess.WRITE),),
@@ -113,12 +115,18 @@ BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "email.send",
         _object(
-            {"to": _ADDRESSES, "cc": _ADDRESSES, "bcc": _ADDRESSES, "subject": _STRING, "body": _STRING},
+            {
+                "to": _ADDRESSES,
+                "cc": _ADDRESSES,
+                "subject": _STRING,
+                "body": _STRING,
+                "reply_to": {"type": "string", "minLength": 3},
+            },
             ["to", "subject", "body"],
         ),
         irreversible=True,
         default_level=Level.APPROVE,
-        recipient_args=("to", "cc", "bcc"),
+        recipient_args=("to", "cc"),
         description="Send an e-mail over SMTP.",
     ),
     ToolSpec(
@@ -126,16 +134,14 @@ BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
         _object(
             {
                 "command": {"type": "string", "minLength": 1, "maxLength": 8192},
-                "cwd": _PATH,
                 "timeout_seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600},
             },
             ["command"],
         ),
         irreversible=True,
         default_level=Level.APPROVE,
-        path_args=(PathArg("cwd", PathAccess.CWD, default="."),),
         command_arg="command",
-        description="Run a shell command in a sandboxed working directory with a time limit.",
+        description="Run a shell command with the sandbox as its working directory, with a time limit.",
     ),
     ToolSpec(
         "time.get_current_time",

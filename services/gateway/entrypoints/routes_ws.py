@@ -27,6 +27,7 @@ router = APIRouter()
 
 TRY_AGAIN_LATER = 1013
 POLICY_VIOLATION = 1008
+CLOSE_GRACE_SECONDS = 30.0
 
 
 async def deny(websocket: WebSocket, status: int, detail: str) -> None:
@@ -87,8 +88,11 @@ async def live(websocket: WebSocket) -> None:
         if sender in done and isinstance(sender.exception(), SlowClient):
             reason = str(sender.exception())[:120]
             log.info("dropping a slow WebSocket client: %s", reason)
+            await feed.close()
+            # The close frame queues behind what the client has not read yet: a client that reads
+            # again sees the reason after the buffered events; one that never reads is cut off.
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(websocket.close(code=TRY_AGAIN_LATER, reason=reason), 1.0)
+                await asyncio.wait_for(websocket.close(code=TRY_AGAIN_LATER, reason=reason), CLOSE_GRACE_SECONDS)
     finally:
         gateway.sockets.discard(websocket)
         for task in (sender, listener):

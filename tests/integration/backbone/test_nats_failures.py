@@ -78,3 +78,16 @@ async def test_anonymous_connections_are_refused(own_nats: EmbeddedNats) -> None
 
     with pytest.raises(Exception):  # noqa: B017 - nats raises an authorization error or gives up
         await nats.connect(own_nats.url, max_reconnect_attempts=0, connect_timeout=1, allow_reconnect=False)
+
+
+async def test_only_the_gateway_may_call_deciding_rpc_methods(own_stack: Stack) -> None:
+    from overseer.events.runtime import RpcError, rpc_request
+
+    for caller in ("reasoning", "executor", "col", "observer", "reader"):
+        async with own_stack.client(caller) as nc:
+            # The publish itself is refused by the server: nobody ever receives the request.
+            with pytest.raises(RpcError):
+                await rpc_request(
+                    nc, "firewall", "policy.replace_admin", {}, timeout=0.5, subjects=own_stack.subjects
+                )
+            assert nc.last_error is not None and "permissions violation" in str(nc.last_error).lower()

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from executor_support import RunExecutor
 
 from overseer.events.runtime import Runtime
 from overseer.events.testing import Stack
@@ -29,9 +28,6 @@ async def sink(tmp_path: Path) -> AsyncIterator[SmtpSink]:
     await smtp.stop()
 
 
-RunExecutor = Callable[..., AbstractAsyncContextManager[Runtime]]
-
-
 @pytest.fixture
 def run_executor(stack: Stack, sink: SmtpSink) -> RunExecutor:
     """``async with run_executor(executor={...}, mcp=...) as rt``: the executor in this process."""
@@ -49,24 +45,3 @@ def run_executor(stack: Stack, sink: SmtpSink) -> RunExecutor:
             yield runtime
 
     return run
-
-
-def spawn_executor(
-    stack: Stack, sink_port: int, extra_env: dict[str, str] | None = None
-) -> subprocess.Popen[bytes]:
-    """``python -m overseer.executor`` as its own process (for kill -9 tests)."""
-    env = stack.env("executor")
-    env |= {
-        "OVERSEER_TOOLS__EMAIL__PORT": str(sink_port),
-        "OVERSEER_TOOLS__EMAIL__TIMEOUT_SECONDS": "30",
-        "OVERSEER_MCP__SERVERS__TIME__ENABLED": "false",
-        "OVERSEER_EXECUTOR__RETRY_BASE_SECONDS": "0.01",
-        "OVERSEER_EXECUTOR__SWEEP_INTERVAL_SECONDS": "0.05",
-        **(extra_env or {}),
-    }
-    logs = stack.home / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    out = (logs / "executor.log").open("ab")
-    return subprocess.Popen(
-        [sys.executable, "-m", "overseer.executor"], env=env, stdout=out, stderr=subprocess.STDOUT
-    )

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +22,15 @@ from overseer.events.catalogue import (
 )
 from overseer.events.envelope import Envelope as EventEnvelope
 from overseer.events.envelope import new_event
+from overseer.events.runtime import Runtime
+from overseer.events.testing import Stack
 from overseer.executor.adapters.smtp_sink import MailDrop
 from overseer.executor.domain.idempotency import args_hash
 
 AGENT = Principal(kind="agent", id="agent")
 ALICE = Principal(kind="operator", id="alice")
+RunExecutor = Callable[..., AbstractAsyncContextManager[Runtime]]
+
 INVITE = {"to": "bob@example.com", "subject": "Meeting invite", "body": "Tomorrow at 10?"}
 
 
@@ -146,3 +154,24 @@ def decided(
 def session_cancelled(session_id: str = "session-abc") -> EventEnvelope:
     data = SessionCancelRequested(session_id=session_id, by=ALICE, reason="abort")
     return new_event(data, aggregate_id=f"session:{session_id}", aggregate_version=1, actor="firewall")
+
+
+def spawn_executor(
+    stack: Stack, sink_port: int, extra_env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """``python -m overseer.executor`` as its own process (for kill -9 tests)."""
+    env = stack.env("executor")
+    env |= {
+        "OVERSEER_TOOLS__EMAIL__PORT": str(sink_port),
+        "OVERSEER_TOOLS__EMAIL__TIMEOUT_SECONDS": "30",
+        "OVERSEER_MCP__SERVERS__TIME__ENABLED": "false",
+        "OVERSEER_EXECUTOR__RETRY_BASE_SECONDS": "0.01",
+        "OVERSEER_EXECUTOR__SWEEP_INTERVAL_SECONDS": "0.05",
+        **(extra_env or {}),
+    }
+    logs = stack.home / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    out = (logs / "executor.log").open("ab")
+    return subprocess.Popen(
+        [sys.executable, "-m", "overseer.executor"], env=env, stdout=out, stderr=subprocess.STDOUT
+    )

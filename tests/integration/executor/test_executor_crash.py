@@ -9,8 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import spawn_executor
-from executor_support import GatedMailDrop, child_pids, decided, proposed, verdict
+from executor_support import GatedMailDrop, child_pids, decided, proposed, spawn_executor, verdict
 
 from overseer.events.testing import Stack, eventually
 from overseer.executor.adapters.smtp_sink import SmtpSink

@@ -11,8 +11,7 @@ import os
 import signal
 
 import orjson
-from conftest import RunExecutor
-from executor_support import INVITE, child_pids, decided, proposed, session_cancelled, verdict
+from executor_support import INVITE, RunExecutor, child_pids, decided, proposed, session_cancelled, verdict
 
 from overseer.events.catalogue import ContractCreated, EcsRequested, ExecutionTransitioned
 from overseer.events.envelope import Envelope, decode
