@@ -261,6 +261,47 @@ class FirewallAlert(EventData):
     details: JSON = Field(default_factory=dict)
 
 
+@event("firewall.response_refused")
+class ResponseRefused(EventData):
+    """HumanGate refused an answer: no pending request, other arguments, self-approval, not a decision."""
+
+    execution_id: str
+    session_id: str | None = None
+    responder: Principal
+    response: str
+    reason: str
+    status: int = 409
+    response_event_id: str | None = None
+
+
+@event("firewall.session_resumed")
+class SessionResumed(EventData):
+    """A paused session (first-stage abort) continues: a person approved one of its held calls."""
+
+    session_id: str
+    by: Principal
+
+
+@event("firewall.hint_issued")
+class HintIssued(EventData):
+    """Something learned from the approver for the agent's prompts: ``avoid`` a tool, the user is ``unsure``."""
+
+    tool: str
+    kind: str
+    message: str
+    session_id: str | None = None
+
+
+@event("policy.agent_mode_set")
+class AgentModeSet(EventData):
+    """An agent principal's mode (seed 004): supervised, delegated (with a grant) or audited."""
+
+    principal: str
+    mode: Literal["supervised", "delegated", "audited"]
+    grant: JSON | None = None
+    set_by: Principal
+
+
 # --------------------------------------------------------------- executor --
 class TraceStep(EventData):
     """Seed 003 ExecutionStep: ``transition:<id>:<from>→<to>``."""

@@ -10,7 +10,8 @@ pull protocol directly on core NATS:
   whenever fewer than half a batch is outstanding;
 * the server's idle heartbeats prove the pull is alive; three missed
   heartbeats, a reconnect or a ``409`` re-create the durable consumer
-  (``CONSUMER.CREATE`` is create-or-update) and re-issue the pull;
+  (``CONSUMER.CREATE`` is create-or-update) and re-issue the pull, always
+  on the same inbox, so nothing an older pull delivers is ever orphaned;
 * messages are handed to ``on_batch`` as they come, up to ``batch`` at a
   time; ``on_batch`` acks them only after its transaction committed.
 """
@@ -106,22 +107,23 @@ class DurablePullConsumer:
         self._outstanding += count
 
     async def _restart_pull(self) -> None:
-        """Re-create the consumer and a fresh inbox, then pull a full batch."""
+        """Re-create the consumer if needed, then pull a full batch.
+
+        The inbox stays the same for the consumer's whole life: a pull request
+        issued earlier may still be alive on the server, and what it delivers
+        must reach us (a message sent to an abandoned inbox would sit unacked
+        until ``ack_wait`` expires).
+        """
         while not self._stopping:
             try:
                 await self.ensure_consumer()
                 break
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the server may still be starting
                 log.info("consumer %s: waiting for JetStream (%s)", self.name, exc)
                 await asyncio.sleep(0.5)
-        if self._sub is not None:
-            try:
-                await self._sub.unsubscribe()
-            except Exception:
-                pass
-        # A new inbox: frames of the old pull requests can no longer be mistaken for the new ones.
-        self._inbox = self.nc.new_inbox()
-        self._sub = await self.nc.subscribe(self._inbox, cb=self._on_message)
+        if self._sub is None:
+            self._inbox = self.nc.new_inbox()
+            self._sub = await self.nc.subscribe(self._inbox, cb=self._on_message)
         self._outstanding = 0
         await self._pull(self.batch)
 

@@ -162,7 +162,9 @@ RPC_CALLS: dict[str, tuple[str, ...]] = {
         "*.rpc.firewall.prompt.>",
         "*.rpc.col.get",
         "*.rpc.col.search",
-        "*.rpc.col.list*",
+        "*.rpc.col.list",
+        "*.rpc.col.list_active",
+        "*.rpc.col.list_by_status",
     ),
 }
 READ_ONLY_RPC = ("*.rpc.*.health", "*.rpc.observer.>")

@@ -31,6 +31,17 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8025
 
 
+def smtp_endpoint(settings: Settings) -> tuple[str, int]:
+    """(host, port) of the SMTP server ``email.send`` uses.
+
+    ``[tools.email] host/port``; ``tools.smtp_port`` (``OVERSEER_TOOLS__SMTP_PORT``), when set,
+    is the port ``overseer up`` picked for its dev sink and wins.
+    """
+    email = settings.get("tools.email", {}) or {}
+    port = settings.get("tools.smtp_port") or email.get("port", DEFAULT_PORT)
+    return str(email.get("host", DEFAULT_HOST)), int(port)
+
+
 class MailDrop:
     """aiosmtpd handler: writes each message atomically (temp file, then rename) into ``directory``."""
 
@@ -78,13 +89,9 @@ class SmtpSink:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SmtpSink:
-        """The sink ``[tools.email]`` points at, storing into ``OVERSEER_HOME/mail``."""
-        email = settings.get("tools.email", {}) or {}
-        return cls(
-            settings.home / "mail",
-            host=str(email.get("host", DEFAULT_HOST)),
-            port=int(email.get("port", DEFAULT_PORT)),
-        )
+        """The sink ``email.send`` points at (``[tools.email]``), storing into ``OVERSEER_HOME/mail``."""
+        host, port = smtp_endpoint(settings)
+        return cls(settings.home / "mail", host=host, port=port)
 
     @property
     def running(self) -> bool:

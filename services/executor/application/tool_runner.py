@@ -65,8 +65,8 @@ class ToolRunner:
     async def run(self, contract: ExecutionContract) -> ToolOutcome:
         if not contract.tool:
             return ToolOutcome("failed", "the contract names no tool")
-        call = ToolCall(contract.tool, contract.run_args, contract.execution_id, contract.session_id)
         limit = self.time_limit(contract)
+        call = ToolCall(contract.tool, contract.run_args, contract.execution_id, contract.session_id, limit)
         try:
             return await asyncio.wait_for(self._attempts(call), limit)
         except TimeoutError:

@@ -85,6 +85,8 @@ class ToolCall:
     args: dict[str, Any]
     execution_id: str = ""
     session_id: str = ""
+    # The call's time limit, for tools that block in a thread and must bound their own waits.
+    time_limit_seconds: float | None = None
 
 
 class ToolError(Exception):

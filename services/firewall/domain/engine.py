@@ -30,6 +30,7 @@ from overseer.firewall.domain.perception import PerceptionBus
 from overseer.firewall.domain.policy import PolicyStore
 
 NO_HASH = "0" * 64
+_PAST = {Decision.HOLD: "held", Decision.DENY: "denied", Decision.ALLOW: "allowed"}
 DEFAULT_LAYERS: tuple[Layer, ...] = (
     ParameterLayer(),
     LoopLayer(),
@@ -124,7 +125,7 @@ class FirewallEngine:
         alerts: tuple[str, ...] = ()
         if decision is not Decision.ALLOW and self._audited(ev):
             alerts = (
-                f"audited agent {proposal.proposer}: {ev.tool} would have been {decision.value}ed: "
+                f"audited agent {proposal.proposer}: {ev.tool} would have been {_PAST[decision]}: "
                 + "; ".join(ev.reasons),
             )
             if decision is Decision.HOLD:

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 class ExecutionWaiters:
     def __init__(self) -> None:
         self._waiting: dict[str, set[asyncio.Event]] = {}
+        self.closed = False
 
     @contextmanager
     def watch(self, execution_id: str) -> Iterator[asyncio.Event]:
@@ -40,6 +41,13 @@ class ExecutionWaiters:
     def wake(self, execution_id: str) -> None:
         for flag in self._waiting.get(execution_id, ()):
             flag.set()
+
+    def close(self) -> None:
+        """Shutting down: wake every waiting request so it answers now instead of at its deadline."""
+        self.closed = True
+        for flags in self._waiting.values():
+            for flag in flags:
+                flag.set()
 
     def __len__(self) -> int:
         return sum(len(flags) for flags in self._waiting.values())

@@ -9,7 +9,7 @@ from fastapi import FastAPI
 
 from overseer.gateway.entrypoints import problems, routes_actions, routes_views, routes_ws
 from overseer.gateway.entrypoints.docs import problem_media_types
-from overseer.gateway.entrypoints.limits import BodyLimit
+from overseer.gateway.entrypoints.limits import RequestBodyGuard
 
 log = logging.getLogger("overseer.gateway.http")
 
@@ -51,7 +51,7 @@ def build_app(gateway: Any, *, max_body_bytes: int = 1 << 20) -> FastAPI:
     if cos is not None:
         app.include_router(cos)
     app.include_router(routes_ws.router)
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(RequestBodyGuard, max_bytes=max_body_bytes)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

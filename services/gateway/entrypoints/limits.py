@@ -1,31 +1,38 @@
-"""Request bodies above ``gateway.max_body_bytes`` are refused with 413 before any route reads them."""
+"""Request bodies, checked before any route reads them: at most ``gateway.max_body_bytes`` (else 413),
+and, when they claim to be JSON, strictly valid JSON (else 400).
+
+Strict means what ``orjson`` accepts: no ``NaN``, no lone UTF-16 surrogates (``"\\ud800"``). Python's
+``json`` module lets those through, and a string that cannot be encoded as UTF-8 would otherwise fail
+much later, when the event or the request to another service is encoded.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from overseer.gateway.entrypoints.problems import problem
 
+DRAIN_LIMIT = 64 << 20
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
-class BodyLimit:
+
+class RequestBodyGuard:
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
         self.max_bytes = max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
+        if scope["type"] != "http" or scope["method"] not in BODY_METHODS:
             await self.app(scope, receive, send)
             return
-        declared = _content_length(scope)
+        headers = dict(scope.get("headers", ()))
+        declared = _int(headers.get(b"content-length"))
         if declared is not None and declared > self.max_bytes:
-            await self._refuse(scope, receive, send, declared)
+            await self._refuse(scope, receive, send, declared, more=True)
             return
-        if declared is not None:
-            await self.app(scope, receive, send)
-            return
-        # Chunked (no Content-Length): read up to the limit, then hand the buffered body on.
         chunks: list[bytes] = []
         size = 0
         more = True
@@ -37,14 +44,32 @@ class BodyLimit:
             body = message.get("body", b"")
             size += len(body)
             if size > self.max_bytes:
-                await self._refuse(scope, receive, send, size)
+                await self._refuse(scope, receive, send, size, more=bool(message.get("more_body")))
                 return
             chunks.append(body)
             more = bool(message.get("more_body"))
-        buffered = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        whole = b"".join(chunks)
+        if whole and _is_json(headers.get(b"content-type", b"")):
+            try:
+                orjson.loads(whole)
+            except orjson.JSONDecodeError as exc:
+                await problem(400, f"the request body is not valid JSON: {exc}", "Malformed JSON")(
+                    scope, receive, send
+                )
+                return
+        buffered = {"type": "http.request", "body": whole, "more_body": False}
         await self.app(scope, _replay([buffered], receive), send)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send, size: int) -> None:
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, size: int, *, more: bool) -> None:
+        # Read (and drop) what the client is still sending, up to a bound: answering and closing
+        # while it writes would reset the connection, and the client would never see the 413.
+        drained = 0
+        while more and drained < DRAIN_LIMIT:
+            message = await receive()
+            if message["type"] != "http.request":
+                return
+            drained += len(message.get("body", b""))
+            more = bool(message.get("more_body"))
         response = problem(
             413,
             f"the request body has {size} bytes; this gateway accepts at most {self.max_bytes}",
@@ -53,14 +78,18 @@ class BodyLimit:
         await response(scope, receive, send)
 
 
-def _content_length(scope: Scope) -> int | None:
-    for name, value in scope.get("headers", ()):
-        if name == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
+def _int(value: bytes | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def _is_json(content_type: bytes) -> bool:
+    media = content_type.split(b";", 1)[0].strip().lower()
+    return media == b"application/json" or (media.startswith(b"application/") and media.endswith(b"+json"))
 
 
 def _replay(messages: list[Any], then: Receive) -> Receive:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import APIRouter, Depends, Path, Query, Request
@@ -62,9 +62,11 @@ async def propose(request: Request, body: ActionRequest, caller: Caller = Depend
     return json_response({"execution_id": event.data.execution_id}, 202)
 
 
-def settled(view: dict[str, Any]) -> bool:
-    """Terminal, or WAITING for a person: either way the agent has something to act on."""
-    return not view.get("is_still_pending", True) or view.get("consequence_label") == "WAITING"
+def settled(view: dict[str, Any], until: str = "settled") -> bool:
+    """Terminal, or (unless ``until=terminal``) WAITING for a person: the agent has something to act on."""
+    if not view.get("is_still_pending", True):
+        return True
+    return until == "settled" and view.get("consequence_label") == "WAITING"
 
 
 @router.get(
@@ -78,6 +80,9 @@ async def consequence(
     request: Request,
     execution_id: ExecutionId,
     wait: float = Query(0.0, ge=0.0, le=60.0, description="seconds to wait for a terminal or WAITING state"),
+    until: Literal["settled", "terminal"] = Query(
+        "settled", description="`terminal`: do not stop at WAITING (addition to CONTRACT.md)"
+    ),
     _: Caller = Depends(require(Role.VIEWER)),
 ) -> Response:
     gateway = request.app.state.gateway
@@ -97,10 +102,10 @@ async def consequence(
                 if exc.status != 404:
                     raise
                 missing, view = exc, None
-            if view is not None and settled(view):
+            if view is not None and settled(view, until):
                 break
             remaining = deadline - loop.time()
-            if remaining <= 0:
+            if remaining <= 0 or gateway.waiters.closed:
                 break
             try:
                 await asyncio.wait_for(woken.wait(), remaining)

@@ -17,9 +17,10 @@ MAX_TEXT = 4000
 
 
 class Strict(BaseModel):
-    """A request body: unknown fields are refused, so typos get a 422 instead of being ignored."""
+    """A request body: unknown fields are refused, so typos get a 422 instead of being ignored; no
+    type coercion either (``"confidence": false`` or ``"args_hash": 42`` are errors, not guesses)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class Answer(BaseModel):
@@ -68,6 +69,7 @@ class ActionRequest(Strict):
 
     model_config = ConfigDict(
         extra="forbid",
+        strict=True,
         json_schema_extra={
             "examples": [
                 {"session_id": "s-42", "tool": "fs.list", "args": {"path": "."}},
@@ -194,6 +196,7 @@ class DecisionRequest(Strict):
 
     model_config = ConfigDict(
         extra="forbid",
+        strict=True,
         json_schema_extra={
             "examples": [
                 {"decision": "approve", "args_hash": "9f2c…", "comment": "fine, send it"},
@@ -340,6 +343,7 @@ class PolicyDocument(Answer):
 class MessageRequest(Strict):
     model_config = ConfigDict(
         extra="forbid",
+        strict=True,
         json_schema_extra={"examples": [{"text": "send a meeting invite to bob@example.com"}]},
     )
 

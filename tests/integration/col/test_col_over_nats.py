@@ -289,3 +289,22 @@ async def test_a_rebuilt_read_model_equals_the_live_one(stack: Stack) -> None:
     assert dump_tables(conn) == live
     assert len(live["cognitive_objects"]) == 3
     conn.close()
+
+
+async def test_the_reasoning_service_may_read_cos_but_not_act_on_commands(stack: Stack) -> None:
+    if not stack.nats.enforces_permissions:
+        pytest.skip("NATS_URL points at a server without per-service users")
+    async with stack.runtime(ColService()):
+        created = create("读得到，改不了")
+        co = (await command(stack, created))["co"]
+        read = await stack.rpc("col", "get", {"co_id": co["co_id"]}, as_user="reasoning")
+        assert read["title"] == "读得到，改不了"
+        found = await stack.rpc("col", "search", {"q": "读得到"}, as_user="reasoning")
+        assert [c["co_id"] for c in found] == [co["co_id"]]
+        # The gateway gets this command's outcome at once; for reasoning the server drops the request.
+        assert (await stack.rpc("col", "command.await", {"command_id": created.command_id}))["status"] == 201
+        with pytest.raises(RpcError) as denied:
+            await stack.rpc(
+                "col", "command.await", {"command_id": created.command_id}, 1.0, as_user="reasoning"
+            )
+        assert "did not answer" in denied.value.detail

@@ -53,6 +53,27 @@ async def test_fs_tools_refuse_a_symlink_that_escapes_the_sandbox(tmp_path: Path
         await fs.execute(call("fs.read", path="link.txt"))
 
 
+async def test_fs_tools_follow_a_symlink_that_stays_inside_the_sandbox(tmp_path: Path) -> None:
+    fs = FsTools(tmp_path / "sandbox")
+    (tmp_path / "sandbox" / "real.txt").write_text("inside")
+    os.symlink(tmp_path / "sandbox" / "real.txt", tmp_path / "sandbox" / "alias.txt")
+    assert await fs.execute(call("fs.read", path="alias.txt")) == "inside"
+
+
+async def test_fs_reads_a_configured_readable_directory_but_never_writes_there(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.txt").write_text("read me")
+    fs = FsTools(tmp_path / "sandbox", readable=(docs,))
+    assert await fs.execute(call("fs.read", path=str(docs / "guide.txt"))) == "read me"
+    assert orjson.loads(await fs.execute(call("fs.list", path=str(docs))))[0]["name"] == "guide.txt"
+    with pytest.raises(ToolError, match="outside the sandbox"):
+        await fs.execute(call("fs.write", path=str(docs / "guide.txt"), content="overwritten"))
+    with pytest.raises(ToolError, match="outside the sandbox"):
+        await fs.execute(call("fs.read", path=str(docs / ".." / "secret.txt")))
+    assert (docs / "guide.txt").read_text() == "read me"
+
+
 async def test_fs_read_of_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     fs = FsTools(tmp_path / "sandbox")
     with pytest.raises(ToolError, match=r"no such file: nope\.txt"):

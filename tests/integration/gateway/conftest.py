@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 import pytest
@@ -36,11 +37,21 @@ def gateway_services() -> tuple[str, ...]:
 
 
 @pytest.fixture(scope="module")
+def gateway_settings() -> dict[str, Any]:
+    """Extra ``[gateway]`` settings for a test module."""
+    return {}
+
+
+@pytest.fixture(scope="module")
 async def gateway(
-    tmp_path_factory: pytest.TempPathFactory, nats_server: NatsUnderTest, gateway_services: tuple[str, ...]
+    tmp_path_factory: pytest.TempPathFactory,
+    nats_server: NatsUnderTest,
+    gateway_services: tuple[str, ...],
+    gateway_settings: dict[str, Any],
 ) -> AsyncIterator[LiveGateway]:
     """One stack per test module (own home and namespace): tests in a module must not depend on order."""
     stack = Stack(home=tmp_path_factory.mktemp("gateway") / "home", nats=nats_server)
-    async with running(stack, (*gateway_services, "gateway"), gateway={"port": 0}) as services:
+    settings = {"port": 0, **gateway_settings}
+    async with running(stack, (*gateway_services, "gateway"), gateway=settings) as services:
         tokens = json.loads((stack.home / "tokens.json").read_text())
         yield LiveGateway(services["gateway"].url, tokens, stack, services)  # type: ignore[attr-defined]

@@ -124,17 +124,19 @@ async def test_a_slow_client_is_dropped_with_a_reason_and_others_keep_flowing(
     monkeypatch.setattr(live, "queue_size", 4)
     monkeypatch.setattr(live, "slow_seconds", 0.3)
     session = "ws-slow"
-    body = "x" * 3900
-    count = 400
+    body = "字" * 3900  # 11.7 kB of UTF-8 per event
+    count = 600
     # A client that never reads, with a tiny receive buffer: its TCP window and the gateway's queue fill up.
-    sock = socket.create_connection(("127.0.0.1", int(gateway.url.rsplit(":", 1)[1])))
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", int(gateway.url.rsplit(":", 1)[1])))
     slow = await connect(
         ws_url(gateway, session=session, since=0, subjects="conversation.message_received"),
         additional_headers=auth(gateway),
         max_queue=1,
         max_size=None,
         sock=sock,
+        compression=None,  # repeated text would deflate to nothing and never fill a buffer
     )
     slow.transport.pause_reading()
     await say(gateway, session, [body] * count)

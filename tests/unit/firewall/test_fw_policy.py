@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from conftest import admin_from, default_admin
+from fw_kernel import admin_from, default_admin
 
 from overseer.firewall.domain.levels import Level
-from overseer.firewall.domain.policy import PolicyError, PolicyStore, UserPolicy, evolve_user, parse_admin_policy
+from overseer.firewall.domain.policy import (
+    PolicyError,
+    PolicyStore,
+    UserPolicy,
+    evolve_user,
+    parse_admin_policy,
+)
 from overseer.firewall.domain.tools import BUILTIN_CATALOGUE
 
 MAIL_RULE = """
@@ -67,7 +73,9 @@ def test_a_recipient_rule_needs_every_recipient_to_match() -> None:
 
 
 def test_a_bare_domain_matches_its_addresses() -> None:
-    store = PolicyStore(admin_from('[[rules]]\ntool = "email.send"\nrecipients = ["example.com"]\nlevel = "NOTIFY"\n'))
+    store = PolicyStore(
+        admin_from('[[rules]]\ntool = "email.send"\nrecipients = ["example.com"]\nlevel = "NOTIFY"\n')
+    )
     assert judge(store, "email.send", mail("bob@example.com"))[0] is Level.NOTIFY
     assert judge(store, "email.send", mail("bob@sub.example.com"))[0] is Level.APPROVE
 
@@ -132,7 +140,9 @@ def test_effective_level_is_the_stricter_of_admin_and_user() -> None:
 def test_user_layer_remembers_the_level_before_the_first_escalation() -> None:
     user = UserPolicy()
     user = evolve_user(user, tool="fs.write", before=None, after=Level.CONFIRM, trigger="a", hint=None)
-    user = evolve_user(user, tool="fs.write", before=Level.CONFIRM, after=Level.APPROVE, trigger="b", hint="h")
+    user = evolve_user(
+        user, tool="fs.write", before=Level.CONFIRM, after=Level.APPROVE, trigger="b", hint="h"
+    )
     entry = user.levels["fs.write"]
     assert (entry.level, entry.previous, entry.hint, user.version) == (Level.APPROVE, None, "h", 2)
     user = evolve_user(user, tool="fs.write", before=Level.APPROVE, after=None, trigger="relax", hint=None)
@@ -161,8 +171,19 @@ def test_tools_shorthand_sets_default_levels() -> None:
 
 def test_declared_tools_join_the_catalogue() -> None:
     admin = parse_admin_policy(
-        {"tools": {"crm.lookup": {"read_only": True, "level": "AUTO", "schema": {"type": "object",
-         "properties": {"id": {"type": "string"}}, "required": ["id"]}}}}
+        {
+            "tools": {
+                "crm.lookup": {
+                    "read_only": True,
+                    "level": "AUTO",
+                    "schema": {
+                        "type": "object",
+                        "properties": {"id": {"type": "string"}},
+                        "required": ["id"],
+                    },
+                }
+            }
+        }
     )
     store = PolicyStore(admin)
     assert "crm.lookup" in store.catalogue

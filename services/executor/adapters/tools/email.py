@@ -80,14 +80,14 @@ class EmailTool(StaticToolPlugin):
     async def send(self, args: dict[str, Any], tc: ToolCall) -> str:
         message = self.compose(args, tc)
         recipients = _as_list(args["to"]) + _as_list(args.get("cc"))
-        await asyncio.to_thread(self._deliver, message, recipients)
+        # A thread cannot be cancelled: keep its socket timeout inside the call's time limit.
+        timeout = min(self.timeout_seconds, tc.time_limit_seconds or self.timeout_seconds)
+        await asyncio.to_thread(self._deliver, message, recipients, timeout)
         return f"sent to {', '.join(recipients)} (Message-ID {message['Message-ID'] or 'none'})"
 
-    def _deliver(self, message: EmailMessage, recipients: list[str]) -> None:
+    def _deliver(self, message: EmailMessage, recipients: list[str], timeout: float) -> None:
         try:
-            client = smtplib.SMTP(
-                self.host, self.port, timeout=self.timeout_seconds, local_hostname="overseer"
-            )
+            client = smtplib.SMTP(self.host, self.port, timeout=timeout, local_hostname="overseer")
         except OSError as exc:  # refused, unreachable, timed out: nothing was sent
             raise TransientToolError(f"SMTP connection to {self.host}:{self.port} failed: {exc}") from exc
         try:

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from overseer.executor.adapters.tools.base import StaticToolPlugin
-from overseer.executor.adapters.tools.sandbox import relative_name, resolve_in_sandbox
+from overseer.executor.adapters.tools.sandbox import OutsideSandbox, relative_name, resolve_in_sandbox
 from overseer.executor.domain.tools import ToolCall, ToolError, ToolSpec
 
 DEFAULT_MAX_BYTES = 1_000_000
@@ -68,16 +68,32 @@ LIST = ToolSpec(
 
 
 class FsTools(StaticToolPlugin):
-    def __init__(self, sandbox: Path) -> None:
+    """``readable`` adds read-only roots for ``fs.read``/``fs.list`` (absolute paths only); writes stay in the sandbox."""
+
+    def __init__(self, sandbox: Path, readable: tuple[Path, ...] = ()) -> None:
         super().__init__()
         Path(sandbox).mkdir(parents=True, exist_ok=True)
         self.root = Path(sandbox).resolve()
+        self.readable = tuple(Path(r).resolve() for r in readable)
         self.add(READ, self.read)
         self.add(WRITE, self.write)
         self.add(LIST, self.list)
 
+    def _readable(self, path: str) -> Path:
+        try:
+            return resolve_in_sandbox(self.root, path)
+        except OutsideSandbox:
+            if not os.path.isabs(path):
+                raise
+            for root in self.readable:
+                try:
+                    return resolve_in_sandbox(root, path)
+                except OutsideSandbox:
+                    continue
+            raise
+
     async def read(self, args: dict[str, Any], tc: ToolCall) -> str:
-        target = resolve_in_sandbox(self.root, args["path"])
+        target = self._readable(args["path"])
         limit = int(args.get("max_bytes") or DEFAULT_MAX_BYTES)
         try:
             with target.open("rb") as fh:
@@ -102,7 +118,7 @@ class FsTools(StaticToolPlugin):
         return f"wrote {len(data)} bytes to {relative_name(self.root, target)}"
 
     async def list(self, args: dict[str, Any], tc: ToolCall) -> str:
-        target = resolve_in_sandbox(self.root, args.get("path") or ".")
+        target = self._readable(args.get("path") or ".")
         entries: list[dict[str, Any]] = []
         try:
             with os.scandir(target) as it:

@@ -15,6 +15,7 @@ from typing import Any
 import fastjsonschema
 
 from overseer.events.config import Settings
+from overseer.executor.adapters.smtp_sink import smtp_endpoint
 from overseer.executor.adapters.tools.email import EmailTool
 from overseer.executor.adapters.tools.fs import FsTools
 from overseer.executor.adapters.tools.mcp import McpServerTools
@@ -106,11 +107,13 @@ def build_registry(settings: Settings) -> ToolRegistry:
     sandbox = home / str(tools_cfg.get("sandbox", "sandbox"))
     email_cfg = dict(tools_cfg.get("email") or {})
     shell_cfg = dict(tools_cfg.get("shell") or {})
+    smtp_host, smtp_port = smtp_endpoint(settings)
+    readable = tuple(Path(str(p).replace("{home}", str(home))) for p in tools_cfg.get("readable_paths") or ())
     plugins: list[ToolPlugin] = [
-        FsTools(sandbox),
+        FsTools(sandbox, readable),
         EmailTool(
-            host=str(email_cfg.get("host", "127.0.0.1")),
-            port=int(email_cfg.get("port", 8025)),
+            host=smtp_host,
+            port=smtp_port,
             sender=str(email_cfg.get("sender", "overseer@localhost")),
             timeout_seconds=float(email_cfg.get("timeout_seconds", 10)),
         ),

@@ -63,7 +63,9 @@ class SandboxLayer:
                 ev.args[path_arg.name] = target
                 ev.canonical = None  # the arguments changed: their canonical form must be recomputed
         if rewrites:
-            ev.record(Finding(L4, "rewrite", "paths rewritten into the sandbox", {"rewritten": rewrites}))
+            ev.record(
+                Finding(L4, "rewrite", "paths normalised (writes into the sandbox)", {"rewritten": rewrites})
+            )
         elif not ev.findings or ev.findings[-1].layer != L4:
             ev.record(_INSIDE)
 

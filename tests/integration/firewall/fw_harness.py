@@ -1,0 +1,122 @@
+"""Talking to a real firewall over a real nats-server: publish as the owning service, read what it emitted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from overseer.events.catalogue import ExecutionProposed, ExecutionTransitioned, HumanResponded, Principal
+from overseer.events.envelope import new_event
+from overseer.events.ids import uuid7
+from overseer.events.runtime import Runtime
+from overseer.events.testing import Stack, eventually
+
+AGENT = Principal(kind="agent", id="agent")
+OPERATOR = Principal(kind="operator", id="alice")
+MAIL = {"to": "bob@example.com", "subject": "Meeting", "body": "Tomorrow at 10?"}
+
+
+def new_id() -> str:
+    return uuid7()
+
+
+async def propose(
+    stack: Stack,
+    tool: str,
+    args: dict[str, Any],
+    *,
+    session_id: str = "session-1",
+    execution_id: str | None = None,
+    proposer: Principal = AGENT,
+    owner: str = "gateway",
+    **fields: Any,
+) -> str:
+    execution_id = execution_id or new_id()
+    data = ExecutionProposed(
+        execution_id=execution_id, session_id=session_id, tool=tool, args=args, proposer=proposer, **fields
+    )
+    event = new_event(
+        data, aggregate_id=execution_id, aggregate_version=1, actor=owner, correlation_id=session_id
+    )
+    await stack.publish_as(owner, event)
+    return execution_id
+
+
+async def respond(
+    stack: Stack,
+    execution_id: str,
+    response: str,
+    args_hash: str | None,
+    *,
+    responder: Principal = OPERATOR,
+    session_id: str = "session-1",
+) -> str:
+    data = HumanResponded(
+        execution_id=execution_id,
+        response=response,
+        args_hash=args_hash,
+        responder=responder,
+        session_id=session_id,
+    )
+    event = new_event(
+        data,
+        aggregate_id=f"response:{new_id()}",
+        aggregate_version=1,
+        actor="gateway",
+        correlation_id=session_id,
+    )
+    await stack.publish_as("gateway", event)
+    return event.event_id
+
+
+async def transition(
+    stack: Stack,
+    execution_id: str,
+    to_status: str,
+    *,
+    result: str | None = None,
+    session_id: str = "session-1",
+) -> None:
+    data = ExecutionTransitioned(
+        execution_id=execution_id,
+        session_id=session_id,
+        from_status="running",
+        to_status=to_status,
+        trigger="succeed",
+        actor="tool_node",
+        timestamp=0.0,
+        result=result,
+    )
+    event = new_event(
+        data, aggregate_id=execution_id, aggregate_version=3, actor="executor", correlation_id=session_id
+    )
+    await stack.publish_as("executor", event)
+
+
+def emitted(rt: Runtime, event_type: str, **match: Any) -> list[dict[str, Any]]:
+    """The ``data`` of every event of ``event_type`` the firewall emitted whose fields equal ``match``."""
+    rows = rt.store.conn.execute(
+        "SELECT body FROM events WHERE origin = 'local' AND type = ? ORDER BY position", (event_type,)
+    ).fetchall()
+    found = []
+    for (body,) in rows:
+        data = orjson.loads(body)["data"]
+        if all(data.get(k) == v for k, v in match.items()):
+            found.append(data)
+    return found
+
+
+async def one(rt: Runtime, event_type: str, **match: Any) -> dict[str, Any]:
+    """Wait for the first matching emitted event and return its data."""
+    found = await eventually(lambda: emitted(rt, event_type, **match))
+    return found[0]
+
+
+async def verdict(rt: Runtime, execution_id: str) -> dict[str, Any]:
+    return await one(rt, "firewall.verdict_issued", execution_id=execution_id)
+
+
+async def settled(rt: Runtime, consumer: str, count: int) -> None:
+    """Wait until the firewall has processed ``count`` messages from ``consumer``'s stream."""
+    await eventually(lambda: rt.store.tracking(f"firewall@{consumer}") >= count)

@@ -1,0 +1,214 @@
+"""Actions and approvals through the REST API, on a real stack of all six services (in this process)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+import httpx
+import pytest
+
+from conftest import LiveGateway
+from overseer.events.testing import eventually
+
+PROBLEM = "application/problem+json"
+UUID7 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+
+
+async def propose(gateway: LiveGateway, role: str = "agent", **body: Any) -> str:
+    async with gateway.client(role) as client:
+        response = await client.post("/v1/actions", json=body)
+    assert response.status_code == 202, response.text
+    return str(response.json()["execution_id"])
+
+
+async def settle(gateway: LiveGateway, execution_id: str, until: str | None = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"wait": 20}
+    if until:
+        params["until"] = until
+    async with gateway.client("viewer") as client:
+        response = await client.get(f"/v1/actions/{execution_id}", params=params)
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+async def pending(gateway: LiveGateway) -> list[dict[str, Any]]:
+    async with gateway.client("operator") as client:
+        response = await client.get("/v1/approvals", params={"status": "pending"})
+    assert response.status_code == 200, response.text
+    return list(response.json())
+
+
+async def card_for(gateway: LiveGateway, execution_id: str) -> dict[str, Any]:
+    async def find() -> dict[str, Any] | None:
+        return next((i for i in await pending(gateway) if i["execution_id"] == execution_id), None)
+
+    return dict(await eventually(find))
+
+
+async def decide(gateway: LiveGateway, execution_id: str, role: str = "operator", **body: Any) -> httpx.Response:
+    async with gateway.client(role) as client:
+        return await client.post(f"/v1/approvals/{execution_id}", json=body)
+
+
+def mail(to: str = "bob@example.com") -> dict[str, Any]:
+    return {"to": to, "subject": "Meeting invite", "body": "Tomorrow at 10?"}
+
+
+async def test_an_auto_tool_runs_and_the_wait_answers_its_consequence(gateway: LiveGateway) -> None:
+    execution_id = await propose(gateway, session_id="act-auto", tool="fs.list", args={"path": "."})
+    assert UUID7.match(execution_id)
+    view = await settle(gateway, execution_id)
+    assert view["execution_id"] == execution_id
+    assert view["consequence_label"] == "SUCCESS"
+    assert view["is_still_pending"] is False and view["was_suspended"] is False
+    assert view["has_side_effects"] is False
+
+
+async def test_the_proposal_is_the_gateways_event_with_the_agent_as_proposer(gateway: LiveGateway) -> None:
+    execution_id = await propose(gateway, session_id="act-event", tool="fs.list", args={"path": "."})
+    store = gateway.services.runtimes["gateway"].store
+    (stored,) = [e for e in store.read_aggregate(execution_id)]
+    event = stored.envelope()
+    assert event.type == "execution.proposed"
+    assert stored.subject.endswith(".gateway.execution.proposed")
+    assert event.correlation_id == "act-event" and event.aggregate_id == execution_id
+    assert event.data.proposer.kind == "agent" and event.data.proposer.id == "agent"  # type: ignore[attr-defined]
+
+
+async def test_an_approve_level_call_waits_then_runs_once_approved(gateway: LiveGateway) -> None:
+    execution_id = await propose(
+        gateway, session_id="act-mail", tool="email.send", args=mail(), irreversible=True,
+        summary="send a meeting invite to bob@example.com",
+    )
+    waiting = await settle(gateway, execution_id)
+    assert waiting["consequence_label"] == "WAITING" and waiting["is_still_pending"] is True
+    card = await card_for(gateway, execution_id)
+    assert set(card) >= {
+        "execution_id", "kind", "session_id", "tool", "args", "args_hash", "level", "preview",
+        "requested_at", "requested_by",
+    }
+    assert card["kind"] == "approval" and card["tool"] == "email.send" and card["level"] == "APPROVE"
+    assert card["session_id"] == "act-mail" and card["args"] == mail()
+    response = await decide(gateway, execution_id, decision="approve", args_hash=card["args_hash"])
+    assert response.status_code == 200, response.text
+    assert response.json()["decided_by"] == {"kind": "operator", "id": "operator"}
+    done = await settle(gateway, execution_id, until="terminal")
+    assert done["was_suspended"] is True
+    assert done["consequence_label"] in ("SUCCESS", "FAILED")  # the stack's SMTP sink is not part of this test
+
+
+async def test_a_second_decision_a_wrong_hash_and_a_late_one_are_409(gateway: LiveGateway) -> None:
+    execution_id = await propose(gateway, session_id="act-409", tool="email.send", args=mail("carol@example.com"))
+    await settle(gateway, execution_id)
+    card = await card_for(gateway, execution_id)
+    wrong = await decide(gateway, execution_id, decision="approve", args_hash="0" * 64)
+    assert wrong.status_code == 409 and wrong.headers["content-type"] == PROBLEM
+    assert "does not match" in wrong.json()["detail"]
+    first = await decide(gateway, execution_id, decision="reject", args_hash=card["args_hash"], comment="no")
+    assert first.status_code == 200
+    twice = await decide(gateway, execution_id, decision="approve", args_hash=card["args_hash"])
+    assert twice.status_code == 409
+    rejected = await settle(gateway, execution_id, until="terminal")
+    assert rejected["consequence_label"] == "REJECTED"
+    late = await decide(gateway, execution_id, decision="approve", args_hash=card["args_hash"])
+    assert late.status_code == 409
+
+
+async def test_the_requester_may_not_approve_its_own_proposal(gateway: LiveGateway) -> None:
+    execution_id = await propose(gateway, "admin", session_id="act-self", tool="email.send", args=mail("dan@example.com"))
+    await settle(gateway, execution_id)
+    card = await card_for(gateway, execution_id)
+    assert card["requested_by"] == "agent:admin"
+    own = await decide(gateway, execution_id, "admin", decision="approve", args_hash=card["args_hash"])
+    assert own.status_code == 403 and own.headers["content-type"] == PROBLEM
+    assert "may not decide" in own.json()["detail"]
+    other = await decide(gateway, execution_id, decision="reject", args_hash=card["args_hash"])
+    assert other.status_code == 200
+
+
+async def test_deciding_on_an_execution_without_a_card_is_404_and_wrong_words_422(gateway: LiveGateway) -> None:
+    missing = await decide(gateway, "no-such-execution", decision="approve", args_hash="h")
+    assert missing.status_code == 404 and missing.headers["content-type"] == PROBLEM
+    execution_id = await propose(gateway, session_id="act-words", tool="email.send", args=mail("erin@example.com"))
+    await settle(gateway, execution_id)
+    card = await card_for(gateway, execution_id)
+    wrong_word = await decide(gateway, execution_id, decision="completed", args_hash=card["args_hash"])
+    assert wrong_word.status_code == 422 and "approval card takes" in wrong_word.json()["detail"]
+    not_a_word = await decide(gateway, execution_id, decision="maybe", args_hash=card["args_hash"])
+    assert not_a_word.status_code == 422
+
+
+async def test_an_unknown_tool_is_held_for_a_person_not_refused(gateway: LiveGateway) -> None:
+    execution_id = await propose(gateway, session_id="act-unknown", tool="weather.forecast", args={"city": "Oslo"})
+    view = await settle(gateway, execution_id)
+    assert view["consequence_label"] == "WAITING"
+    card = await card_for(gateway, execution_id)
+    assert card["level"] == "CONFIRM"
+
+
+async def test_waiting_on_an_unknown_execution_is_404_after_the_wait(gateway: LiveGateway) -> None:
+    async with gateway.client("viewer") as client:
+        response = await client.get("/v1/actions/0190aaaa-0000-7000-8000-000000000000", params={"wait": 0.2})
+    assert response.status_code == 404 and response.headers["content-type"] == PROBLEM
+
+
+async def test_a_short_wait_answers_the_current_view(gateway: LiveGateway) -> None:
+    execution_id = await propose(gateway, session_id="act-short", tool="email.send", args=mail("fay@example.com"))
+    await settle(gateway, execution_id)
+    async with gateway.client("viewer") as client:
+        response = await client.get(f"/v1/actions/{execution_id}", params={"wait": 0.3, "until": "terminal"})
+    assert response.status_code == 200
+    assert response.json()["consequence_label"] == "WAITING"
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "detail"),
+    [
+        ({"session_id": "s", "tool": "rm -rf /", "args": {}}, 422, "is not a tool name"),
+        ({"session_id": "s", "tool": "fs.list", "args": []}, 422, "body args"),
+        ({"session_id": "s", "tool": 42}, 422, "body tool"),
+        ({"tool": "fs.list"}, 422, "body session_id: Field required"),
+        ({"session_id": "s", "tool": "fs.list", "confidence": 2}, 422, "body confidence"),
+        ({"session_id": "s", "tool": "fs.list", "surprise": 1}, 422, "Extra inputs are not permitted"),
+        ({"session_id": "a b", "tool": "fs.list"}, 422, "is not a session id"),
+    ],
+)
+async def test_bad_proposals_get_a_clear_4xx(gateway: LiveGateway, body: Any, status: int, detail: str) -> None:
+    async with gateway.client("agent") as client:
+        response = await client.post("/v1/actions", json=body)
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == PROBLEM
+    assert detail in response.json()["detail"]
+
+
+async def test_malformed_json_is_400_and_a_huge_body_413(gateway: LiveGateway) -> None:
+    async with gateway.client("agent") as client:
+        broken = await client.post(
+            "/v1/actions", content=b'{"session_id": "s", "tool": ', headers={"Content-Type": "application/json"}
+        )
+        huge = await client.post(
+            "/v1/actions", json={"session_id": "s", "tool": "fs.write", "args": {"content": "x" * (2 << 20)}}
+        )
+
+        async def chunks() -> Any:
+            for _ in range(40):
+                yield b"x" * 65536
+
+        chunked = await client.post("/v1/actions", content=chunks(), headers={"Content-Type": "application/json"})
+    assert broken.status_code == 400 and "not valid JSON" in broken.json()["detail"]
+    assert huge.status_code == 413 and "at most" in huge.json()["detail"]
+    assert chunked.status_code == 413
+    for response in (broken, huge, chunked):
+        assert response.headers["content-type"] == PROBLEM
+
+
+async def test_concurrent_decisions_on_one_card_record_exactly_one(gateway: LiveGateway) -> None:
+    execution_id = await propose(gateway, session_id="act-race", tool="email.send", args=mail("gus@example.com"))
+    await settle(gateway, execution_id)
+    card = await card_for(gateway, execution_id)
+    responses = await asyncio.gather(
+        *(decide(gateway, execution_id, decision="reject", args_hash=card["args_hash"]) for _ in range(8))
+    )
+    assert sorted(r.status_code for r in responses) == [200] + [409] * 7
