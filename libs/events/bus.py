@@ -79,7 +79,11 @@ async def connect(
 
 
 async def provision_streams(
-    js: JetStreamContext, subjects: Subjects = DEFAULT_SUBJECTS, *, duplicate_window: float = 600.0
+    js: JetStreamContext,
+    subjects: Subjects = DEFAULT_SUBJECTS,
+    *,
+    duplicate_window: float = 600.0,
+    replicas: int = 1,
 ) -> None:
     """Create or update every stream. Idempotent; every service runs it at start."""
     for spec in subjects.stream_specs():
@@ -94,6 +98,7 @@ async def provision_streams(
             deny_delete=True,
             deny_purge=True,
             allow_direct=True,
+            num_replicas=replicas,
         )
         try:
             await js.add_stream(config)

@@ -80,8 +80,14 @@ class Credentials:
         return creds
 
 
-def server_config(port: int, store_dir: Path, creds: Credentials, monitor_port: int | None = None) -> str:
-    """nats-server configuration: JetStream, and per-user publish permissions."""
+def server_config(
+    port: int,
+    store_dir: Path,
+    creds: Credentials,
+    monitor_port: int | None = None,
+    cluster: str = "",
+) -> str:
+    """nats-server configuration: JetStream, per-user publish permissions, optionally a cluster block."""
 
     def quoted(items: list[str]) -> str:
         return "[" + ", ".join(json.dumps(i) for i in items) + "]"
@@ -101,7 +107,7 @@ def server_config(port: int, store_dir: Path, creds: Credentials, monitor_port: 
     )
     monitor = f"http_port: {monitor_port}\n" if monitor_port else ""
     return (
-        f"host: 127.0.0.1\nport: {port}\n{monitor}"
+        f"host: 127.0.0.1\nport: {port}\n{monitor}{cluster}"
         f"max_payload: 4MB\n"
         f'jetstream {{\n    store_dir: "{store_dir}"\n    max_memory_store: 256MB\n    max_file_store: 20GB\n}}\n'
         "authorization {\n  users = [\n" + ",\n".join(users) + "\n  ]\n}\n"
@@ -171,3 +177,80 @@ class EmbeddedNats:
             "OVERSEER_NATS_USER": user,
             "OVERSEER_NATS_PASSWORD": self.creds.passwords[user],
         }
+
+
+class EmbeddedCluster:
+    """Three (or more) nats-servers on loopback forming one JetStream cluster (streams can be R3)."""
+
+    def __init__(self, home: Path, size: int = 3, name: str = "overseer") -> None:
+        self.home = Path(home)
+        self.size = size
+        self.name = name
+        self.creds = Credentials.load_or_create(self.home / "nats" / "users.json")
+        self.client_ports = [free_port() for _ in range(size)]
+        self.route_ports = [free_port() for _ in range(size)]
+        self.processes: list[subprocess.Popen[bytes] | None] = [None] * size
+
+    @property
+    def url(self) -> str:
+        return ",".join(f"nats://127.0.0.1:{p}" for p in self.client_ports)
+
+    def node_url(self, index: int) -> str:
+        return f"nats://127.0.0.1:{self.client_ports[index]}"
+
+    def _config(self, index: int) -> Path:
+        node_dir = self.home / "nats" / f"node{index}"
+        node_dir.mkdir(parents=True, exist_ok=True)
+        routes = ", ".join(
+            f'"nats-route://127.0.0.1:{p}"' for i, p in enumerate(self.route_ports) if i != index
+        )
+        cluster = (
+            f'server_name: "n{index}"\n'
+            f'cluster {{\n    name: "{self.name}"\n    listen: "127.0.0.1:{self.route_ports[index]}"\n'
+            f"    routes: [{routes}]\n}}\n"
+        )
+        path = node_dir / "nats-server.conf"
+        path.write_text(
+            server_config(self.client_ports[index], node_dir / "jetstream", self.creds, cluster=cluster),
+            encoding="utf-8",
+        )
+        return path
+
+    def start_node(self, index: int) -> None:
+        config = self._config(index)
+        log = (config.parent / "nats-server.log").open("ab")
+        self.processes[index] = subprocess.Popen(
+            [nats_server_binary(), "-c", str(config)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def start(self, timeout: float = 20.0) -> EmbeddedCluster:
+        for index in range(self.size):
+            self.start_node(index)
+        deadline = time.monotonic() + timeout
+        for index in range(self.size):
+            while not reachable(self.node_url(index), timeout=0.2):
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise TimeoutError(f"cluster node {index} did not start")
+                time.sleep(0.05)
+        return self
+
+    def kill_node(self, index: int) -> None:
+        process = self.processes[index]
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process is not None and process.poll() is None:
+                process.terminate()
+        for process in self.processes:
+            if process is not None:
+                try:
+                    process.wait(10)
+                except subprocess.TimeoutExpired:
+                    process.kill()

@@ -202,9 +202,7 @@ class Runtime:
             on_reconnect=self._on_reconnect,
         )
         self.js = self.nc.jetstream(publish_async_max_pending=int(cfg.get("relay_max_in_flight", 512)) * 2)
-        await provision_streams(
-            self.js, self.subjects, duplicate_window=float(cfg.get("duplicate_window_seconds", 600))
-        )
+        await self._provision(cfg)
         self.relay = OutboxRelay(self.store, self.js, max_in_flight=int(cfg.get("relay_max_in_flight", 512)))
         self.spawn(self.relay.run())
         await self._serve_rpc()
@@ -214,6 +212,26 @@ class Runtime:
             self.spawn(consumer.run())
         self.ready = True
         log.info("%s ready (pid %s, nats %s)", self.service.name, os.getpid(), self.nats_url)
+
+    async def _provision(self, cfg: Mapping[str, Any], timeout: float = 60.0) -> None:
+        """Provision the streams, waiting while JetStream is not ready (a cluster electing its meta leader)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            try:
+                await provision_streams(
+                    self.js,
+                    self.subjects,
+                    duplicate_window=float(cfg.get("duplicate_window_seconds", 600)),
+                    replicas=int(cfg.get("replicas", 1)),
+                )
+                return
+            except Exception as exc:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise
+                log.info(
+                    "%s: JetStream not ready (%s); retrying", self.service.name, exc or type(exc).__name__
+                )
+                await asyncio.sleep(0.5)
 
     def _build_consumers(self, cfg: Mapping[str, Any]) -> None:
         by_owner: dict[str, list[str]] = {}

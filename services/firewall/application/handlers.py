@@ -200,7 +200,8 @@ class FirewallHandlers:
             self.emit(
                 uow, SessionPaused(session_id=session, by=by, reason="first abort"), f"session:{session}"
             )
-        self.record_decision(uow, event, data, pending, outcome)
+        if outcome.decision is not None:
+            self.record_decision(uow, event, data, pending, outcome)
         if outcome.resume_session:
             self.emit(uow, SessionResumed(session_id=session, by=by), f"session:{session}")
         if pending.kind == "approval" and pending.tool and not outcome.pause_session:

@@ -130,8 +130,11 @@ class SessionState:
 
 @dataclass(frozen=True, slots=True)
 class GateOutcome:
-    """What one answer leads to. Exactly one of ``decision`` and ``refusal`` is set, unless the answer
-    is the second abort, which cancels the whole session instead of deciding one request."""
+    """What one answer leads to: a ``decision``, or a ``refusal``, and/or what happens to the session.
+
+    A first abort pauses the session (and rejects the request, unless it is a
+    reconciliation, which only a statement of fact answers); a second one
+    cancels the whole session instead of deciding one request."""
 
     intent: Intent
     decision: str | None = None
@@ -222,7 +225,9 @@ class HumanGate:
                 return GateOutcome(intent, refusal="args_hash differs from the pending request", status=409)
             if session.paused:
                 return GateOutcome(intent, cancel_session=True, latency_ms=latency)
-            return GateOutcome(intent, decision="reject", pause_session=True, latency_ms=latency)
+            # A reconciliation asks what really happened; stopping the session does not answer it.
+            decision = None if pending.kind == "reconciliation" else "reject"
+            return GateOutcome(intent, decision=decision, pause_session=True, latency_ms=latency)
         answers = ANSWERS.get(pending.kind, ANSWERS["approval"])
         decision = answers.get(intent)
         if decision is None:

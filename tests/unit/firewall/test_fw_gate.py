@@ -145,6 +145,11 @@ def test_first_abort_rejects_and_pauses_the_session_second_cancels_it() -> None:
     assert (second.decision, second.pause_session, second.cancel_session) == (None, False, True)
 
 
+def test_an_abort_pauses_but_never_answers_a_reconciliation() -> None:
+    outcome = answer(HumanGate(), pending(kind="reconciliation"), "停止")
+    assert (outcome.decision, outcome.pause_session, outcome.refusal) == (None, True, None)
+
+
 def test_approving_in_a_paused_session_resumes_it() -> None:
     gate = HumanGate()
     gate.paused("session-1")

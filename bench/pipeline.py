@@ -1,0 +1,379 @@
+"""Benchmarks ``pipeline_auto`` and ``pipeline_approval``: actions through the gateway's REST API, end to end.
+
+A real stack: an embedded nats-server with JetStream (file storage) and the six services, each its own
+process with its own SQLite file. An external agent (httpx, keep-alive) proposes an action and waits for
+its outcome (``GET /v1/actions/{id}?wait=…``); one action is measured from the POST to the answer that
+says it is done.
+
+* ``pipeline_auto``: ``fs.list`` (AUTO): proposed, judged, run, observed.
+* ``pipeline_approval``: ``fs.write`` made CONFIRM through ``PUT /v1/policy/admin``; an automatic operator
+  client watches the WebSocket for ``ecs.requested`` and approves each card over REST with its
+  ``args_hash``; the agent waits for the terminal state (``until=terminal``).
+
+Each scenario runs at concurrency 1 and at ``--concurrency`` (default 16), printing one JSON line each:
+``{"scenario":"pipeline_auto","actions":N,"concurrency":C,"actions_per_s":…,"p50_ms":…,"p99_ms":…}``.
+Then the same scenarios in LangGraph (``bench/peers/langgraph_pipeline.py``) and one ratio line per
+scenario and concurrency.
+
+    python bench/pipeline.py [pipeline_auto] [pipeline_approval] [--no-peers] [--quick] [--profile DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from overseer.events.launcher import EmbeddedNats, free_port  # noqa: E402
+from overseer.gateway.adapters.tokens import ensure_tokens_file  # noqa: E402
+
+SERVICES = ("observer", "col", "firewall", "executor", "reasoning", "gateway")
+SCENARIOS = ("pipeline_auto", "pipeline_approval")
+
+
+def emit(line: dict[str, Any]) -> None:
+    print(json.dumps(line), flush=True)
+
+
+def note(text: str) -> None:
+    print(f"[pipeline] {text}", file=sys.stderr, flush=True)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def summary(scenario: str, latencies: list[float], elapsed: float, concurrency: int) -> dict[str, Any]:
+    return {
+        "scenario": scenario,
+        "actions": len(latencies),
+        "concurrency": concurrency,
+        "actions_per_s": round(len(latencies) / elapsed, 1),
+        "p50_ms": round(statistics.median(latencies) * 1000, 2),
+        "p99_ms": round(percentile(latencies, 0.99) * 1000, 2),
+    }
+
+
+class LocalStack:
+    """NATS and the six services as child processes under a temporary OVERSEER_HOME."""
+
+    def __init__(self, home: Path, profile: Path | None = None) -> None:
+        self.home = home
+        self.port = free_port()
+        self.nats = EmbeddedNats(home)
+        self.children: dict[str, subprocess.Popen[bytes]] = {}
+        self.profile = profile
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self.nats.start()
+        self.tokens = ensure_tokens_file(self.home)
+        logs = self.home / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("OVERSEER_", "NATS_"))}
+        base |= {
+            "OVERSEER_HOME": str(self.home),
+            "OVERSEER_GATEWAY__PORT": str(self.port),
+            "OVERSEER_OVERSEER__LOG_LEVEL": "WARNING",
+            "OVERSEER_MCP__SERVERS__TIME__ENABLED": "false",  # not used here; saves a process
+            "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        }
+        for service in SERVICES:
+            argv = [sys.executable, "-m", f"overseer.{service}"]
+            if self.profile is not None:
+                self.profile.mkdir(parents=True, exist_ok=True)
+                argv = [sys.executable, "-m", "pyinstrument", "-r", "text", "-o",
+                        str(self.profile / f"{service}.txt"), "-m", f"overseer.{service}"]
+            self.children[service] = subprocess.Popen(
+                argv,
+                env=base | self.nats.env_for(service),
+                stdout=(logs / f"{service}.log").open("ab"),
+                stderr=subprocess.STDOUT,
+                cwd=self.home,
+            )
+
+    async def wait_healthy(self, timeout: float = 90.0) -> None:
+        deadline = time.monotonic() + timeout
+        last = ""
+        async with httpx.AsyncClient(base_url=self.url, timeout=2.0) as client:
+            while time.monotonic() < deadline:
+                for name, child in self.children.items():
+                    if child.poll() is not None:
+                        raise RuntimeError(f"{name} exited with {child.returncode}; see {self.home}/logs/{name}.log")
+                try:
+                    response = await client.get("/healthz")
+                    if response.status_code == 200:
+                        return
+                    last = response.text
+                except httpx.HTTPError as exc:
+                    last = repr(exc)
+                await asyncio.sleep(0.2)
+        raise TimeoutError(f"the stack did not become healthy: {last}")
+
+    def stop(self) -> None:
+        for child in self.children.values():
+            if child.poll() is None:
+                child.send_signal(signal.SIGINT if self.profile else signal.SIGTERM)
+        for child in self.children.values():
+            try:
+                child.wait(20)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        self.nats.stop()
+
+
+def client(stack: LocalStack, role: str, concurrency: int) -> httpx.AsyncClient:
+    limits = httpx.Limits(max_connections=concurrency + 4, max_keepalive_connections=concurrency + 4)
+    return httpx.AsyncClient(
+        base_url=stack.url,
+        headers={"Authorization": f"Bearer {stack.tokens[role]}"},
+        timeout=60.0,
+        limits=limits,
+    )
+
+
+async def drive(
+    count: int, concurrency: int, one: Callable[[int], Awaitable[float]]
+) -> tuple[list[float], float]:
+    """Run ``count`` actions with ``concurrency`` workers; returns per-action latencies and the wall time."""
+    latencies: list[float] = []
+    next_index = iter(range(count))
+
+    async def worker() -> None:
+        for i in next_index:
+            latencies.append(await one(i))
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return latencies, time.perf_counter() - started
+
+
+class AutoScenario:
+    name = "pipeline_auto"
+
+    def __init__(self, stack: LocalStack, concurrency: int, run_id: str) -> None:
+        self.agent = client(stack, "agent", concurrency)
+        self.run_id = run_id
+
+    async def one(self, i: int) -> float:
+        started = time.perf_counter()
+        # One session per action: the firewall's loop detection would (rightly) hold a session that
+        # lists the same directory thousands of times.
+        response = await self.agent.post(
+            "/v1/actions", json={"session_id": f"{self.run_id}-{i}", "tool": "fs.list", "args": {"path": "."}}
+        )
+        execution_id = response.json()["execution_id"]
+        view = (await self.agent.get(f"/v1/actions/{execution_id}", params={"wait": 30})).json()
+        elapsed = time.perf_counter() - started
+        if view.get("consequence_label") != "SUCCESS":
+            raise RuntimeError(f"fs.list did not succeed: {view}")
+        return elapsed
+
+    async def close(self) -> None:
+        await self.agent.aclose()
+
+
+class ApprovalScenario:
+    name = "pipeline_approval"
+
+    def __init__(self, stack: LocalStack, concurrency: int, run_id: str) -> None:
+        self.stack = stack
+        self.agent = client(stack, "agent", concurrency)
+        self.operator = client(stack, "operator", concurrency)
+        self.run_id = run_id
+        self.approver: asyncio.Task[None] | None = None
+        self.decisions: set[asyncio.Task[Any]] = set()
+        self.approved = 0
+
+    async def start(self) -> None:
+        """The automatic operator: every approval card that appears on the stream is approved over REST."""
+        from websockets.asyncio.client import connect
+
+        url = self.stack.url.replace("http://", "ws://") + "/v1/ws?subjects=ecs.requested"
+        headers = {"Authorization": f"Bearer {self.stack.tokens['operator']}"}
+        ready = asyncio.Event()
+
+        async def approve(card: dict[str, Any]) -> None:
+            response = await self.operator.post(
+                f"/v1/approvals/{card['execution_id']}",
+                json={"decision": "approve", "args_hash": card["args_hash"]},
+            )
+            if response.status_code != 200:
+                raise RuntimeError(f"approval refused: {response.text}")
+            self.approved += 1
+
+        async def watch() -> None:
+            async with connect(url, additional_headers=headers, max_size=None) as ws:
+                ready.set()
+                async for raw in ws:
+                    card = orjson.loads(raw)["event"]["data"]
+                    if card.get("kind") == "approval":
+                        task = asyncio.create_task(approve(card))
+                        self.decisions.add(task)
+                        task.add_done_callback(self.decisions.discard)
+
+        self.approver = asyncio.create_task(watch())
+        await asyncio.wait_for(ready.wait(), 10)
+
+    async def one(self, i: int) -> float:
+        started = time.perf_counter()
+        response = await self.agent.post(
+            "/v1/actions",
+            json={
+                "session_id": f"{self.run_id}-{i}",
+                "tool": "fs.write",
+                "args": {"path": f"bench/{self.run_id}-{i}.txt", "content": f"action {i}\n"},
+            },
+        )
+        execution_id = response.json()["execution_id"]
+        view = (
+            await self.agent.get(f"/v1/actions/{execution_id}", params={"wait": 30, "until": "terminal"})
+        ).json()
+        elapsed = time.perf_counter() - started
+        if view.get("consequence_label") != "SUCCESS" or not view.get("was_suspended"):
+            raise RuntimeError(f"fs.write did not succeed after an approval: {view}")
+        return elapsed
+
+    async def close(self) -> None:
+        if self.approver is not None:
+            self.approver.cancel()
+        await self.agent.aclose()
+        await self.operator.aclose()
+
+
+async def make_fs_write_confirm(stack: LocalStack) -> None:
+    """The admin layer through the API, as an administrator would: fs.write becomes CONFIRM."""
+    async with client(stack, "admin", 1) as admin:
+        policy = (await admin.get("/v1/policy")).json()
+        layer = {k: v for k, v in policy["admin"].items() if k != "version"}
+        layer["defaults"] = {**layer.get("defaults", {}), "fs.write": "CONFIRM"}
+        response = await admin.put("/v1/policy/admin", json=layer)
+        response.raise_for_status()
+        if response.json()["tools"]["fs.write"]["effective"] != "CONFIRM":
+            raise RuntimeError("fs.write did not become CONFIRM")
+
+
+async def measure(
+    stack: LocalStack, scenario_cls: type[AutoScenario] | type[ApprovalScenario], count: int, concurrency: int
+) -> dict[str, Any]:
+    run_id = f"{scenario_cls.name}-c{concurrency}-{time.time_ns() % 10**9}"
+    scenario = scenario_cls(stack, concurrency, run_id)
+    if isinstance(scenario, ApprovalScenario):
+        await scenario.start()
+    try:
+        warmup = max(20, concurrency * 4)
+        await drive(warmup, concurrency, lambda i: scenario.one(10**6 + i))
+        latencies, elapsed = await drive(count, concurrency, scenario.one)
+    finally:
+        await scenario.close()
+    return summary(scenario_cls.name, latencies, elapsed, concurrency)
+
+
+COUNTS = {  # (concurrency 1, high concurrency) actions per scenario
+    "pipeline_auto": (300, 2000),
+    "pipeline_approval": (200, 1000),
+}
+
+
+async def run_overseer(
+    scenarios: list[str], concurrency: int, quick: bool, profile: Path | None
+) -> list[dict[str, Any]]:
+    home = Path(tempfile.mkdtemp(prefix="overseer-bench-"))
+    stack = LocalStack(home, profile)
+    results: list[dict[str, Any]] = []
+    try:
+        stack.start()
+        await stack.wait_healthy()
+        note(f"stack up under {home}")
+        if "pipeline_approval" in scenarios:
+            await make_fs_write_confirm(stack)
+        classes = {"pipeline_auto": AutoScenario, "pipeline_approval": ApprovalScenario}
+        for name in scenarios:
+            low, high = COUNTS[name]
+            if quick:
+                low, high = low // 5, high // 5
+            for c, n in ((1, low), (concurrency, high)):
+                result = await measure(stack, classes[name], n, c)
+                emit(result)
+                results.append(result)
+    finally:
+        stack.stop()
+        if profile is None:
+            shutil.rmtree(home, ignore_errors=True)
+        else:
+            note(f"profiles in {profile}; stack home kept at {home}")
+    return results
+
+
+def ratios(ours: list[dict[str, Any]], peers: list[dict[str, Any]]) -> None:
+    for result in ours:
+        peer = next(
+            (p for p in peers
+             if p["scenario"] == f"peer_langgraph_{result['scenario']}" and p["concurrency"] == result["concurrency"]),
+            None,
+        )
+        if peer is None:
+            continue
+        emit(
+            {
+                "scenario": f"ratio_{result['scenario']}_vs_langgraph",
+                "concurrency": result["concurrency"],
+                "overseer_actions_per_s": result["actions_per_s"],
+                "langgraph_actions_per_s": peer["actions_per_s"],
+                "ratio": round(result["actions_per_s"] / peer["actions_per_s"], 2),
+            }
+        )
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("scenarios", nargs="*", choices=[[], *SCENARIOS], default=[])
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--no-peers", action="store_true", help="skip the LangGraph peer benchmark")
+    parser.add_argument("--quick", action="store_true", help="a fifth of the actions (smoke run)")
+    parser.add_argument("--profile", type=Path, help="run every service under pyinstrument; reports here")
+    args = parser.parse_args(argv)
+    scenarios = [s for s in SCENARIOS if not args.scenarios or s in args.scenarios]
+    try:
+        import uvloop
+
+        runner: Callable[..., Any] = uvloop.run
+    except ImportError:  # pragma: no cover
+        runner = asyncio.run
+    ours = runner(run_overseer(scenarios, args.concurrency, args.quick, args.profile))
+    if not args.no_peers:
+        sys.path.insert(0, str(ROOT / "bench" / "peers"))
+        from langgraph_pipeline import run_peers
+
+        peers = run_peers(scenarios, args.concurrency, args.quick)
+        for line in peers:
+            emit(line)
+        ratios(ours, peers)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
