@@ -118,7 +118,7 @@ class DurablePullConsumer:
             try:
                 await self.ensure_consumer()
                 break
-            except Exception as exc:  # noqa: BLE001 - the server may still be starting
+            except Exception as exc:
                 log.info("consumer %s: waiting for JetStream (%s)", self.name, exc)
                 await asyncio.sleep(0.5)
         if self._sub is None:

@@ -90,4 +90,5 @@ async def test_only_the_gateway_may_call_deciding_rpc_methods(own_stack: Stack) 
                 await rpc_request(
                     nc, "firewall", "policy.replace_admin", {}, timeout=0.5, subjects=own_stack.subjects
                 )
-            assert nc.last_error is not None and "permissions violation" in str(nc.last_error).lower()
+            assert nc.last_error is not None
+            assert "permissions violation" in str(nc.last_error).lower()
