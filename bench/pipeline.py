@@ -299,7 +299,7 @@ COUNTS = {  # (concurrency 1, high concurrency) actions per scenario
 
 
 async def run_overseer(
-    scenarios: list[str], concurrency: int, quick: bool, profile: Path | None
+    scenarios: list[str], concurrency: int, quick: bool, profile: Path | None, keep: bool = False
 ) -> list[dict[str, Any]]:
     home = Path(tempfile.mkdtemp(prefix="overseer-bench-"))
     stack = LocalStack(home, profile)
@@ -321,10 +321,10 @@ async def run_overseer(
                 results.append(result)
     finally:
         stack.stop()
-        if profile is None:
+        if profile is None and not keep:
             shutil.rmtree(home, ignore_errors=True)
         else:
-            note(f"profiles in {profile}; stack home kept at {home}")
+            note(f"stack home kept at {home}" + (f"; profiles in {profile}" if profile else ""))
     return results
 
 
@@ -355,6 +355,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-peers", action="store_true", help="skip the LangGraph peer benchmark")
     parser.add_argument("--quick", action="store_true", help="a fifth of the actions (smoke run)")
     parser.add_argument("--profile", type=Path, help="run every service under pyinstrument; reports here")
+    parser.add_argument("--keep", action="store_true", help="keep the stack's home (stores, logs) afterwards")
     args = parser.parse_args(argv)
     scenarios = [s for s in SCENARIOS if not args.scenarios or s in args.scenarios]
     try:
@@ -363,7 +364,7 @@ def main(argv: list[str]) -> int:
         runner: Callable[..., Any] = uvloop.run
     except ImportError:  # pragma: no cover
         runner = asyncio.run
-    ours = runner(run_overseer(scenarios, args.concurrency, args.quick, args.profile))
+    ours = runner(run_overseer(scenarios, args.concurrency, args.quick, args.profile, args.keep))
     if not args.no_peers:
         sys.path.insert(0, str(ROOT / "bench" / "peers"))
         from langgraph_pipeline import run_peers

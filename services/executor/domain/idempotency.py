@@ -7,22 +7,11 @@ hash is SHA-256, the same digest the firewall binds approvals to (``args_hash``)
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
-import orjson
+from overseer.events.canonical import args_hash
 
 KEY_HASH_CHARS = 16
-
-
-def canonical_args(args: dict[str, Any]) -> bytes:
-    """The canonical JSON bytes of ``args``: sorted keys, compact, UTF-8."""
-    return orjson.dumps(args, option=orjson.OPT_SORT_KEYS)
-
-
-def args_hash(args: dict[str, Any]) -> str:
-    """SHA-256 hex digest of the canonical arguments."""
-    return hashlib.sha256(canonical_args(args)).hexdigest()
 
 
 def idempotency_key(tool: str, args: dict[str, Any]) -> str:
