@@ -132,6 +132,22 @@ class LocalStack:
                 await asyncio.sleep(0.2)
         raise TimeoutError(f"the stack did not become healthy: {last}")
 
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU time (user + system) used so far by each service and by nats-server (Linux /proc)."""
+        pids = {name: child.pid for name, child in self.children.items()}
+        if self.nats.process is not None:
+            pids["nats-server"] = self.nats.process.pid
+        ticks = os.sysconf("SC_CLK_TCK")
+        out: dict[str, float] = {}
+        for name, pid in pids.items():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            out[name] = (int(fields[11]) + int(fields[12])) / ticks
+        out["bench-client"] = time.process_time()
+        return out
+
     def stop(self) -> None:
         for child in self.children.values():
             if child.poll() is None:
@@ -286,9 +302,18 @@ async def measure(
     try:
         warmup = max(20, concurrency * 4)
         await drive(warmup, concurrency, lambda i: scenario.one(10**6 + i))
+        before = stack.cpu_seconds()
         latencies, elapsed = await drive(count, concurrency, scenario.one)
+        after = stack.cpu_seconds()
     finally:
         await scenario.close()
+    # Where the CPU goes, per action (stderr: the JSON lines on stdout stay the contract's).
+    spent = {name: (after[name] - before.get(name, 0.0)) * 1000 / count for name in after}
+    note(
+        f"{scenario_cls.name} c={concurrency}: CPU ms per action: "
+        + ", ".join(f"{name} {ms:.2f}" for name, ms in sorted(spent.items(), key=lambda kv: -kv[1]))
+        + f"; total {sum(spent.values()):.2f} over {elapsed * 1000 / count:.2f} ms of wall time"
+    )
     return summary(scenario_cls.name, latencies, elapsed, concurrency)
 
 

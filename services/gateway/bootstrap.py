@@ -32,8 +32,8 @@ from overseer.gateway.entrypoints.http import build_app
 
 log = logging.getLogger("overseer.gateway")
 
-# Events whose arrival may settle an execution somebody waits for (GET /v1/actions/{id}?wait=).
-WAKE_ON = (("executor", "execution.transitioned"), ("observer", "observation.execution_state"))
+# The announcement that may settle an execution somebody waits for (GET /v1/actions/{id}?wait=).
+WAKE_ON = ("observer", "observation.execution_state")
 
 
 class EmbeddedServer(uvicorn.Server):
@@ -85,9 +85,8 @@ class GatewayService(Service):
             slow_seconds=float(cfg.get("ws_slow_client_seconds", 5.0)),
         )
         self.max_wait = float(cfg.get("max_wait_seconds", 60.0))
-        for owner, event_type in WAKE_ON:
-            subject = runtime.subjects.events_of(owner, event_type)
-            self._subscriptions.append(await runtime.nc.subscribe(subject, cb=self._wake))
+        subject = runtime.subjects.events_of(*WAKE_ON)
+        self._subscriptions.append(await runtime.nc.subscribe(subject, cb=self._wake))
         self.app = build_app(self, max_body_bytes=int(cfg.get("max_body_bytes", 1 << 20)))
         self.host = str(cfg.get("host", "127.0.0.1"))
         sock = _bind(self.host, int(cfg.get("port", 8080)))
@@ -114,10 +113,14 @@ class GatewayService(Service):
         if not len(self.waiters):
             return
         try:
-            execution_id = orjson.loads(msg.data)["data"]["execution_id"]
+            data = orjson.loads(msg.data)["data"]
+            execution_id = str(data["execution_id"])
         except (orjson.JSONDecodeError, KeyError, TypeError):
             return
-        self.waiters.wake(str(execution_id))
+        if execution_id in self.waiters:
+            self.waiters.wake(
+                execution_id, terminal=bool(data.get("is_terminal")), waiting=data.get("to_status") == "waiting"
+            )
 
     async def stop(self) -> None:
         self.waiters.close()

@@ -23,7 +23,7 @@ GENESIS = "0" * 64
 FIRST_INDEX = 1
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # two per proposal on the hot path: not frozen, treated as immutable
 class AuditEntry:
     index: int
     prev_hash: str

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from overseer.firewall.domain.canonical import NotCanonical, args_hash, sha256_hex
+from overseer.events.canonical import NotCanonical, args_hash, sha256_hex
 from overseer.firewall.domain.gate import HumanGate
 from overseer.firewall.domain.layers.base import KernelView, Layer, SandboxGeometry, sandbox_geometry
 from overseer.firewall.domain.layers.breaker import BreakerLayer

@@ -27,7 +27,10 @@ def authenticate(request: Request, credentials: HTTPAuthorizationCredentials | N
 def require(role: Role) -> Callable[..., Caller]:
     """A dependency answering the :class:`Caller`, or 401 (no or unknown token) / 403 (role too low)."""
 
-    def dependency(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Caller:
+    # async on purpose: FastAPI runs a plain ``def`` dependency in a worker thread, a hop per request.
+    async def dependency(
+        request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer)
+    ) -> Caller:
         caller = authenticate(request, credentials)
         if not caller.may(role):
             raise ProblemError(403, f"this endpoint needs the {role.value} role; the token is {caller.role.value}")

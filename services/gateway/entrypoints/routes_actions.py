@@ -92,7 +92,7 @@ async def consequence(
     missing: RpcError | None = None
     # Watch before the first read: a transition landing between the read and the
     # registration would otherwise go unnoticed until the deadline.
-    with gateway.waiters.watch(execution_id) as woken:
+    with gateway.waiters.watch(execution_id, until_terminal=until == "terminal") as woken:
         while True:
             woken.clear()
             try:

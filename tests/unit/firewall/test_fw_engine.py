@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fw_kernel import admin_from, engine_for, proposal
 
-from overseer.firewall.domain.canonical import args_hash
+from overseer.events.canonical import args_hash
 from overseer.firewall.domain.engine import DEFAULT_LAYERS, FirewallEngine
 from overseer.firewall.domain.layers.base import KernelView
 from overseer.firewall.domain.levels import Decision, Level

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from overseer.firewall.domain.canonical import canonical_bytes
+from overseer.events.canonical import canonical_bytes
 from overseer.firewall.domain.layers.base import KernelView, LoopWindow
 from overseer.firewall.domain.levels import Level
 from overseer.firewall.domain.model import L2, Evaluation, Finding
