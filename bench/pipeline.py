@@ -104,8 +104,17 @@ class LocalStack:
             argv = [sys.executable, "-m", f"overseer.{service}"]
             if self.profile is not None:
                 self.profile.mkdir(parents=True, exist_ok=True)
-                argv = [sys.executable, "-m", "pyinstrument", "-r", "text", "-o",
-                        str(self.profile / f"{service}.txt"), "-m", f"overseer.{service}"]
+                argv = [
+                    sys.executable,
+                    "-m",
+                    "pyinstrument",
+                    "-r",
+                    "text",
+                    "-o",
+                    str(self.profile / f"{service}.txt"),
+                    "-m",
+                    f"overseer.{service}",
+                ]
             self.children[service] = subprocess.Popen(
                 argv,
                 env=base | self.nats.env_for(service),
@@ -121,7 +130,9 @@ class LocalStack:
             while time.monotonic() < deadline:
                 for name, child in self.children.items():
                     if child.poll() is not None:
-                        raise RuntimeError(f"{name} exited with {child.returncode}; see {self.home}/logs/{name}.log")
+                        raise RuntimeError(
+                            f"{name} exited with {child.returncode}; see {self.home}/logs/{name}.log"
+                        )
                 try:
                     response = await client.get("/healthz")
                     if response.status_code == 200:
@@ -356,8 +367,12 @@ async def run_overseer(
 def ratios(ours: list[dict[str, Any]], peers: list[dict[str, Any]]) -> None:
     for result in ours:
         peer = next(
-            (p for p in peers
-             if p["scenario"] == f"peer_langgraph_{result['scenario']}" and p["concurrency"] == result["concurrency"]),
+            (
+                p
+                for p in peers
+                if p["scenario"] == f"peer_langgraph_{result['scenario']}"
+                and p["concurrency"] == result["concurrency"]
+            ),
             None,
         )
         if peer is None:

@@ -1,74 +1,87 @@
-"""``overseer bench``: run the benchmark scripts under ``bench/`` and show their JSON lines with progress.
+"""``overseer bench``: the repository's benchmarks (``bench/run.py``), with a progress bar.
 
-Each script prints one JSON object per line; scenarios map to scripts here.
+The JSON lines go to stdout exactly as ``make bench`` prints them; progress and the scripts' notes go
+to stderr. Each benchmark script runs as its own process, one after the other.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
-import orjson
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-# scenario -> (script relative to the repository, arguments that select it)
-SCENARIOS: dict[str, tuple[str, list[str]]] = {
-    "eventstore_append": ("bench/backbone.py", ["eventstore_append"]),
-    "replay": ("bench/backbone.py", ["replay"]),
-    "bus_roundtrip": ("bench/backbone.py", ["bus_roundtrip"]),
-    "firewall_evaluate": ("bench/firewall_evaluate.py", []),
-    "pipeline_auto": ("bench/pipeline.py", ["--scenario", "pipeline_auto", "--no-peers"]),
-    "pipeline_approval": ("bench/pipeline.py", ["--scenario", "pipeline_approval", "--no-peers"]),
-    "peer_langgraph": ("bench/peers/langgraph_pipeline.py", []),
-    "pipeline": ("bench/pipeline.py", []),  # both pipeline scenarios, LangGraph's, and the ratios
-}
-DEFAULT = ["eventstore_append", "replay", "bus_roundtrip", "firewall_evaluate", "pipeline"]
 
 
 def repository_root() -> Path:
     for candidate in (Path.cwd(), *Path.cwd().parents, Path(__file__).resolve().parents[2]):
-        if (candidate / "bench").is_dir() and (candidate / "pyproject.toml").is_file():
+        if (candidate / "bench" / "run.py").is_file():
             return candidate
-    raise FileNotFoundError("cannot find the repository's bench/ folder; run from the repository")
+    raise FileNotFoundError("cannot find bench/run.py: run `overseer bench` from the repository")
 
 
-def run(scenarios: list[str], console: Console, as_json: bool = True) -> int:
-    unknown = [s for s in scenarios if s not in SCENARIOS]
-    if unknown:
-        console.print(f"[red]unknown scenario(s): {', '.join(unknown)}[/]; known: {', '.join(SCENARIOS)}")
+def _runner(root: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("overseer_bench_run", root / "bench" / "run.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(scenarios: list[str]) -> int:
+    errors = Console(stderr=True)
+    try:
+        root = repository_root()
+    except FileNotFoundError as exc:
+        errors.print(f"[red]error:[/] {exc}")
         return 2
-    root = repository_root()
-    chosen = scenarios or DEFAULT
+    scripts: dict[str, tuple[str, ...]] = _runner(root).SCRIPTS
+    known = {s for group in scripts.values() for s in group}
+    unknown = sorted(set(scenarios) - known)
+    if unknown:
+        errors.print(f"[red]unknown scenario(s):[/] {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return 2
+    plan = [
+        (script, [s for s in group if not scenarios or s in scenarios])
+        for script, group in scripts.items()
+        if (not scenarios or set(group) & set(scenarios)) and (root / "bench" / script).is_file()
+    ]
     failed = 0
+    interactive = sys.stdout.isatty() and errors.is_terminal
+    env = dict(os.environ)
+    env["PYTHONPATH"] = f"{root}{os.pathsep}{env.get('PYTHONPATH', '')}"
     with Progress(
-        SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-        console=Console(stderr=True), transient=True,
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=errors,
     ) as progress:
-        task = progress.add_task("benchmarks", total=len(chosen))
-        for name in chosen:
-            script, args = SCENARIOS[name]
-            progress.update(task, description=f"{name}")
-            env = dict(os.environ)
-            env["PYTHONPATH"] = f"{root}{os.pathsep}{env.get('PYTHONPATH', '')}"
+        task = progress.add_task("benchmarks", total=len(plan))
+        for _script, selected in plan:
+            progress.update(task, description=" ".join(selected))
             process = subprocess.Popen(
-                [sys.executable, str(root / script), *args], cwd=root, stdout=subprocess.PIPE, env=env
+                [sys.executable, str(root / "bench" / "run.py"), *selected],
+                cwd=root,
+                env=env,
+                stdout=subprocess.PIPE,
+                text=True,
             )
             assert process.stdout is not None
-            for raw in process.stdout:
-                line = raw.decode().strip()
-                if not line:
+            for line in process.stdout:
+                if not line.startswith("{"):
                     continue
-                try:
-                    orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    progress.console.print(f"[bright_black]{line}[/]")
-                    continue
-                print(line, flush=True)
+                if interactive:  # printed above the live progress bar, which stays at the bottom
+                    progress.console.print(line.rstrip(), markup=False, highlight=False, soft_wrap=True)
+                else:  # piped: plain JSON lines on stdout, as `make bench`
+                    print(line.rstrip(), flush=True)
             if process.wait() != 0:
                 failed += 1
-                progress.console.print(f"[red]{name} exited with {process.returncode}[/]")
             progress.advance(task)
     return 1 if failed else 0

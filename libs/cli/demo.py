@@ -50,7 +50,9 @@ class Demo:
         self.held: list[dict[str, Any]] = []
         self.events: list[dict[str, Any]] = []
 
-    async def request(self, http: httpx.AsyncClient, method: str, path: str, token: str | None, **kw: Any) -> Any:
+    async def request(
+        self, http: httpx.AsyncClient, method: str, path: str, token: str | None, **kw: Any
+    ) -> Any:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         try:
             response = await http.request(method, path, headers=headers, **kw)
@@ -116,11 +118,17 @@ class Demo:
         }
         accepted = await self.request(http, "POST", "/v1/actions", self.agent, json=proposal)
         execution_id = accepted["execution_id"]
-        view = await self.request(http, "GET", f"/v1/actions/{execution_id}", self.agent, params={"wait": self.wait})
+        view = await self.request(
+            http, "GET", f"/v1/actions/{execution_id}", self.agent, params={"wait": self.wait}
+        )
         if view.get("consequence_label") != "WAITING":
-            self.console.print(f"[yellow]The firewall did not hold the call: {view.get('consequence_label')}[/]")
+            self.console.print(
+                f"[yellow]The firewall did not hold the call: {view.get('consequence_label')}[/]"
+            )
             return dict(view)
-        pending = await self.request(http, "GET", "/v1/approvals", self.operator, params={"status": "pending"})
+        pending = await self.request(
+            http, "GET", "/v1/approvals", self.operator, params={"status": "pending"}
+        )
         card = next((item for item in pending if item.get("execution_id") == execution_id), None)
         if card is None:
             raise CliError(f"execution {execution_id} is WAITING but has no approval card")
@@ -132,7 +140,9 @@ class Demo:
                 approve = True
                 self.console.print("Approve? [bold green]yes[/] (--yes)")
             else:
-                approve = await asyncio.to_thread(Confirm.ask, "Approve sending this mail?", console=self.console)
+                approve = await asyncio.to_thread(
+                    Confirm.ask, "Approve sending this mail?", console=self.console
+                )
         finally:
             self.quiet = False
             for message in self.held:
@@ -142,7 +152,9 @@ class Demo:
         if not approve:
             decision["comment"] = "rejected in the demo"
         await self.request(http, "POST", f"/v1/approvals/{execution_id}", self.operator, json=decision)
-        view = await self.request(http, "GET", f"/v1/actions/{execution_id}", self.agent, params={"wait": self.wait})
+        view = await self.request(
+            http, "GET", f"/v1/actions/{execution_id}", self.agent, params={"wait": self.wait}
+        )
         for _ in range(int(self.wait * 5)):
             if not view.get("is_still_pending", True):
                 break  # WAITING right after the decision only until the executor resumes
@@ -161,9 +173,13 @@ class Demo:
         message = email.message_from_bytes(found.read_bytes(), policy=email.policy.default)
         body = message.get_body(preferencelist=("plain",))
         text = body.get_content() if body is not None else ""
-        head = "\n".join(f"{k}: {message[k]}" for k in ("From", "To", "Subject", "X-Sink-Received-At") if message[k])
+        head = "\n".join(
+            f"{k}: {message[k]}" for k in ("From", "To", "Subject", "X-Sink-Received-At") if message[k]
+        )
         self.console.print(
-            Panel(f"{head}\n\n{text}".rstrip(), title=f"The mail in the SMTP sink: {found}", border_style="blue")
+            Panel(
+                f"{head}\n\n{text}".rstrip(), title=f"The mail in the SMTP sink: {found}", border_style="blue"
+            )
         )
 
 

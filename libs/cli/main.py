@@ -30,9 +30,12 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-Url = Annotated[str | None, typer.Option("--url", help="gateway URL (env OVERSEER_URL; default: the local stack)")]
+Url = Annotated[
+    str | None, typer.Option("--url", help="gateway URL (env OVERSEER_URL; default: the local stack)")
+]
 Token = Annotated[
-    str | None, typer.Option("--token", help="bearer token (env OVERSEER_TOKEN; default: the dev token of the role)")
+    str | None,
+    typer.Option("--token", help="bearer token (env OVERSEER_TOKEN; default: the dev token of the role)"),
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -59,7 +62,10 @@ def friendly(fn: F) -> F:
 def up(
     host: Annotated[str | None, typer.Option(help="gateway host (default 127.0.0.1)")] = None,
     port: Annotated[int | None, typer.Option(help="gateway port (default 8080)")] = None,
-    nats_url: Annotated[str | None, typer.Option("--nats-url", help="use this NATS server (default: NATS_URL, else an embedded one)")] = None,
+    nats_url: Annotated[
+        str | None,
+        typer.Option("--nats-url", help="use this NATS server (default: NATS_URL, else an embedded one)"),
+    ] = None,
 ) -> None:
     """Run the whole stack in the foreground; Ctrl-C stops all of it cleanly."""
     from overseer.cli.supervisor import run_stack
@@ -79,9 +85,13 @@ def status() -> None:
 @app.command()
 @friendly
 def tail(
-    subject: Annotated[str | None, typer.Option("--subject", "-s", help="e.g. 'execution.*' or 'firewall.>'")] = None,
+    subject: Annotated[
+        str | None, typer.Option("--subject", "-s", help="e.g. 'execution.*' or 'firewall.>'")
+    ] = None,
     session: Annotated[str | None, typer.Option("--session", help="only this session's events")] = None,
-    since: Annotated[int | None, typer.Option("--since", min=0, help="first every event after this seq")] = None,
+    since: Annotated[
+        int | None, typer.Option("--since", min=0, help="first every event after this seq")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="one raw JSON message per line")] = False,
     url: Url = None,
     token: Token = None,
@@ -247,8 +257,7 @@ def audit_verify(url: Url = None, token: Token = None) -> None:
         console.print(f"[green]audit chain intact[/]: {result.get('records')} records")
         return
     console.print(
-        f"[bold red]audit chain BROKEN[/] at record {result.get('first_broken')} "
-        f"(of {result.get('records')})"
+        f"[bold red]audit chain BROKEN[/] at record {result.get('first_broken')} (of {result.get('records')})"
     )
     raise typer.Exit(1)
 
@@ -275,10 +284,10 @@ def demo(
 def bench(
     scenarios: Annotated[list[str] | None, typer.Argument(help="scenarios to run (default: all)")] = None,
 ) -> None:
-    """Run the benchmarks; one JSON object per line on stdout, progress on stderr."""
+    """Run the benchmarks (as `make bench`): one JSON object per line, with a progress bar."""
     from overseer.cli.bench import run
 
-    raise typer.Exit(run(list(scenarios or []), console))
+    raise typer.Exit(run(list(scenarios or [])))
 
 
 def _mount_co() -> None:

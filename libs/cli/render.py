@@ -120,7 +120,9 @@ def event_line(message: dict[str, Any]) -> Text:
     line.append(f"{message.get('seq', ''):>7} ", style="bright_black")
     line.append(clock(event.get("occurred_at")) + " ", style="bright_black")
     line.append(f"{owner:<9}", style=OWNER_STYLE.get(owner, "white"))
-    line.append(f"{message.get('type', event.get('type', '')):<30}", style="bold " + OWNER_STYLE.get(owner, "white"))
+    line.append(
+        f"{message.get('type', event.get('type', '')):<30}", style="bold " + OWNER_STYLE.get(owner, "white")
+    )
     session = event.get("correlation_id")
     if session:
         line.append(f"[{short(session, 12)}] ", style="bright_black")
@@ -259,7 +261,15 @@ def consequence_panel(view: dict[str, Any]) -> Panel:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
-    for key in ("execution_id", "action_type", "result", "error_message", "has_side_effects", "was_suspended",
-                "is_still_pending", "total_duration_ms"):
+    for key in (
+        "execution_id",
+        "action_type",
+        "result",
+        "error_message",
+        "has_side_effects",
+        "was_suspended",
+        "is_still_pending",
+        "total_duration_ms",
+    ):
         grid.add_row(key, str(view.get(key)))
     return Panel(Group(headline, grid), title="Consequence view (seed 002)", border_style="green")

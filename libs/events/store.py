@@ -178,22 +178,8 @@ class EventStore:
         self, event: Envelope, body: bytes, subject: str, headers: dict[str, str] | None
     ) -> bool:
         """Record an event that arrived from the bus; False when it was already recorded (a redelivery)."""
-        cur = self.conn.execute(
-            _INSERT_OR_IGNORE,
-            (
-                event.event_id,
-                event.type,
-                event.schema_version,
-                event.aggregate_id,
-                event.aggregate_version,
-                event.occurred_at,
-                event.correlation_id,
-                "remote",
-                subject,
-                body,
-                orjson.dumps(headers) if headers else None,
-            ),
-        )
+        # The bytes as received are kept (not re-encoded): what was published is what is replayed.
+        cur = self.conn.execute(_INSERT_OR_IGNORE, _row(event, "remote", subject, headers, body=body))
         return cur.rowcount == 1
 
     def _insert(self, rows: list[tuple[Any, ...]]) -> list[int]:
@@ -336,7 +322,9 @@ _INSERT_OR_IGNORE_ID = _INSERT + " ON CONFLICT(event_id) DO NOTHING"
 _SELECT = "SELECT position, event_id, type, aggregate_id, aggregate_version, origin, subject, body, headers FROM events"
 
 
-def _row(event: Envelope, origin: str, subject: str, headers: dict[str, str] | None) -> tuple[Any, ...]:
+def _row(
+    event: Envelope, origin: str, subject: str, headers: dict[str, str] | None, *, body: bytes | None = None
+) -> tuple[Any, ...]:
     return (
         event.event_id,
         event.type,
@@ -347,7 +335,7 @@ def _row(event: Envelope, origin: str, subject: str, headers: dict[str, str] | N
         event.correlation_id,
         origin,
         subject,
-        event.encode(),
+        event.encode() if body is None else body,
         orjson.dumps(headers) if headers else None,
     )
 

@@ -119,7 +119,9 @@ class GatewayService(Service):
             return
         if execution_id in self.waiters:
             self.waiters.wake(
-                execution_id, terminal=bool(data.get("is_terminal")), waiting=data.get("to_status") == "waiting"
+                execution_id,
+                terminal=bool(data.get("is_terminal")),
+                waiting=data.get("to_status") == "waiting",
             )
 
     async def stop(self) -> None:

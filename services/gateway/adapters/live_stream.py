@@ -31,14 +31,16 @@ from overseer.gateway.domain.patterns import SubjectFilter
 log = logging.getLogger("overseer.gateway.live")
 
 
-class SlowClient(Exception):  # noqa: N818 - reads as a fact
+class SlowClient(Exception):
     pass
 
 
 class LiveFeed:
     """One client's view of the stream: frames ``{"seq","subject","type","event"}`` as JSON bytes."""
 
-    def __init__(self, subject_filter: SubjectFilter, session: str | None, queue_size: int, slow_seconds: float):
+    def __init__(
+        self, subject_filter: SubjectFilter, session: str | None, queue_size: int, slow_seconds: float
+    ):
         self.filter = subject_filter
         self.session = session
         self.slow_seconds = slow_seconds
@@ -86,7 +88,11 @@ class LiveFeed:
             try:
                 await asyncio.wait_for(self.queue.put(frame), self.slow_seconds)
             except TimeoutError:
-                self.fail(SlowClient(f"slow consumer: fell {self.queue.qsize()} events behind for {self.slow_seconds}s"))
+                self.fail(
+                    SlowClient(
+                        f"slow consumer: fell {self.queue.qsize()} events behind for {self.slow_seconds}s"
+                    )
+                )
 
     def fail(self, exc: Exception) -> None:
         self.failure = exc
@@ -112,7 +118,9 @@ class LiveFeed:
 
 
 class LiveStream:
-    def __init__(self, js: JetStreamContext, subjects: Subjects, *, queue_size: int = 1024, slow_seconds: float = 5.0):
+    def __init__(
+        self, js: JetStreamContext, subjects: Subjects, *, queue_size: int = 1024, slow_seconds: float = 5.0
+    ):
         self.js = js
         self.subjects = subjects
         self.queue_size = queue_size

@@ -15,7 +15,9 @@ class Peers:
         self.timeout = timeout
         self.health_timeout = health_timeout
 
-    async def ask(self, service: str, method: str, payload: dict[str, Any] | None = None, timeout: float | None = None) -> Any:
+    async def ask(
+        self, service: str, method: str, payload: dict[str, Any] | None = None, timeout: float | None = None
+    ) -> Any:
         return await self.runtime.request(service, method, payload or {}, timeout=timeout or self.timeout)
 
     async def health(self) -> dict[str, str]:

@@ -37,7 +37,9 @@ def ensure_tokens_file(home: Path) -> dict[str, str]:
     path = tokens_path(home)
     if path.is_file():
         return dict(json.loads(path.read_text(encoding="utf-8")))
-    tokens = {role.value: secrets.token_urlsafe(32) for role in (Role.ADMIN, Role.OPERATOR, Role.AGENT, Role.VIEWER)}
+    tokens = {
+        role.value: secrets.token_urlsafe(32) for role in (Role.ADMIN, Role.OPERATOR, Role.AGENT, Role.VIEWER)
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     # Create with 0600 from the start: a world-readable window between write and chmod would leak them.
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -56,7 +58,9 @@ class TokenRegistry:
         self._entries = entries
 
     @classmethod
-    def from_sources(cls, tokens: Mapping[str, str], principals: Mapping[str, Any] | None = None) -> TokenRegistry:
+    def from_sources(
+        cls, tokens: Mapping[str, str], principals: Mapping[str, Any] | None = None
+    ) -> TokenRegistry:
         entries: list[tuple[bytes, Caller]] = []
         for role_name, token in tokens.items():
             if role_name in Role.__members__.values() and token:

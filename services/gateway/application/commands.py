@@ -66,7 +66,12 @@ class DecideApproval:
 
 
 def decide_approval(
-    uow: UnitOfWork, command: DecideApproval, card: ApprovalCard, card_key: str, session_id: str | None, caller: Caller
+    uow: UnitOfWork,
+    command: DecideApproval,
+    card: ApprovalCard,
+    card_key: str,
+    session_id: str | None,
+    caller: Caller,
 ) -> Envelope | Refusal:
     """``human.responded`` with the operator principal, unless the card refuses this decision."""
     decider = caller.as_principal("operator")
@@ -97,7 +102,9 @@ def decide_approval(
 
 def receive_message(uow: UnitOfWork, session_id: str, text: str, caller: Caller) -> Envelope:
     return uow.emit(
-        MessageReceived(session_id=session_id, text=text, channel="rest", principal=caller.as_principal("user")),
+        MessageReceived(
+            session_id=session_id, text=text, channel="rest", principal=caller.as_principal("user")
+        ),
         aggregate_id=f"session:{session_id}",
         actor=f"gateway:{caller.name}",
         correlation_id=session_id,

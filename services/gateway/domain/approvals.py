@@ -52,10 +52,14 @@ def refuse_decision(
     accepted = DECISIONS.get(card.kind, frozenset())
     if decision not in accepted:
         words = " or ".join(f"'{w}'" for w in sorted(accepted)) or "nothing"
-        return Refusal(422, "Wrong decision for this card", f"a {card.kind} card takes {words}, not {decision!r}")
+        return Refusal(
+            422, "Wrong decision for this card", f"a {card.kind} card takes {words}, not {decision!r}"
+        )
     if same_person(card.requested_by, decider):
         return Refusal(
-            403, "Self-approval", f"{decider.id} requested execution {card.execution_id} and may not decide on it"
+            403,
+            "Self-approval",
+            f"{decider.id} requested execution {card.execution_id} and may not decide on it",
         )
     if card.status != ExecutionStatus.WAITING:
         return Refusal(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 MAX_ALTERNATIVES = 16
 
 
-class InvalidPattern(ValueError):  # noqa: N818 - reads as a fact
+class InvalidPattern(ValueError):
     pass
 
 

@@ -40,7 +40,9 @@ def problem_media_types(document: dict[str, Any]) -> dict[str, Any]:
             for status, response in operation.get("responses", {}).items():
                 if status.isdigit() and int(status) >= 400:
                     response["content"] = {PROBLEM: {"schema": ref}}
-                    response["description"] = DESCRIPTIONS.get(int(status), response.get("description", "Error"))
+                    response["description"] = DESCRIPTIONS.get(
+                        int(status), response.get("description", "Error")
+                    )
     schemas = document.get("components", {}).get("schemas", {})
     for unused in ("HTTPValidationError", "ValidationError"):
         schemas.pop(unused, None)

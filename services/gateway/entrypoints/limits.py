@@ -1,14 +1,15 @@
 """Request bodies, checked before any route reads them: at most ``gateway.max_body_bytes`` (else 413),
 and, when they claim to be JSON, strictly valid JSON (else 400).
 
-Strict means what ``orjson`` accepts: no ``NaN``, no lone UTF-16 surrogates (``"\\ud800"``). Python's
-``json`` module lets those through, and a string that cannot be encoded as UTF-8 would otherwise fail
-much later, when the event or the request to another service is encoded.
+Strict means what ``orjson`` accepts: no ``NaN``, no lone UTF-16 surrogates (``"\\ud800"``), and
+integers that fit in 64 bits (else 422). Python's ``json`` module lets all of those through, and they
+would otherwise fail much later, when the event or the request to another service is encoded.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import re
 
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -16,6 +17,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from overseer.gateway.entrypoints.problems import problem
 
 DRAIN_LIMIT = 64 << 20
+# A run of 19 digits may be an integer beyond 64 bits: only then is the body parsed a second time.
+_LONG_DIGITS = re.compile(rb"\d{19}")
+
+
+def _int64(text: str) -> int:
+    value = int(text)
+    if not -(2**63) <= value < 2**64:
+        raise ValueError(f"the integer {text[:24]}… does not fit in 64 bits")
+    return value
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
@@ -57,7 +67,13 @@ class RequestBodyGuard:
                     scope, receive, send
                 )
                 return
-        buffered = {"type": "http.request", "body": whole, "more_body": False}
+            if _LONG_DIGITS.search(whole):
+                try:
+                    json.loads(whole, parse_int=_int64)
+                except ValueError as exc:
+                    await problem(422, str(exc), "Number out of range")(scope, receive, send)
+                    return
+        buffered: Message = {"type": "http.request", "body": whole, "more_body": False}
         await self.app(scope, _replay([buffered], receive), send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, size: int, *, more: bool) -> None:
@@ -92,7 +108,7 @@ def _is_json(content_type: bytes) -> bool:
     return media == b"application/json" or (media.startswith(b"application/") and media.endswith(b"+json"))
 
 
-def _replay(messages: list[Any], then: Receive) -> Receive:
+def _replay(messages: list[Message], then: Receive) -> Receive:
     pending = list(messages)
 
     async def receive() -> Message:

@@ -23,7 +23,12 @@ class ProblemError(Exception):
     """Raise anywhere in a route: answered as a problem document with this status."""
 
     def __init__(
-        self, status: int, detail: str, title: str | None = None, headers: dict[str, str] | None = None, **extra: Any
+        self,
+        status: int,
+        detail: str,
+        title: str | None = None,
+        headers: dict[str, str] | None = None,
+        **extra: Any,
     ) -> None:
         super().__init__(detail)
         self.status = status
@@ -40,8 +45,16 @@ def _title(status: int) -> str:
         return "Error"
 
 
-def problem(status: int, detail: str, title: str | None = None, headers: dict[str, str] | None = None, **extra: Any) -> Response:
-    body = {"type": "about:blank", "title": title or _title(status), "status": status, "detail": detail, **extra}
+def problem(
+    status: int, detail: str, title: str | None = None, headers: dict[str, str] | None = None, **extra: Any
+) -> Response:
+    body = {
+        "type": "about:blank",
+        "title": title or _title(status),
+        "status": status,
+        "detail": detail,
+        **extra,
+    }
     return Response(orjson.dumps(body), status_code=status, media_type=PROBLEM, headers=headers)
 
 
@@ -60,14 +73,21 @@ def validation_detail(errors: list[dict[str, Any]]) -> tuple[int, str, str, list
             ctx = error.get("ctx") or {}
             reason = ctx.get("error", "invalid JSON")
             position = error.get("loc", ("body", ""))[-1]
-            return 400, "Malformed JSON", f"the request body is not valid JSON: {reason} (at position {position})", []
+            return (
+                400,
+                "Malformed JSON",
+                f"the request body is not valid JSON: {reason} (at position {position})",
+                [],
+            )
     details = []
     cleaned: list[dict[str, Any]] = []
     for error in errors[:10]:
         where = _location(error.get("loc", ()))
         message = str(error.get("msg", "invalid"))
         details.append(f"{where}: {message}")
-        cleaned.append({"loc": [str(p) for p in error.get("loc", ())], "msg": message, "type": error.get("type")})
+        cleaned.append(
+            {"loc": [str(p) for p in error.get("loc", ())], "msg": message, "type": error.get("type")}
+        )
     more = f" (and {len(errors) - 10} more)" if len(errors) > 10 else ""
     return 422, "Invalid request", "; ".join(details) + more, cleaned
 
@@ -85,8 +105,9 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> Response:
         status, title, detail, errors = validation_detail(list(exc.errors()))
-        extra = {"errors": errors} if errors else {}
-        return problem(status, detail, title, **extra)
+        if errors:
+            return problem(status, detail, title, errors=errors)
+        return problem(status, detail, title)
 
     @app.exception_handler(ProblemError)
     async def refused(_: Request, exc: ProblemError) -> Response:
@@ -97,7 +118,9 @@ def install(app: FastAPI) -> None:
         status = exc.status if 400 <= exc.status <= 599 else 502
         if status >= 500:
             log.warning("peer error %s: %s", status, exc.detail)
-        return problem(status, exc.detail, **{k: v for k, v in exc.extra.items() if k not in ("type", "title")})
+        return problem(
+            status, exc.detail, **{k: v for k, v in exc.extra.items() if k not in ("type", "title")}
+        )
 
     @app.exception_handler(Exception)
     async def crashed(_: Request, exc: Exception) -> Response:

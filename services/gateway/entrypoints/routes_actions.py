@@ -11,7 +11,12 @@ from fastapi.responses import Response
 
 from overseer.events.catalogue import Principal
 from overseer.events.runtime import RpcError
-from overseer.gateway.application.commands import DecideApproval, ProposeAction, decide_approval, propose_action
+from overseer.gateway.application.commands import (
+    DecideApproval,
+    ProposeAction,
+    decide_approval,
+    propose_action,
+)
 from overseer.gateway.domain.access import Caller, Role
 from overseer.gateway.domain.approvals import ApprovalCard, Refusal
 from overseer.gateway.entrypoints.auth import require
@@ -43,7 +48,9 @@ def json_response(body: Any, status: int = 200) -> Response:
     tags=["actions"],
     summary="Propose a tool call as an external agent",
 )
-async def propose(request: Request, body: ActionRequest, caller: Caller = Depends(require(Role.AGENT))) -> Response:
+async def propose(
+    request: Request, body: ActionRequest, caller: Caller = Depends(require(Role.AGENT))
+) -> Response:
     """Publishes ``execution.proposed`` with the agent principal as proposer. The firewall decides:
     an unknown tool is held for a person (CONFIRM), never run blindly."""
     gateway = request.app.state.gateway
@@ -181,7 +188,9 @@ async def decide(
         raise ProblemError(404, f"execution {execution_id!r} has no open question")
     card, key, session_id = card_from(answer, execution_id)
     command = DecideApproval(execution_id, body.decision, body.args_hash, body.comment or body.reason)
-    outcome = await gateway.runtime.execute(lambda uow: decide_approval(uow, command, card, key, session_id, caller))
+    outcome = await gateway.runtime.execute(
+        lambda uow: decide_approval(uow, command, card, key, session_id, caller)
+    )
     if isinstance(outcome, Refusal):
         raise ProblemError(outcome.status, outcome.detail, outcome.title)
     responded = outcome.data

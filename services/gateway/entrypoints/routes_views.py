@@ -70,7 +70,9 @@ async def topology(request: Request, _: Caller = Depends(require(Role.VIEWER))) 
     tags=["observation"],
     summary="One contract's current state (seed 002 ExecutionSnapshot)",
 )
-async def snapshot(request: Request, execution_id: Identifier, _: Caller = Depends(require(Role.VIEWER))) -> Response:
+async def snapshot(
+    request: Request, execution_id: Identifier, _: Caller = Depends(require(Role.VIEWER))
+) -> Response:
     return await ask(request, "observer", "snapshot", {"execution_id": execution_id})
 
 
@@ -81,7 +83,9 @@ async def snapshot(request: Request, execution_id: Identifier, _: Caller = Depen
     tags=["observation"],
     summary="A session's contracts and transitions in time order (seed 002 ExecutionTimeline)",
 )
-async def timeline(request: Request, session_id: Identifier, _: Caller = Depends(require(Role.VIEWER))) -> Response:
+async def timeline(
+    request: Request, session_id: Identifier, _: Caller = Depends(require(Role.VIEWER))
+) -> Response:
     return await ask(request, "observer", "timeline", {"session_id": session_id})
 
 
@@ -92,7 +96,9 @@ async def timeline(request: Request, session_id: Identifier, _: Caller = Depends
     tags=["observation"],
     summary="Every transition of one contract (seed 002 TransitionRecord)",
 )
-async def transitions(request: Request, execution_id: Identifier, _: Caller = Depends(require(Role.VIEWER))) -> Response:
+async def transitions(
+    request: Request, execution_id: Identifier, _: Caller = Depends(require(Role.VIEWER))
+) -> Response:
     return await ask(request, "observer", "transitions", {"execution_id": execution_id})
 
 
@@ -177,7 +183,10 @@ async def replay_policy(
     summary="Say something to Overseer's own agent (addition to CONTRACT.md)",
 )
 async def message(
-    request: Request, body: MessageRequest, session_id: Identifier, caller: Caller = Depends(require(Role.OPERATOR))
+    request: Request,
+    body: MessageRequest,
+    session_id: Identifier,
+    caller: Caller = Depends(require(Role.OPERATOR)),
 ) -> Response:
     gateway = request.app.state.gateway
     event = await gateway.runtime.execute(lambda uow: receive_message(uow, session_id, body.text, caller))
@@ -191,5 +200,7 @@ async def message(
     tags=["conversation"],
     summary="The conversation of a session, as the reasoning service recorded it (addition)",
 )
-async def conversation(request: Request, session_id: Identifier, _: Caller = Depends(require(Role.VIEWER))) -> Response:
+async def conversation(
+    request: Request, session_id: Identifier, _: Caller = Depends(require(Role.VIEWER))
+) -> Response:
     return await ask(request, "reasoning", "conversation.history", {"session_id": session_id})

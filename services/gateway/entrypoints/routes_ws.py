@@ -75,7 +75,7 @@ async def live(websocket: WebSocket) -> None:
 
     try:
         feed = await gateway.live.open(subject_filter, session, since)
-    except Exception as exc:  # noqa: BLE001 - NATS unavailable: tell the client, keep serving
+    except Exception as exc:
         log.warning("cannot open the live stream: %r", exc)
         await deny(websocket, 503, f"the event stream is not available: {type(exc).__name__}")
         return
@@ -92,7 +92,9 @@ async def live(websocket: WebSocket) -> None:
             # The close frame queues behind what the client has not read yet: a client that reads
             # again sees the reason after the buffered events; one that never reads is cut off.
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(websocket.close(code=TRY_AGAIN_LATER, reason=reason), CLOSE_GRACE_SECONDS)
+                await asyncio.wait_for(
+                    websocket.close(code=TRY_AGAIN_LATER, reason=reason), CLOSE_GRACE_SECONDS
+                )
     finally:
         gateway.sockets.discard(websocket)
         for task in (sender, listener):

@@ -92,7 +92,9 @@ class ActionRequest(Strict):
     confidence: float | None = Field(default=None, ge=0.0, le=1.0, description="the agent's confidence, 0..1")
     co_id: str | None = Field(default=None, max_length=128, description="the Cognitive Object this serves")
     summary: str | None = Field(default=None, max_length=500, description="what this does, in words")
-    timeout_seconds: float | None = Field(default=None, gt=0, le=3600, description="tool time limit (addition)")
+    timeout_seconds: float | None = Field(
+        default=None, gt=0, le=3600, description="tool time limit (addition)"
+    )
     idempotency_key: str | None = Field(default=None, max_length=256, description="explicit key (addition)")
 
     @field_validator("tool")

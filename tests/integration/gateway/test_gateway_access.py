@@ -6,7 +6,6 @@ import os
 import stat
 
 import pytest
-
 from conftest import LiveGateway
 
 PROBLEM = "application/problem+json"
@@ -45,13 +44,16 @@ def test_tokens_file_is_written_private_with_four_roles(gateway: LiveGateway) ->
 
 
 @pytest.mark.parametrize(("method", "path", "body", "required"), ENDPOINTS)
-async def test_no_token_is_401_problem(gateway: LiveGateway, method: str, path: str, body: object, required: str) -> None:
+async def test_no_token_is_401_problem(
+    gateway: LiveGateway, method: str, path: str, body: object, required: str
+) -> None:
     async with gateway.client() as client:
         response = await client.request(method, path, json=body)
     assert response.status_code == 401
     assert response.headers["content-type"] == PROBLEM
     problem = response.json()
-    assert problem["status"] == 401 and "bearer token" in problem["detail"]
+    assert problem["status"] == 401
+    assert "bearer token" in problem["detail"]
     assert response.headers["www-authenticate"].startswith("Bearer")
 
 
@@ -82,6 +84,8 @@ async def test_unknown_paths_and_methods_are_problem_documents(gateway: LiveGate
     async with gateway.client("admin") as client:
         missing = await client.get("/v1/nothing-here")
         wrong_method = await client.delete("/v1/policy")
-    assert missing.status_code == 404 and missing.headers["content-type"] == PROBLEM
+    assert missing.status_code == 404
+    assert missing.headers["content-type"] == PROBLEM
     assert missing.json()["title"] == "Not Found"
-    assert wrong_method.status_code == 405 and wrong_method.headers["content-type"] == PROBLEM
+    assert wrong_method.status_code == 405
+    assert wrong_method.headers["content-type"] == PROBLEM

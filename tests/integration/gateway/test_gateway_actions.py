@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 import pytest
-
 from conftest import LiveGateway
+
 from overseer.events.testing import eventually
 
 PROBLEM = "application/problem+json"
@@ -47,7 +47,9 @@ async def card_for(gateway: LiveGateway, execution_id: str) -> dict[str, Any]:
     return dict(await eventually(find))
 
 
-async def decide(gateway: LiveGateway, execution_id: str, role: str = "operator", **body: Any) -> httpx.Response:
+async def decide(
+    gateway: LiveGateway, execution_id: str, role: str = "operator", **body: Any
+) -> httpx.Response:
     async with gateway.client(role) as client:
         return await client.post(f"/v1/approvals/{execution_id}", json=body)
 
@@ -62,7 +64,8 @@ async def test_an_auto_tool_runs_and_the_wait_answers_its_consequence(gateway: L
     view = await settle(gateway, execution_id)
     assert view["execution_id"] == execution_id
     assert view["consequence_label"] == "SUCCESS"
-    assert view["is_still_pending"] is False and view["was_suspended"] is False
+    assert view["is_still_pending"] is False
+    assert view["was_suspended"] is False
     assert view["has_side_effects"] is False
 
 
@@ -73,38 +76,62 @@ async def test_the_proposal_is_the_gateways_event_with_the_agent_as_proposer(gat
     event = stored.envelope()
     assert event.type == "execution.proposed"
     assert stored.subject.endswith(".gateway.execution.proposed")
-    assert event.correlation_id == "act-event" and event.aggregate_id == execution_id
-    assert event.data.proposer.kind == "agent" and event.data.proposer.id == "agent"  # type: ignore[attr-defined]
+    assert event.correlation_id == "act-event"
+    assert event.aggregate_id == execution_id
+    assert event.data.proposer.kind == "agent"
+    assert event.data.proposer.id == "agent"
 
 
 async def test_an_approve_level_call_waits_then_runs_once_approved(gateway: LiveGateway) -> None:
     execution_id = await propose(
-        gateway, session_id="act-mail", tool="email.send", args=mail(), irreversible=True,
+        gateway,
+        session_id="act-mail",
+        tool="email.send",
+        args=mail(),
+        irreversible=True,
         summary="send a meeting invite to bob@example.com",
     )
     waiting = await settle(gateway, execution_id)
-    assert waiting["consequence_label"] == "WAITING" and waiting["is_still_pending"] is True
+    assert waiting["consequence_label"] == "WAITING"
+    assert waiting["is_still_pending"] is True
     card = await card_for(gateway, execution_id)
     assert set(card) >= {
-        "execution_id", "kind", "session_id", "tool", "args", "args_hash", "level", "preview",
-        "requested_at", "requested_by",
+        "execution_id",
+        "kind",
+        "session_id",
+        "tool",
+        "args",
+        "args_hash",
+        "level",
+        "preview",
+        "requested_at",
+        "requested_by",
     }
-    assert card["kind"] == "approval" and card["tool"] == "email.send" and card["level"] == "APPROVE"
-    assert card["session_id"] == "act-mail" and card["args"] == mail()
+    assert card["kind"] == "approval"
+    assert card["tool"] == "email.send"
+    assert card["level"] == "APPROVE"
+    assert card["session_id"] == "act-mail"
+    assert card["args"] == mail()
     response = await decide(gateway, execution_id, decision="approve", args_hash=card["args_hash"])
     assert response.status_code == 200, response.text
     assert response.json()["decided_by"] == {"kind": "operator", "id": "operator"}
     done = await settle(gateway, execution_id, until="terminal")
     assert done["was_suspended"] is True
-    assert done["consequence_label"] in ("SUCCESS", "FAILED")  # the stack's SMTP sink is not part of this test
+    assert done["consequence_label"] in (
+        "SUCCESS",
+        "FAILED",
+    )  # the stack's SMTP sink is not part of this test
 
 
 async def test_a_second_decision_a_wrong_hash_and_a_late_one_are_409(gateway: LiveGateway) -> None:
-    execution_id = await propose(gateway, session_id="act-409", tool="email.send", args=mail("carol@example.com"))
+    execution_id = await propose(
+        gateway, session_id="act-409", tool="email.send", args=mail("carol@example.com")
+    )
     await settle(gateway, execution_id)
     card = await card_for(gateway, execution_id)
     wrong = await decide(gateway, execution_id, decision="approve", args_hash="0" * 64)
-    assert wrong.status_code == 409 and wrong.headers["content-type"] == PROBLEM
+    assert wrong.status_code == 409
+    assert wrong.headers["content-type"] == PROBLEM
     assert "does not match" in wrong.json()["detail"]
     first = await decide(gateway, execution_id, decision="reject", args_hash=card["args_hash"], comment="no")
     assert first.status_code == 200
@@ -117,31 +144,42 @@ async def test_a_second_decision_a_wrong_hash_and_a_late_one_are_409(gateway: Li
 
 
 async def test_the_requester_may_not_approve_its_own_proposal(gateway: LiveGateway) -> None:
-    execution_id = await propose(gateway, "admin", session_id="act-self", tool="email.send", args=mail("dan@example.com"))
+    execution_id = await propose(
+        gateway, "admin", session_id="act-self", tool="email.send", args=mail("dan@example.com")
+    )
     await settle(gateway, execution_id)
     card = await card_for(gateway, execution_id)
     assert card["requested_by"] == "agent:admin"
     own = await decide(gateway, execution_id, "admin", decision="approve", args_hash=card["args_hash"])
-    assert own.status_code == 403 and own.headers["content-type"] == PROBLEM
+    assert own.status_code == 403
+    assert own.headers["content-type"] == PROBLEM
     assert "may not decide" in own.json()["detail"]
     other = await decide(gateway, execution_id, decision="reject", args_hash=card["args_hash"])
     assert other.status_code == 200
 
 
-async def test_deciding_on_an_execution_without_a_card_is_404_and_wrong_words_422(gateway: LiveGateway) -> None:
+async def test_deciding_on_an_execution_without_a_card_is_404_and_wrong_words_422(
+    gateway: LiveGateway,
+) -> None:
     missing = await decide(gateway, "no-such-execution", decision="approve", args_hash="h")
-    assert missing.status_code == 404 and missing.headers["content-type"] == PROBLEM
-    execution_id = await propose(gateway, session_id="act-words", tool="email.send", args=mail("erin@example.com"))
+    assert missing.status_code == 404
+    assert missing.headers["content-type"] == PROBLEM
+    execution_id = await propose(
+        gateway, session_id="act-words", tool="email.send", args=mail("erin@example.com")
+    )
     await settle(gateway, execution_id)
     card = await card_for(gateway, execution_id)
     wrong_word = await decide(gateway, execution_id, decision="completed", args_hash=card["args_hash"])
-    assert wrong_word.status_code == 422 and "approval card takes" in wrong_word.json()["detail"]
+    assert wrong_word.status_code == 422
+    assert "approval card takes" in wrong_word.json()["detail"]
     not_a_word = await decide(gateway, execution_id, decision="maybe", args_hash=card["args_hash"])
     assert not_a_word.status_code == 422
 
 
 async def test_an_unknown_tool_is_held_for_a_person_not_refused(gateway: LiveGateway) -> None:
-    execution_id = await propose(gateway, session_id="act-unknown", tool="weather.forecast", args={"city": "Oslo"})
+    execution_id = await propose(
+        gateway, session_id="act-unknown", tool="weather.forecast", args={"city": "Oslo"}
+    )
     view = await settle(gateway, execution_id)
     assert view["consequence_label"] == "WAITING"
     card = await card_for(gateway, execution_id)
@@ -151,11 +189,14 @@ async def test_an_unknown_tool_is_held_for_a_person_not_refused(gateway: LiveGat
 async def test_waiting_on_an_unknown_execution_is_404_after_the_wait(gateway: LiveGateway) -> None:
     async with gateway.client("viewer") as client:
         response = await client.get("/v1/actions/0190aaaa-0000-7000-8000-000000000000", params={"wait": 0.2})
-    assert response.status_code == 404 and response.headers["content-type"] == PROBLEM
+    assert response.status_code == 404
+    assert response.headers["content-type"] == PROBLEM
 
 
 async def test_a_short_wait_answers_the_current_view(gateway: LiveGateway) -> None:
-    execution_id = await propose(gateway, session_id="act-short", tool="email.send", args=mail("fay@example.com"))
+    execution_id = await propose(
+        gateway, session_id="act-short", tool="email.send", args=mail("fay@example.com")
+    )
     await settle(gateway, execution_id)
     async with gateway.client("viewer") as client:
         response = await client.get(f"/v1/actions/{execution_id}", params={"wait": 0.3, "until": "terminal"})
@@ -175,7 +216,9 @@ async def test_a_short_wait_answers_the_current_view(gateway: LiveGateway) -> No
         ({"session_id": "a b", "tool": "fs.list"}, 422, "is not a session id"),
     ],
 )
-async def test_bad_proposals_get_a_clear_4xx(gateway: LiveGateway, body: Any, status: int, detail: str) -> None:
+async def test_bad_proposals_get_a_clear_4xx(
+    gateway: LiveGateway, body: Any, status: int, detail: str
+) -> None:
     async with gateway.client("agent") as client:
         response = await client.post("/v1/actions", json=body)
     assert response.status_code == status, response.text
@@ -186,7 +229,9 @@ async def test_bad_proposals_get_a_clear_4xx(gateway: LiveGateway, body: Any, st
 async def test_malformed_json_is_400_and_a_huge_body_413(gateway: LiveGateway) -> None:
     async with gateway.client("agent") as client:
         broken = await client.post(
-            "/v1/actions", content=b'{"session_id": "s", "tool": ', headers={"Content-Type": "application/json"}
+            "/v1/actions",
+            content=b'{"session_id": "s", "tool": ',
+            headers={"Content-Type": "application/json"},
         )
         huge = await client.post(
             "/v1/actions", json={"session_id": "s", "tool": "fs.write", "args": {"content": "x" * (2 << 20)}}
@@ -196,16 +241,41 @@ async def test_malformed_json_is_400_and_a_huge_body_413(gateway: LiveGateway) -
             for _ in range(40):
                 yield b"x" * 65536
 
-        chunked = await client.post("/v1/actions", content=chunks(), headers={"Content-Type": "application/json"})
-    assert broken.status_code == 400 and "not valid JSON" in broken.json()["detail"]
-    assert huge.status_code == 413 and "at most" in huge.json()["detail"]
+        chunked = await client.post(
+            "/v1/actions", content=chunks(), headers={"Content-Type": "application/json"}
+        )
+    assert broken.status_code == 400
+    assert "not valid JSON" in broken.json()["detail"]
+    assert huge.status_code == 413
+    assert "at most" in huge.json()["detail"]
     assert chunked.status_code == 413
     for response in (broken, huge, chunked):
         assert response.headers["content-type"] == PROBLEM
 
 
+@pytest.mark.parametrize(
+    ("raw", "status", "detail"),
+    [
+        (b'{"session_id": "s", "tool": "fs.list", "args": {"x": "\\ud800"}}', 400, "surrogate"),
+        (b'{"session_id": "s", "tool": "fs.list", "args": {"x": NaN}}', 400, "not valid JSON"),
+        (b'{"session_id": "s", "tool": "fs.list", "args": {"n": 123456789012345678901234}}', 422, "64 bits"),
+        (b"", 422, "body: Field required"),
+    ],
+)
+async def test_bodies_the_stack_could_not_carry_are_refused_up_front(
+    gateway: LiveGateway, raw: bytes, status: int, detail: str
+) -> None:
+    async with gateway.client("agent") as client:
+        response = await client.post("/v1/actions", content=raw, headers={"Content-Type": "application/json"})
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == PROBLEM
+    assert detail in response.json()["detail"]
+
+
 async def test_concurrent_decisions_on_one_card_record_exactly_one(gateway: LiveGateway) -> None:
-    execution_id = await propose(gateway, session_id="act-race", tool="email.send", args=mail("gus@example.com"))
+    execution_id = await propose(
+        gateway, session_id="act-race", tool="email.send", args=mail("gus@example.com")
+    )
     await settle(gateway, execution_id)
     card = await card_for(gateway, execution_id)
     responses = await asyncio.gather(

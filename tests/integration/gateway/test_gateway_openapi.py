@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import LiveGateway
 
 CHECKS = ",".join(
@@ -35,12 +34,20 @@ async def test_every_contract_path_is_documented_with_examples(gateway: LiveGate
         document = (await client.get("/openapi.json")).json()
     paths = document["paths"]
     for path, method in [
-        ("/healthz", "get"), ("/v1/actions", "post"), ("/v1/actions/{execution_id}", "get"),
-        ("/v1/approvals", "get"), ("/v1/approvals/{execution_id}", "post"),
-        ("/api/execution/{execution_id}/snapshot", "get"), ("/api/execution/{session_id}/timeline", "get"),
-        ("/api/execution/topology", "get"), ("/v1/executions/{execution_id}/transitions", "get"),
-        ("/v1/audit", "get"), ("/v1/audit/verify", "get"), ("/v1/policy", "get"),
-        ("/v1/policy/admin", "put"), ("/v1/policy/replay", "post"),
+        ("/healthz", "get"),
+        ("/v1/actions", "post"),
+        ("/v1/actions/{execution_id}", "get"),
+        ("/v1/approvals", "get"),
+        ("/v1/approvals/{execution_id}", "post"),
+        ("/api/execution/{execution_id}/snapshot", "get"),
+        ("/api/execution/{session_id}/timeline", "get"),
+        ("/api/execution/topology", "get"),
+        ("/v1/executions/{execution_id}/transitions", "get"),
+        ("/v1/audit", "get"),
+        ("/v1/audit/verify", "get"),
+        ("/v1/policy", "get"),
+        ("/v1/policy/admin", "put"),
+        ("/v1/policy/replay", "post"),
     ]:
         assert method in paths[path], (path, method)
     schemas = document["components"]["schemas"]
@@ -56,16 +63,31 @@ async def test_schemathesis_finds_no_server_error_and_no_schema_violation(
 ) -> None:
     report = tmp_path / "report.json"
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "schemathesis.cli", "run", f"{gateway.url}/openapi.json",
-        "--checks", CHECKS,
-        "--max-examples", "25",
-        "--workers", "2",
-        "--phases", "examples,coverage,fuzzing",
-        "--seed", "20261122",
-        "--request-timeout", "30",
-        "--header", f"Authorization: Bearer {gateway.tokens['admin']}",
-        "--generation-database", "none",
-        "--report", "json", "--report-json-path", str(report),
+        sys.executable,
+        "-m",
+        "schemathesis.cli",
+        "run",
+        f"{gateway.url}/openapi.json",
+        "--checks",
+        CHECKS,
+        "--max-examples",
+        "25",
+        "--workers",
+        "2",
+        "--phases",
+        "examples,coverage,fuzzing",
+        "--seed",
+        "20261122",
+        "--request-timeout",
+        "30",
+        "--header",
+        f"Authorization: Bearer {gateway.tokens['admin']}",
+        "--generation-database",
+        "none",
+        "--report",
+        "json",
+        "--report-json-path",
+        str(report),
         "--no-color",
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
@@ -75,4 +97,5 @@ async def test_schemathesis_finds_no_server_error_and_no_schema_violation(
     assert process.returncode == 0, text[-6000:]
     result = json.loads(report.read_text())
     assert result["test_cases"]["generated"] >= 200, result["test_cases"]
-    assert result["test_cases"]["with_failures"] == 0 and result["operations"]["tested"] == result["operations"]["total"]
+    assert result["test_cases"]["with_failures"] == 0
+    assert result["operations"]["tested"] == result["operations"]["total"]

@@ -24,7 +24,7 @@ class HangingMailServer:
         self.server: asyncio.AbstractServer | None = None
         self.port = 0
 
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802 - aiosmtpd's name
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         self.in_data.set()
         await self.release.wait()
         return "451 try later"
@@ -50,27 +50,41 @@ async def test_a_reconciliation_card_takes_completed_or_failed_and_settles_the_c
         "executor": {"drain_seconds": 0.2, "retry_attempts": 1, "tool_timeout_seconds": 120},
     }
     try:
-        async with running(stack, ("observer", "col", "firewall", "reasoning", "gateway"), **overrides) as others:
+        async with running(
+            stack, ("observer", "col", "firewall", "reasoning", "gateway"), **overrides
+        ) as others:
             url = others["gateway"].url  # type: ignore[attr-defined]
             tokens = json.loads((stack.home / "tokens.json").read_text())
 
             def client(role: str) -> httpx.AsyncClient:
-                return httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {tokens[role]}"}, timeout=30)
+                return httpx.AsyncClient(
+                    base_url=url, headers={"Authorization": f"Bearer {tokens[role]}"}, timeout=30
+                )
 
             async with stack.runtime(ExecutorService(), **overrides):
                 async with client("agent") as agent:
-                    accepted = await agent.post("/v1/actions", json={
-                        "session_id": "recon", "tool": "email.send", "irreversible": True,
-                        "args": {"to": "bob@example.com", "subject": "Invite", "body": "10:00?"},
-                    })
+                    accepted = await agent.post(
+                        "/v1/actions",
+                        json={
+                            "session_id": "recon",
+                            "tool": "email.send",
+                            "irreversible": True,
+                            "args": {"to": "bob@example.com", "subject": "Invite", "body": "10:00?"},
+                        },
+                    )
                     execution_id = accepted.json()["execution_id"]
                     waiting = await agent.get(f"/v1/actions/{execution_id}", params={"wait": 20})
                     assert waiting.json()["consequence_label"] == "WAITING"
                 async with client("operator") as operator:
-                    (card,) = [c for c in (await operator.get("/v1/approvals")).json()
-                               if c["execution_id"] == execution_id]
-                    approved = await operator.post(f"/v1/approvals/{execution_id}",
-                                                   json={"decision": "approve", "args_hash": card["args_hash"]})
+                    (card,) = [
+                        c
+                        for c in (await operator.get("/v1/approvals")).json()
+                        if c["execution_id"] == execution_id
+                    ]
+                    approved = await operator.post(
+                        f"/v1/approvals/{execution_id}",
+                        json={"decision": "approve", "args_hash": card["args_hash"]},
+                    )
                     assert approved.status_code == 200
                 await asyncio.wait_for(smtp.in_data.wait(), 20)
             # The executor is gone while the mail was being handed over: nobody knows whether it left.
@@ -79,24 +93,34 @@ async def test_a_reconciliation_card_takes_completed_or_failed_and_settles_the_c
 
                     async def reconciliation() -> dict[str, Any] | None:
                         cards = (await operator.get("/v1/approvals")).json()
-                        return next((c for c in cards if c["execution_id"] == execution_id
-                                     and c["kind"] == "reconciliation"), None)
+                        return next(
+                            (
+                                c
+                                for c in cards
+                                if c["execution_id"] == execution_id and c["kind"] == "reconciliation"
+                            ),
+                            None,
+                        )
 
                     card = await eventually(reconciliation, timeout=20)
                     assert card["args_hash"]
-                    wrong = await operator.post(f"/v1/approvals/{execution_id}",
-                                                json={"decision": "approve", "args_hash": card["args_hash"]})
+                    wrong = await operator.post(
+                        f"/v1/approvals/{execution_id}",
+                        json={"decision": "approve", "args_hash": card["args_hash"]},
+                    )
                     assert wrong.status_code == 422
-                    assert "completed" in wrong.json()["detail"] and "failed" in wrong.json()["detail"]
-                    told = await operator.post(f"/v1/approvals/{execution_id}",
-                                               json={"decision": "completed", "args_hash": card["args_hash"]})
+                    assert "completed" in wrong.json()["detail"]
+                    assert "failed" in wrong.json()["detail"]
+                    told = await operator.post(
+                        f"/v1/approvals/{execution_id}",
+                        json={"decision": "completed", "args_hash": card["args_hash"]},
+                    )
                     assert told.status_code == 200, told.text
                 async with client("viewer") as viewer:
-                    view = await viewer.get(f"/v1/actions/{execution_id}",
-                                            params={"wait": 20, "until": "terminal"})
+                    view = await viewer.get(
+                        f"/v1/actions/{execution_id}", params={"wait": 20, "until": "terminal"}
+                    )
                 assert view.json()["consequence_label"] == "SUCCESS"
                 assert view.json()["has_side_effects"] is True
     finally:
         await smtp.stop()
-
-

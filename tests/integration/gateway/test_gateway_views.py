@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from conftest import LiveGateway
@@ -11,7 +12,9 @@ PROBLEM = "application/problem+json"
 
 async def run_one(gateway: LiveGateway, session: str) -> str:
     async with gateway.client("agent") as client:
-        response = await client.post("/v1/actions", json={"session_id": session, "tool": "fs.list", "args": {"path": "."}})
+        response = await client.post(
+            "/v1/actions", json={"session_id": session, "tool": "fs.list", "args": {"path": "."}}
+        )
         execution_id = str(response.json()["execution_id"])
         done = await client.get(f"/v1/actions/{execution_id}", params={"wait": 20})
     assert done.json()["consequence_label"] == "SUCCESS"
@@ -29,7 +32,8 @@ async def test_snapshot_transitions_and_timeline_of_a_finished_execution(gateway
     execution_id = await run_one(gateway, "views-1")
     snapshot = await get(gateway, f"/api/execution/{execution_id}/snapshot")
     assert snapshot["execution_id"] == execution_id
-    assert snapshot["current_status"] == "completed" and snapshot["is_terminal"] is True
+    assert snapshot["current_status"] == "completed"
+    assert snapshot["is_terminal"] is True
     transitions = await get(gateway, f"/v1/executions/{execution_id}/transitions")
     assert [(t["from_status"], t["to_status"]) for t in transitions] == [
         ("pending", "running"),
@@ -38,22 +42,33 @@ async def test_snapshot_transitions_and_timeline_of_a_finished_execution(gateway
     assert [t["sequence_number"] for t in transitions] == [0, 1]
     timeline = await get(gateway, "/api/execution/views-1/timeline")
     assert timeline["session_id"] == "views-1"
-    assert timeline["total_contracts"] == 1 and timeline["terminal_contracts"] == 1
+    assert timeline["total_contracts"] == 1
+    assert timeline["terminal_contracts"] == 1
     assert [c["execution_id"] for c in timeline["contracts"]] == [execution_id]
 
 
 async def test_topology_is_the_seven_state_machine(gateway: LiveGateway) -> None:
     topology = await get(gateway, "/api/execution/topology")
     assert {n["status"] for n in topology["nodes"]} == {
-        "pending", "running", "waiting", "completed", "failed", "rejected", "cancelled",
+        "pending",
+        "running",
+        "waiting",
+        "completed",
+        "failed",
+        "rejected",
+        "cancelled",
     }
-    assert len(topology["edges"]) == 9 and topology["initial_status"] == "pending"
+    assert len(topology["edges"]) == 9
+    assert topology["initial_status"] == "pending"
 
 
 async def test_unknown_executions_and_sessions_are_404_problems(gateway: LiveGateway) -> None:
     async with gateway.client("viewer") as client:
-        for path in ("/api/execution/nope/snapshot", "/v1/executions/nope/transitions",
-                     "/api/execution/no-such-session/timeline"):
+        for path in (
+            "/api/execution/nope/snapshot",
+            "/v1/executions/nope/transitions",
+            "/api/execution/no-such-session/timeline",
+        ):
             response = await client.get(path)
             assert response.status_code == 404, path
             assert response.headers["content-type"] == PROBLEM
@@ -66,12 +81,14 @@ async def test_the_audit_chain_is_listed_in_order_and_verifies(gateway: LiveGate
     assert records, "every proposal and verdict is audited"
     indexes = [r["index"] for r in records]
     assert indexes == sorted(indexes)
-    for previous, record in zip(records, records[1:], strict=False):
+    for previous, record in itertools.pairwise(records):
         assert record["prev_hash"] == previous["hash"]
     page = await get(gateway, "/v1/audit", "operator", after=indexes[0], limit=1)
     assert [r["index"] for r in page] == [indexes[1]]
     verified = await get(gateway, "/v1/audit/verify", "operator")
-    assert verified["ok"] is True and verified["first_broken"] is None and verified["records"] >= len(records)
+    assert verified["ok"] is True
+    assert verified["first_broken"] is None
+    assert verified["records"] >= len(records)
 
 
 async def test_admin_policy_can_be_read_replayed_and_replaced(gateway: LiveGateway) -> None:
@@ -84,7 +101,8 @@ async def test_admin_policy_can_be_read_replayed_and_replaced(gateway: LiveGatew
         replay = await client.post("/v1/policy/replay", json=candidate)
         assert replay.status_code == 200, replay.text
         invalid = await client.put("/v1/policy/admin", json={"defaults": {"fs.list": "SOMETIMES"}})
-        assert invalid.status_code == 422 and invalid.headers["content-type"] == PROBLEM
+        assert invalid.status_code == 422
+        assert invalid.headers["content-type"] == PROBLEM
         assert "SOMETIMES" in invalid.json()["detail"]
         replaced = await client.put("/v1/policy/admin", json=candidate)
         assert replaced.status_code == 200, replaced.text

@@ -9,10 +9,10 @@ from urllib.parse import urlencode
 
 import orjson
 import pytest
+from conftest import LiveGateway
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from conftest import LiveGateway
 from overseer.events.testing import eventually
 
 
@@ -88,8 +88,10 @@ async def test_reconnecting_with_since_misses_nothing_after_a_drop_mid_burst(gat
     # Dropped in the middle of the burst; the producer keeps going meanwhile.
     last = seen[-1]["seq"]
     await asyncio.sleep(0.05)
-    async with connect(ws_url(gateway, subjects="gateway.conversation.*", session=session, since=last),
-                       additional_headers=auth(gateway)) as ws:
+    async with connect(
+        ws_url(gateway, subjects="gateway.conversation.*", session=session, since=last),
+        additional_headers=auth(gateway),
+    ) as ws:
         seen += await receive(ws, len(burst) - 17)
     await producer
     texts = [m["event"]["data"]["text"] for m in seen]
@@ -100,8 +102,10 @@ async def test_reconnecting_with_since_misses_nothing_after_a_drop_mid_burst(gat
 
 async def test_without_since_only_new_events_arrive(gateway: LiveGateway) -> None:
     await say(gateway, "ws-new", ["before"])
-    async with connect(ws_url(gateway, session="ws-new", subjects="conversation.message_received"),
-                       additional_headers=auth(gateway)) as ws:
+    async with connect(
+        ws_url(gateway, session="ws-new", subjects="conversation.message_received"),
+        additional_headers=auth(gateway),
+    ) as ws:
         await asyncio.sleep(0.2)  # the consumer exists once the handshake is answered; be generous anyway
         await say(gateway, "ws-new", ["after"])
         (message,) = await receive(ws, 1)
@@ -109,8 +113,9 @@ async def test_without_since_only_new_events_arrive(gateway: LiveGateway) -> Non
 
 
 async def test_replies_of_other_services_stream_too(gateway: LiveGateway) -> None:
-    async with connect(ws_url(gateway, session="ws-reply", since=0, subjects="reasoning.>"),
-                       additional_headers=auth(gateway)) as ws:
+    async with connect(
+        ws_url(gateway, session="ws-reply", since=0, subjects="reasoning.>"), additional_headers=auth(gateway)
+    ) as ws:
         await say(gateway, "ws-reply", ["hi there"])
         (reply,) = await receive(ws, 1)
     assert reply["type"] == "conversation.replied"
@@ -140,15 +145,22 @@ async def test_a_slow_client_is_dropped_with_a_reason_and_others_keep_flowing(
     )
     slow.transport.pause_reading()
     await say(gateway, session, [body] * count)
-    async with connect(ws_url(gateway, session=session, since=0, subjects="conversation.message_received"),
-                       additional_headers=auth(gateway), max_size=None) as healthy:
+    async with connect(
+        ws_url(gateway, session=session, since=0, subjects="conversation.message_received"),
+        additional_headers=auth(gateway),
+        max_size=None,
+    ) as healthy:
         got = await receive(healthy, count, timeout=20)
     assert len(got) == count
     slow.transport.resume_reading()
-    with pytest.raises(ConnectionClosed) as closed:
+
+    async def read_until_closed() -> None:
         async with asyncio.timeout(20):
             while True:
                 await slow.recv()
+
+    with pytest.raises(ConnectionClosed) as closed:
+        await read_until_closed()
     assert closed.value.rcvd is not None
     assert closed.value.rcvd.code == 1013
     assert "slow consumer" in closed.value.rcvd.reason
