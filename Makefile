@@ -44,8 +44,9 @@ typecheck: $(STAMP)
 	@rm -rf .mypy-src && mkdir -p .mypy-src/overseer
 	@ln -s ../../libs/events .mypy-src/overseer/events && ln -s ../../libs/cli .mypy-src/overseer/cli
 	@for s in reasoning executor col firewall observer gateway; do ln -s ../../services/$$s .mypy-src/overseer/$$s; done
-	cd .mypy-src && ../$(PY) -m mypy --config-file ../pyproject.toml -p overseer.events -p overseer.reasoning \
-		-p overseer.firewall.domain -p overseer.executor.domain -p overseer.observer.domain -p overseer.col.domain
+	cd .mypy-src && ../$(PY) -m mypy --config-file ../pyproject.toml -p overseer.events -p overseer.cli \
+		-p overseer.reasoning -p overseer.firewall -p overseer.executor -p overseer.observer -p overseer.col \
+		-p overseer.gateway
 
 fmt: $(STAMP)
 	$(VENV)/bin/ruff format .

@@ -96,6 +96,15 @@ def _facts(event_type: str, data: dict[str, Any]) -> Text:
         case "observation.execution_state":
             out.append(f"{eid} {data.get('action_summary', '')} ")
             out.append_text(status_text(data.get("to_status")))
+        case "observation.execution_fact":
+            out.append(f"{eid} ")
+            out.append_text(status_text(data.get("final_status")))
+            detail = data.get("error_summary") or data.get("result_summary") or ""
+            out.append(f" {compact(detail, 60)}", style="bright_black")
+        case "execution.contract_created":
+            out.append(f"{eid} PENDING {data.get('tool')}")
+            if data.get("irreversible"):
+                out.append(" irreversible", style="yellow")
         case "audit.recorded":
             out.append(f"#{data.get('index')} {str(data.get('hash', ''))[:12]}")
         case "conversation.message_received" | "conversation.replied":
@@ -127,6 +136,9 @@ def event_line(message: dict[str, Any]) -> Text:
     if session:
         line.append(f"[{short(session, 12)}] ", style="bright_black")
     line.append_text(_facts(str(message.get("type", "")), event.get("data") or {}))
+    # One event, one line: cut at the terminal's edge rather than wrap into the next event.
+    line.no_wrap = True
+    line.overflow = "ellipsis"
     return line
 
 

@@ -211,7 +211,7 @@ def _fast_adapter() -> TypeAdapter[Envelope]:
             create_model(
                 f"{cls.__name__}Envelope",
                 __base__=Envelope,
-                type=(Literal[type_name], ...),  # type: ignore[valid-type]
+                type=(Literal[type_name], ...),  # type: ignore[arg-type]
                 data=(cls, ...),
             )
             for type_name, cls in _REGISTRY.items()

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from overseer.events.catalogue import ExecutionTransitioned
 from overseer.events.runtime import Handler, RpcError, RpcMethod, Subscription
 from overseer.events.store import EventStore
 from overseer.executor.adapters.contracts_sql import ContractRepository, contract_view
@@ -82,6 +83,7 @@ def rpc_table(
         for stored in store().read_aggregate(execution_id):
             if stored.type == "execution.transitioned" and stored.origin == "local":
                 data = stored.envelope().data
+                assert isinstance(data, ExecutionTransitioned)
                 transitions.append(
                     {
                         "from": data.from_status,

@@ -26,6 +26,8 @@ def _int64(text: str) -> int:
     if not -(2**63) <= value < 2**64:
         raise ValueError(f"the integer {text[:24]}… does not fit in 64 bits")
     return value
+
+
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 

@@ -9,8 +9,10 @@ from fastapi.responses import Response
 
 from overseer.gateway.application.commands import receive_message
 from overseer.gateway.domain.access import Caller, Role
+from overseer.gateway.domain.actions import session_id_problem
 from overseer.gateway.entrypoints.auth import require
 from overseer.gateway.entrypoints.docs import READ, READ_ONE, WRITE, problems
+from overseer.gateway.entrypoints.problems import ProblemError
 from overseer.gateway.entrypoints.routes_actions import json_response
 from overseer.gateway.entrypoints.schemas import (
     AuditRecord,
@@ -188,6 +190,9 @@ async def message(
     session_id: Identifier,
     caller: Caller = Depends(require(Role.OPERATOR)),
 ) -> Response:
+    problem = session_id_problem(session_id)
+    if problem:
+        raise ProblemError(422, problem)
     gateway = request.app.state.gateway
     event = await gateway.runtime.execute(lambda uow: receive_message(uow, session_id, body.text, caller))
     return json_response({"session_id": session_id, "event_id": event.event_id}, 202)

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from overseer.gateway.domain.actions import session_id_problem, tool_name_problem
+from overseer.gateway.domain.actions import SESSION_ID, TOOL_NAME, session_id_problem, tool_name_problem
 
 MAX_TEXT = 4000
 
@@ -85,8 +85,18 @@ class ActionRequest(Strict):
         },
     )
 
-    session_id: str = Field(min_length=1, max_length=128, description="the agent's session (correlation id)")
-    tool: str = Field(min_length=1, max_length=128, description="a tool name such as fs.list or email.send")
+    session_id: str = Field(
+        min_length=1,
+        max_length=128,
+        description="the agent's session (correlation id)",
+        json_schema_extra={"pattern": SESSION_ID.pattern},
+    )
+    tool: str = Field(
+        min_length=1,
+        max_length=128,
+        description="a tool name such as fs.list or email.send",
+        json_schema_extra={"pattern": "^" + TOOL_NAME.pattern + "$"},
+    )
     args: dict[str, Any] = Field(default_factory=dict, description="the tool's arguments")
     irreversible: bool | None = Field(default=None, description="the agent's own claim; the tool's flag wins")
     confidence: float | None = Field(default=None, ge=0.0, le=1.0, description="the agent's confidence, 0..1")

@@ -22,11 +22,12 @@ import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, TextIO
 
 import anyio
 import orjson
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
+from mcp.types import TextContent
 
 from overseer.executor.domain.tools import ToolCall, ToolError, ToolSpec, TransientToolError, UnknownTool
 
@@ -104,7 +105,7 @@ class McpServerTools:
         self._wake = asyncio.Event()
         self._stopping = False
         self._owner: asyncio.Task[None] | None = None
-        self._errlog: IO[str] | None = None
+        self._errlog: TextIO | None = None
 
     @property
     def prefix(self) -> str:
@@ -144,7 +145,7 @@ class McpServerTools:
             self._errlog.close()
             self._errlog = None
 
-    def _stderr(self) -> IO[str]:
+    def _stderr(self) -> TextIO:
         if self.log_path is None:
             return sys.stderr
         if self._errlog is None:
@@ -236,7 +237,7 @@ class McpServerTools:
             raise ToolError(f"MCP error {exc.code} from {self.name}: {exc.message}") from exc
         except _CLOSED_ERRORS as exc:
             raise self._lost(spec, _describe(exc)) from exc
-        text = "\n".join(block.text for block in result.content if getattr(block, "type", None) == "text")
+        text = "\n".join(block.text for block in result.content if isinstance(block, TextContent))
         if result.is_error:
             raise ToolError(text or f"{tc.name} reported an error")
         if not text and result.structured_content is not None:

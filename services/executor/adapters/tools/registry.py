@@ -93,7 +93,7 @@ class ToolRegistry:
         try:
             validator(call.args)
         except fastjsonschema.JsonSchemaException as exc:
-            raise ToolError(f"invalid arguments for {call.name}: {exc.message}") from None
+            raise ToolError(f"invalid arguments for {call.name}: {exc}") from None
 
     async def execute(self, call: ToolCall) -> str:
         self.validate(call)

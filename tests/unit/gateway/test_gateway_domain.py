@@ -1,0 +1,134 @@
+"""The gateway's pure rules: who may call what, how subject patterns match, when a decision is refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from overseer.events.catalogue import Principal
+from overseer.gateway.domain.access import Caller, Role, may
+from overseer.gateway.domain.actions import session_id_problem, tool_name_problem
+from overseer.gateway.domain.approvals import ApprovalCard, refuse_decision
+from overseer.gateway.domain.patterns import InvalidPattern, SubjectFilter
+
+# CONTRACT.md: viewer < agent, viewer < operator, admin can do everything; agent and operator apart.
+EXPECTED = {
+    Role.VIEWER: {Role.VIEWER},
+    Role.AGENT: {Role.VIEWER, Role.AGENT},
+    Role.OPERATOR: {Role.VIEWER, Role.OPERATOR},
+    Role.ADMIN: {Role.VIEWER, Role.AGENT, Role.OPERATOR, Role.ADMIN},
+}
+
+
+@pytest.mark.parametrize("holder", list(Role))
+@pytest.mark.parametrize("required", list(Role))
+def test_roles_grant_exactly_the_contracts_table(holder: Role, required: Role) -> None:
+    assert may(holder, required) is (required in EXPECTED[holder])
+
+
+def test_a_caller_acts_as_a_principal_of_the_kind_it_plays() -> None:
+    alice = Caller("alice", Role.ADMIN)
+    assert alice.as_principal("agent") == Principal(kind="agent", id="alice")
+    assert alice.as_principal("operator") == Principal(kind="operator", id="alice")
+
+
+SUBJECT = "overseer.executor.execution.transitioned"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "matches"),
+    [
+        (None, True),
+        ("", True),
+        ("execution.transitioned", True),
+        ("execution.*", True),
+        ("execution.>", True),
+        ("executor.>", True),
+        ("executor.execution.*", True),
+        ("overseer.executor.>", True),
+        ("*.execution.transitioned", True),
+        ("firewall.>", False),
+        ("execution", False),
+        ("execution.proposed", False),
+        ("firewall.>, execution.transitioned", True),
+        ("ecs.requested,firewall.*", False),
+    ],
+)
+def test_subject_patterns_match_type_owner_or_full_subject(pattern: str | None, matches: bool) -> None:
+    assert SubjectFilter.parse(pattern).matches(SUBJECT) is matches
+
+
+@pytest.mark.parametrize("pattern", ["a..b", ".a", "a.", "a.>.b", "exec*.x", "a.b>"])
+def test_malformed_patterns_are_refused(pattern: str) -> None:
+    with pytest.raises(InvalidPattern):
+        SubjectFilter.parse(pattern)
+
+
+def card(**changes: object) -> ApprovalCard:
+    base: dict[str, object] = {
+        "execution_id": "e1",
+        "kind": "approval",
+        "status": "waiting",
+        "args_hash": "h1",
+        "requested_by": Principal(kind="agent", id="bot"),
+        "decided": False,
+    }
+    return ApprovalCard(**(base | changes))  # type: ignore[arg-type]
+
+
+OPERATOR = Principal(kind="operator", id="olga")
+
+
+def refusal(c: ApprovalCard, decision: str = "approve", args_hash: str = "h1", **kw: object) -> int | None:
+    decider = kw.get("decider", OPERATOR)
+    result = refuse_decision(
+        c, decision=decision, args_hash=args_hash, decider=decider, already_decided=bool(kw.get("already"))
+    )  # type: ignore[arg-type]
+    return None if result is None else result.status
+
+
+def test_a_fresh_decision_on_a_waiting_card_with_its_hash_passes() -> None:
+    assert refusal(card()) is None
+    assert refusal(card(kind="reconciliation"), "failed") is None
+
+
+def test_the_requester_is_refused_403_whatever_its_role_word() -> None:
+    assert refusal(card(), decider=Principal(kind="operator", id="bot")) == 403
+    assert refusal(card(status="completed"), decider=Principal(kind="admin", id="bot")) == 403
+
+
+@pytest.mark.parametrize(
+    ("c", "kw", "status"),
+    [
+        (card(status="running"), {}, 409),
+        (card(status="completed"), {}, 409),
+        (card(decided=True), {}, 409),
+        (card(), {"already": True}, 409),
+        (card(), {"args_hash": "other"}, 409),
+    ],
+)
+def test_not_waiting_decided_twice_or_other_arguments_is_409(
+    c: ApprovalCard, kw: dict[str, object], status: int
+) -> None:
+    args_hash = str(kw.pop("args_hash", "h1"))
+    assert refusal(c, args_hash=args_hash, **kw) == status
+
+
+def test_each_card_kind_takes_only_its_words() -> None:
+    assert refusal(card(), "completed") == 422
+    assert refusal(card(kind="reconciliation"), "approve") == 422
+
+
+@pytest.mark.parametrize("name", ["fs.list", "time.get_current_time", "my-server.tool_1", "weather"])
+def test_tool_names_that_are_well_formed(name: str) -> None:
+    assert tool_name_problem(name) is None
+
+
+@pytest.mark.parametrize("name", ["rm -rf /", "../etc", "fs..list", ".fs", "fs/list", "x" * 200, "fs.list\n"])
+def test_tool_names_that_are_refused(name: str) -> None:
+    assert tool_name_problem(name) is not None
+
+
+def test_session_ids_are_plain_words() -> None:
+    assert session_id_problem("demo-01a2:x_y.z") is None
+    assert session_id_problem("a b") is not None
+    assert session_id_problem("s" * 129) is not None
