@@ -27,39 +27,7 @@ import orjson
 
 from overseer.events.envelope import Envelope, decode
 from overseer.events.errors import ConcurrencyError
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS events (
-    position          INTEGER PRIMARY KEY,
-    event_id          TEXT    NOT NULL UNIQUE,
-    type              TEXT    NOT NULL,
-    schema_version    INTEGER NOT NULL,
-    aggregate_id      TEXT    NOT NULL,
-    aggregate_version INTEGER NOT NULL,
-    occurred_at       REAL    NOT NULL,
-    correlation_id    TEXT,
-    origin            TEXT    NOT NULL CHECK (origin IN ('local', 'remote')),
-    subject           TEXT    NOT NULL,
-    body              BLOB    NOT NULL,
-    headers           BLOB
-);
-CREATE UNIQUE INDEX IF NOT EXISTS events_aggregate_version
-    ON events (aggregate_id, aggregate_version) WHERE origin = 'local';
-CREATE TRIGGER IF NOT EXISTS events_are_append_only_update BEFORE UPDATE ON events
-BEGIN SELECT RAISE(ABORT, 'events are append-only: UPDATE refused'); END;
-CREATE TRIGGER IF NOT EXISTS events_are_append_only_delete BEFORE DELETE ON events
-BEGIN SELECT RAISE(ABORT, 'events are append-only: DELETE refused'); END;
-CREATE TABLE IF NOT EXISTS relay_progress (
-    id        INTEGER PRIMARY KEY CHECK (id = 1),
-    position  INTEGER NOT NULL
-);
-INSERT OR IGNORE INTO relay_progress (id, position) VALUES (1, 0);
-CREATE TABLE IF NOT EXISTS tracking (
-    consumer    TEXT PRIMARY KEY,
-    stream_seq  INTEGER NOT NULL,
-    updated_at  REAL NOT NULL
-);
-"""
+from overseer.events.schema import store_ddl
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +88,8 @@ class EventStore:
         self.conn.execute("PRAGMA foreign_keys = ON")
         self.conn.execute("PRAGMA cache_size = -65536")  # 64 MiB: replays and read models stay in memory
         self.conn.execute("PRAGMA temp_store = MEMORY")
-        self.conn.executescript(SCHEMA)
+        for statement in store_ddl():
+            self.conn.execute(statement)
 
     def close(self) -> None:
         self.conn.close()

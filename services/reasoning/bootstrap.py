@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from overseer.events.runtime import Handler, RpcMethod, Runtime, Service, Subscription
+from overseer.events.readers import ReadModelReader
+from overseer.events.runtime import Handler, RpcError, RpcMethod, Runtime, Service, Subscription
 from overseer.events.store import Projection
 from overseer.reasoning.adapters.conversations import ConversationLog, history
 from overseer.reasoning.application.handlers import reply_to_message
@@ -15,7 +16,7 @@ class ReasoningService(Service):
     name = "reasoning"
 
     def __init__(self) -> None:
-        self.runtime: Runtime | None = None
+        self.reader: ReadModelReader | None = None
 
     def projections(self) -> list[Projection]:
         return [ConversationLog()]
@@ -30,8 +31,15 @@ class ReasoningService(Service):
         return {"conversation.history": self._history}
 
     async def start(self, runtime: Runtime) -> None:
-        self.runtime = runtime
+        self.reader = await ReadModelReader(runtime.store.path).open()
 
-    async def _history(self, payload: dict[str, Any]) -> list[dict[str, object]]:
-        assert self.runtime is not None
-        return history(self.runtime.store.conn, str(payload.get("session_id", "")))
+    async def stop(self) -> None:
+        if self.reader is not None:
+            await self.reader.close()
+
+    async def _history(self, payload: dict[str, Any]) -> list[dict[str, Any]]:
+        session_id = payload.get("session_id")
+        if not isinstance(session_id, str) or not session_id:
+            raise RpcError(422, "session_id (a non-empty string) is required")
+        assert self.reader is not None, "reasoning has not started"
+        return await history(self.reader, session_id)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping
+from typing import Any
 
 from overseer.events.catalogue import ConversationReplied, MessageReceived
 from overseer.events.envelope import Envelope
 from overseer.events.projection import Apply, SqlProjection
+from overseer.events.readers import ReadModelReader
 
 
 class ConversationLog(SqlProjection):
@@ -46,8 +48,7 @@ class ConversationLog(SqlProjection):
         )
 
 
-def history(conn: sqlite3.Connection, session_id: str) -> list[dict[str, object]]:
-    rows = conn.execute(
+async def history(reader: ReadModelReader, session_id: str) -> list[dict[str, Any]]:
+    return await reader.fetch_all(
         "SELECT role, text, at FROM conversation_log WHERE session_id = ? ORDER BY at, rowid", (session_id,)
     )
-    return [{"role": role, "text": text, "at": at} for role, text, at in rows]

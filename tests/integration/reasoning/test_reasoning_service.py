@@ -1,0 +1,35 @@
+"""The reasoning service as it stands: every message gets a reply; history is served off the event loop."""
+
+from __future__ import annotations
+
+import pytest
+
+from overseer.events.catalogue import MessageReceived
+from overseer.events.envelope import new_event
+from overseer.events.runtime import RpcError
+from overseer.events.testing import Stack, eventually
+from overseer.reasoning.bootstrap import ReasoningService
+
+
+async def test_each_message_is_answered_and_the_history_is_served(stack: Stack) -> None:
+    async with stack.runtime(ReasoningService()):
+        for i, text in enumerate(["send an invite", "  and   a reminder "], start=1):
+            event = new_event(
+                MessageReceived(session_id="s-7", text=text),
+                aggregate_id="session:s-7",
+                aggregate_version=i,
+                actor="gateway:test",
+                correlation_id="s-7",
+            )
+            await stack.publish_as("gateway", event)
+
+        async def both_answered() -> list:
+            rows = await stack.rpc("reasoning", "conversation.history", {"session_id": "s-7"})
+            return rows if len(rows) == 4 else []
+
+        rows = await eventually(both_answered)
+        assert [r["role"] for r in rows] == ["user", "assistant", "user", "assistant"]
+        assert rows[3]["text"] == "Noted: and a reminder"
+        with pytest.raises(RpcError) as refused:
+            await stack.rpc("reasoning", "conversation.history", {})
+        assert refused.value.status == 422
