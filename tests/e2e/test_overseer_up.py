@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -31,6 +32,18 @@ def processes_with_home(home: Path) -> list[int]:
         if marker in environ.split(b"\0"):
             found.append(int(entry.name))
     return found
+
+
+def service_pid(home: Path, module: str) -> int:
+    """The pid of ``python -m <module>`` in this stack (0 when none runs)."""
+    for pid in processes_with_home(home):
+        try:
+            cmdline = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if module.encode() in cmdline:
+            return pid
+    return 0
 
 
 def test_overseer_up_brings_six_services_to_ready_and_ctrl_c_leaves_nothing(tmp_path: Path) -> None:
@@ -68,6 +81,29 @@ def test_overseer_up_brings_six_services_to_ready_and_ctrl_c_leaves_nothing(tmp_
         tokens = (home / "tokens.json").read_text()
         assert all(role in tokens for role in ("admin", "operator", "agent", "viewer"))
         assert len(processes_with_home(home)) >= 8  # supervisor, nats-server, smtp sink, six services
+
+        status = subprocess.run(
+            [str(overseer), "status"], env=env, capture_output=True, text=True, timeout=30
+        )
+        assert status.returncode == 0, status.stdout + status.stderr
+        for service in ("gateway", "reasoning", "executor", "col", "firewall", "observer"):
+            assert re.search(rf"\b{service}\b\W+up\b", status.stdout), status.stdout
+
+        # A crashed service is restarted by the supervisor and the stack is healthy again.
+        col_pid = service_pid(home, "overseer.col")
+        os.kill(col_pid, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            new_pid = service_pid(home, "overseer.col")
+            if (
+                new_pid
+                and new_pid != col_pid
+                and httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200
+            ):
+                break
+            time.sleep(0.3)
+        else:
+            raise AssertionError("col was not restarted")
     finally:
         proc.send_signal(signal.SIGINT)  # what Ctrl-C delivers
         out, _ = proc.communicate(timeout=60)
