@@ -53,6 +53,9 @@ def friendly(fn: F) -> F:
             raise typer.Exit(exc.code) from None
         except KeyboardInterrupt:
             raise typer.Exit(130) from None
+        except EOFError:
+            errors.print("[red]error:[/] no answer: the input ended before the question was answered")
+            raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
 

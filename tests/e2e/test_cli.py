@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import FullStack
+from e2e_support import FullStack
 
 pytestmark = pytest.mark.slow
 

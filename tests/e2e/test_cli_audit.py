@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from conftest import FullStack
+from e2e_support import FullStack
 
 pytestmark = pytest.mark.slow
 

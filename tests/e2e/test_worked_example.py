@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 
 import orjson
 import pytest
-from conftest import FullStack
+from e2e_support import FullStack
 from websockets.asyncio.client import connect
 
 pytestmark = pytest.mark.slow

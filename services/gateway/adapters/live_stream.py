@@ -25,10 +25,16 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
-from overseer.events.subjects import Subjects, type_of_subject
+from overseer.events import catalogue  # noqa: F401 - registers every event type
+from overseer.events.envelope import registered_types
+from overseer.events.subjects import SERVICES, Subjects, type_of_subject
 from overseer.gateway.domain.patterns import SubjectFilter
 
 log = logging.getLogger("overseer.gateway.live")
+
+
+# First tokens of every event type in the catalogue (``execution``, ``firewall``, ``co`` …).
+TYPE_HEADS = tuple(sorted({name.split(".", 1)[0] for name in registered_types()}))
 
 
 class SlowClient(Exception):
@@ -133,8 +139,13 @@ class LiveStream:
             config = ConsumerConfig(deliver_policy=DeliverPolicy.NEW)
         else:
             config = ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=since + 1)
+        # Let the server drop what the pattern cannot match: a client tailing one event type
+        # should not cost the gateway every event of the stack. The feed still filters exactly.
+        narrowed = subject_filter.server_filters(self.subjects.namespace, SERVICES, TYPE_HEADS)
+        if len(narrowed) > 1:
+            config.filter_subjects = narrowed
         feed._sub = await self.js.subscribe(
-            f"{self.subjects.namespace}.>",
+            narrowed[0] if len(narrowed) == 1 else f"{self.subjects.namespace}.>",
             stream=self.subjects.all_stream,
             ordered_consumer=True,
             config=config,

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from overseer.events.catalogue import Principal
 from overseer.events.runtime import RpcError, Runtime
 from overseer.events.subjects import SERVICES
+from overseer.gateway.domain.approvals import ApprovalCard
 
 
 class Peers:
@@ -35,3 +37,30 @@ class Peers:
 
         states = await asyncio.gather(*(one(s) for s in SERVICES))
         return dict(zip(SERVICES, states, strict=True))
+
+
+def approval_card_from(answer: dict[str, Any], execution_id: str) -> tuple[ApprovalCard, str, str | None]:
+    """The executor's form (``approvals.get``) as an :class:`ApprovalCard`, the card's key, its session.
+
+    The form's ``status`` is ``pending`` or ``answered``; ``contract_status`` is the contract's state.
+    ``requested_by`` is ``"<kind>:<id>"``.
+    """
+    requested = answer.get("requested_by")
+    requester: Principal | None = None
+    if isinstance(requested, dict) and "id" in requested:
+        requester = Principal(kind=str(requested.get("kind", "agent")), id=str(requested["id"]))
+    elif isinstance(requested, str) and requested:
+        kind, _, ident = requested.partition(":")
+        requester = Principal(kind=kind if ident else "agent", id=ident or kind)
+    kind = str(answer.get("kind", "approval"))
+    requested_at = answer.get("requested_at")
+    card = ApprovalCard(
+        execution_id=execution_id,
+        kind=kind,
+        status=str(answer.get("contract_status") or "unknown").lower(),
+        args_hash=str(answer.get("args_hash", "")),
+        requested_by=requester,
+        decided=answer.get("status") == "answered",
+    )
+    key = f"{kind}@{requested_at}" if requested_at is not None else kind
+    return card, key, answer.get("session_id")

@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 
-from overseer.events.catalogue import Principal
-from overseer.events.runtime import RpcError
+from overseer.gateway.adapters.peers import approval_card_from
 from overseer.gateway.application.commands import (
     DecideApproval,
     ProposeAction,
     decide_approval,
     propose_action,
 )
+from overseer.gateway.application.queries import consequence_when_settled
 from overseer.gateway.domain.access import Caller, Role
-from overseer.gateway.domain.approvals import ApprovalCard, Refusal
+from overseer.gateway.domain.approvals import Refusal
 from overseer.gateway.entrypoints.auth import require
 from overseer.gateway.entrypoints.docs import READ, READ_ONE, WRITE, problems
 from overseer.gateway.entrypoints.problems import ProblemError
@@ -69,13 +68,6 @@ async def propose(
     return json_response({"execution_id": event.data.execution_id}, 202)
 
 
-def settled(view: dict[str, Any], until: str = "settled") -> bool:
-    """Terminal, or (unless ``until=terminal``) WAITING for a person: the agent has something to act on."""
-    if not view.get("is_still_pending", True):
-        return True
-    return until == "settled" and view.get("consequence_label") == "WAITING"
-
-
 @router.get(
     "/v1/actions/{execution_id}",
     response_model=ConsequenceView,
@@ -93,33 +85,15 @@ async def consequence(
     _: Caller = Depends(require(Role.VIEWER)),
 ) -> Response:
     gateway = request.app.state.gateway
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + min(wait, gateway.max_wait)
-    view: dict[str, Any] | None = None
-    missing: RpcError | None = None
-    # Watch before the first read: a transition landing between the read and the
-    # registration would otherwise go unnoticed until the deadline.
-    with gateway.waiters.watch(execution_id, until_terminal=until == "terminal") as woken:
-        while True:
-            woken.clear()
-            try:
-                view = await gateway.peers.ask("observer", "consequence", {"execution_id": execution_id})
-                missing = None
-            except RpcError as exc:
-                if exc.status != 404:
-                    raise
-                missing, view = exc, None
-            if view is not None and settled(view, until):
-                break
-            remaining = deadline - loop.time()
-            if remaining <= 0 or gateway.waiters.closed:
-                break
-            try:
-                await asyncio.wait_for(woken.wait(), remaining)
-            except TimeoutError:
-                pass
+    view = await consequence_when_settled(
+        gateway.peers,
+        gateway.waiters,
+        execution_id,
+        wait=min(wait, gateway.max_wait),
+        until_terminal=until == "terminal",
+    )
     if view is None:
-        raise ProblemError(404, f"no execution {execution_id!r} is known (yet)") from missing
+        raise ProblemError(404, f"no execution {execution_id!r} is known (yet)")
     return json_response(view)
 
 
@@ -137,33 +111,6 @@ async def approvals(
 ) -> Response:
     items = await request.app.state.gateway.peers.ask("executor", "approvals.pending", {})
     return json_response(items)
-
-
-def card_from(answer: dict[str, Any], execution_id: str) -> tuple[ApprovalCard, str, str | None]:
-    """The executor's form (``approvals.get``) as an :class:`ApprovalCard`, the card's key, its session.
-
-    The form's ``status`` is ``pending`` or ``answered``; ``contract_status`` is the contract's state.
-    ``requested_by`` is ``"<kind>:<id>"``.
-    """
-    requested = answer.get("requested_by")
-    requester: Principal | None = None
-    if isinstance(requested, dict) and "id" in requested:
-        requester = Principal(kind=str(requested.get("kind", "agent")), id=str(requested["id"]))
-    elif isinstance(requested, str) and requested:
-        kind, _, ident = requested.partition(":")
-        requester = Principal(kind=kind if ident else "agent", id=ident or kind)
-    kind = str(answer.get("kind", "approval"))
-    requested_at = answer.get("requested_at")
-    card = ApprovalCard(
-        execution_id=execution_id,
-        kind=kind,
-        status=str(answer.get("contract_status") or "unknown").lower(),
-        args_hash=str(answer.get("args_hash", "")),
-        requested_by=requester,
-        decided=answer.get("status") == "answered",
-    )
-    key = f"{kind}@{requested_at}" if requested_at is not None else kind
-    return card, key, answer.get("session_id")
 
 
 @router.post(
@@ -186,7 +133,7 @@ async def decide(
     answer = await gateway.peers.ask("executor", "approvals.get", {"execution_id": execution_id})
     if not isinstance(answer, dict):
         raise ProblemError(404, f"execution {execution_id!r} has no open question")
-    card, key, session_id = card_from(answer, execution_id)
+    card, key, session_id = approval_card_from(answer, execution_id)
     command = DecideApproval(execution_id, body.decision, body.args_hash, body.comment or body.reason)
     outcome = await gateway.runtime.execute(
         lambda uow: decide_approval(uow, command, card, key, session_id, caller)

@@ -4,30 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
+from gateway_support import LiveGateway
 
 from overseer.events.testing import NatsUnderTest, Stack
-from tests.support.services import RunningServices, running
-
-
-@dataclass
-class LiveGateway:
-    url: str
-    tokens: dict[str, str]
-    stack: Stack
-    services: RunningServices
-
-    def client(self, role: str | None = None) -> httpx.AsyncClient:
-        headers = {"Authorization": f"Bearer {self.tokens[role]}"} if role else {}
-        return httpx.AsyncClient(base_url=self.url, headers=headers, timeout=30.0)
-
-    @property
-    def ws_url(self) -> str:
-        return self.url.replace("http://", "ws://") + "/v1/ws"
+from tests.support.services import running
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import os
 import stat
 
 import pytest
-from conftest import LiveGateway
+from gateway_support import LiveGateway
 
 PROBLEM = "application/problem+json"
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import LiveGateway
+from gateway_support import LiveGateway
 
 from overseer.events.testing import eventually
 

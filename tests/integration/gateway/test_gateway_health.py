@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import LiveGateway
+from gateway_support import LiveGateway
 
 
 @pytest.fixture(scope="module")

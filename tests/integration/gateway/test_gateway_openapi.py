@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import LiveGateway
+from gateway_support import LiveGateway
 
 CHECKS = ",".join(
     (
@@ -73,7 +73,7 @@ async def test_schemathesis_finds_no_server_error_and_no_schema_violation(
         "--max-examples",
         "25",
         "--workers",
-        "2",
+        "1",  # several workers parse lambdas concurrently and trip a CPython 3.11 ast bug
         "--phases",
         "examples,coverage,fuzzing",
         "--seed",

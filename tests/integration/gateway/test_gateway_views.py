@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from conftest import LiveGateway
+from gateway_support import LiveGateway
 
 PROBLEM = "application/problem+json"
 

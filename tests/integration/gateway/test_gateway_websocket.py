@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 import orjson
 import pytest
-from conftest import LiveGateway
+from gateway_support import LiveGateway
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
@@ -57,6 +57,16 @@ async def test_a_client_sees_only_its_session_and_subjects(gateway: LiveGateway)
         assert message["subject"].endswith(".gateway.conversation.message_received")
         assert message["event"]["correlation_id"] == "ws-mine"
     assert messages[0]["seq"] < messages[1]["seq"]
+
+
+async def test_several_patterns_at_once_are_all_delivered(gateway: LiveGateway) -> None:
+    url = ws_url(
+        gateway, subjects="conversation.message_received,conversation.replied", session="ws-two", since=0
+    )
+    async with connect(url, additional_headers=auth(gateway)) as ws:
+        await say(gateway, "ws-two", ["ping"])
+        messages = await receive(ws, 2)
+    assert sorted(m["type"] for m in messages) == ["conversation.message_received", "conversation.replied"]
 
 
 async def test_token_may_come_in_the_query_and_is_required(gateway: LiveGateway) -> None:

@@ -132,3 +132,62 @@ def test_session_ids_are_plain_words() -> None:
     assert session_id_problem("demo-01a2:x_y.z") is None
     assert session_id_problem("a b") is not None
     assert session_id_problem("s" * 129) is not None
+
+
+OWNERS = ("gateway", "reasoning", "firewall", "executor", "col", "observer")
+HEADS = ("audit", "co", "conversation", "ecs", "execution", "firewall", "human", "observation")
+TYPES = (
+    "execution.proposed",
+    "execution.transitioned",
+    "ecs.requested",
+    "firewall.verdict_issued",
+    "human.responded",
+    "co.command.create",
+    "observation.execution_state",
+)
+PATTERNS = (
+    "ecs.requested",
+    "execution.*",
+    "execution.>",
+    "executor.>",
+    "ns.executor.>",
+    "firewall.>,execution.transitioned",
+    "*.*.execution.*",
+    "gateway.co.command.*",
+    "co.>,human.*",
+    ">",
+    "*.responded",
+)
+
+
+def _nats_match(p: str, s: str) -> bool:
+    """NATS subject matching, as the server applies a consumer's filter."""
+    return _tokens(p.split("."), s.split("."))
+
+
+def _tokens(p: list[str], s: list[str]) -> bool:
+    for i, part in enumerate(p):
+        if part == ">":
+            return len(s) > i
+        if i >= len(s) or (part != "*" and part != s[i]):
+            return False
+    return len(p) == len(s)
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_server_side_narrowing_never_drops_an_event_the_pattern_matches(pattern: str) -> None:
+    subject_filter = SubjectFilter.parse(pattern)
+    narrowed = subject_filter.server_filters("ns", OWNERS, HEADS)
+    for owner in OWNERS:
+        for event_type in TYPES:
+            subject = f"ns.{owner}.{event_type}"
+            if subject_filter.matches(subject) and narrowed:
+                assert any(_nats_match(f, subject) for f in narrowed), (pattern, subject, narrowed)
+
+
+def test_narrowing_asks_the_server_for_only_what_a_type_pattern_names() -> None:
+    assert SubjectFilter.parse("ecs.requested").server_filters("ns", OWNERS, HEADS) == ["ns.*.ecs.requested"]
+    assert SubjectFilter.parse("executor.>").server_filters("ns", OWNERS, HEADS) == ["ns.executor.>"]
+    assert SubjectFilter.parse(None).server_filters("ns", OWNERS, HEADS) == []
+    # "firewall.>" reads as a type and as an owner; the two overlap, which NATS refuses: no narrowing.
+    assert SubjectFilter.parse("firewall.>").server_filters("ns", OWNERS, HEADS) == []
