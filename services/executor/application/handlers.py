@@ -169,7 +169,14 @@ class ExecutionHandlers:
         version = before.version
         for data in outcome.events:
             version += 1
-            uow.emit(data, aggregate_id=before.execution_id, aggregate_version=version, actor=ACTOR)
+            # The session is the correlation, also for work recorded after a tool call (no incoming event).
+            uow.emit(
+                data,
+                aggregate_id=before.execution_id,
+                aggregate_version=version,
+                actor=ACTOR,
+                correlation_id=before.session_id,
+            )
         contract = outcome.contract
         if outcome.run_tool:
             runtime = uow.runtime
