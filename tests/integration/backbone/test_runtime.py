@@ -142,3 +142,26 @@ async def test_one_action_is_one_trace_across_services(stack: Stack) -> None:
     assert reply.header_map()["traceparent"].split("-")[1] == trace_id
     # The reply's parent span is the reasoning span, not the gateway's: a real child, same trace.
     assert reply.header_map()["traceparent"] != own.header_map()["traceparent"]
+
+
+async def test_with_an_exporter_spans_of_both_services_share_one_trace(stack: Stack) -> None:
+    import json
+
+    sender = Sender()
+    exporter = {"telemetry": {"exporter": "file"}}
+    async with stack.runtime(sender, **exporter) as gw, stack.runtime(Replier(), **exporter) as rs:
+        await gw.execute(lambda uow: sender.say(uow, "s", "traced"))
+        await eventually(lambda: replies(rs.store.conn) == 1)
+    spans = [
+        json.loads(line)
+        for path in (stack.home / "traces").glob("*.jsonl")
+        for line in path.read_text().splitlines()
+    ]
+    names_by_trace: dict[str, set[str]] = {}
+    for s in spans:
+        names_by_trace.setdefault(s["trace_id"], set()).add(s["name"])
+    assert any(
+        any(n.startswith("gateway") for n in names)
+        and "reasoning handle conversation.message_received" in names
+        for names in names_by_trace.values()
+    ), names_by_trace
