@@ -9,8 +9,10 @@ from setuptools import find_packages, setup
 ROOTS = {
     "overseer.events": "libs/events",
     "overseer.cli": "libs/cli",
-    **{f"overseer.{name}": f"services/{name}" for name in (
-        "reasoning", "executor", "col", "firewall", "observer", "gateway")},
+    **{
+        f"overseer.{name}": f"services/{name}"
+        for name in ("reasoning", "executor", "col", "firewall", "observer", "gateway")
+    },
 }
 
 packages: list[str] = []
