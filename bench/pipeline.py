@@ -41,6 +41,7 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.lean_http import LeanClient  # noqa: E402
 from overseer.events.launcher import EmbeddedNats, free_port  # noqa: E402
 from overseer.gateway.adapters.tokens import ensure_tokens_file  # noqa: E402
 
@@ -172,6 +173,11 @@ class LocalStack:
         self.nats.stop()
 
 
+def lean_client(stack: LocalStack, role: str, concurrency: int) -> LeanClient:
+    """The load generator's client for the measured requests (see bench/lean_http.py)."""
+    return LeanClient(stack.url, stack.tokens[role], pool=concurrency + 4)
+
+
 def client(stack: LocalStack, role: str, concurrency: int) -> httpx.AsyncClient:
     limits = httpx.Limits(max_connections=concurrency + 4, max_keepalive_connections=concurrency + 4)
     return httpx.AsyncClient(
@@ -202,7 +208,7 @@ class AutoScenario:
     name = "pipeline_auto"
 
     def __init__(self, stack: LocalStack, concurrency: int, run_id: str) -> None:
-        self.agent = client(stack, "agent", concurrency)
+        self.agent = lean_client(stack, "agent", concurrency)
         self.run_id = run_id
 
     async def one(self, i: int) -> float:
@@ -228,8 +234,8 @@ class ApprovalScenario:
 
     def __init__(self, stack: LocalStack, concurrency: int, run_id: str) -> None:
         self.stack = stack
-        self.agent = client(stack, "agent", concurrency)
-        self.operator = client(stack, "operator", concurrency)
+        self.agent = lean_client(stack, "agent", concurrency)
+        self.operator = lean_client(stack, "operator", concurrency)
         self.run_id = run_id
         self.approver: asyncio.Task[None] | None = None
         self.decisions: set[asyncio.Task[Any]] = set()

@@ -29,6 +29,10 @@ class OutboxRelay:
         self._stopping = False
         self._idle = asyncio.Event()
         self.published = 0
+        # Published and acknowledged up to here (memory); written to the store lazily, see _record.
+        self._cursor = store.relay_position()
+        self._recorded = self._cursor
+        self._recorded_at = 0.0
 
     def wake(self) -> None:
         """Call after a commit that appended events."""
@@ -39,8 +43,9 @@ class OutboxRelay:
         while not self._stopping:
             # Clear before reading: a commit after this read sets the event again, so nothing is missed.
             self._wake.clear()
-            rows = self.store.unpublished(self.max_in_flight)
+            rows = self.store.unpublished_after(self._cursor, self.max_in_flight)
             if not rows:
+                self._record(force=True)
                 self._idle.set()
                 try:
                     await asyncio.wait_for(self._wake.wait(), timeout=1.0)
@@ -54,11 +59,32 @@ class OutboxRelay:
                 log.warning("relay: publishing failed, retrying: %s", exc)
                 acked = 0
             if acked:
-                self.store.mark_published(acked)
+                self._cursor = acked
+                self._record()
                 failures = 0
             if acked != rows[-1].position:
                 failures += 1
                 await asyncio.sleep(min(0.05 * 2**failures, 2.0))
+
+    def _record(self, *, force: bool = False) -> None:
+        """Write the cursor to ``relay_progress`` when idle, or at most every 200 ms while busy.
+
+        Progress may lag what was published (never lead it): after a crash the
+        relay re-publishes from the recorded position, and JetStream's duplicate
+        window drops what it already has. Writing it per batch would cost a
+        commit per batch on the hot path.
+        """
+        if self._cursor == self._recorded:
+            return
+        now = asyncio.get_running_loop().time()
+        if force or now - self._recorded_at > 0.2:
+            self.store.mark_published(self._cursor)
+            self._recorded = self._cursor
+            self._recorded_at = now
+
+    def backlog(self) -> int:
+        """Own events committed but not yet acknowledged by JetStream."""
+        return self.store.count_local_after(self._cursor)
 
     async def _publish(self, rows: list[StoredEvent]) -> int:
         """Publish ``rows`` in order with bounded in-flight PubAcks; the last contiguous acked position."""
@@ -88,9 +114,10 @@ class OutboxRelay:
     async def drain(self, timeout: float = 5.0) -> None:
         """Wait until everything committed so far is published (used at shutdown)."""
         deadline = asyncio.get_running_loop().time() + timeout
-        while self.store.relay_backlog() and asyncio.get_running_loop().time() < deadline:
+        while self.backlog() and asyncio.get_running_loop().time() < deadline:
             self.wake()
             await asyncio.sleep(0.02)
+        self._record(force=True)
 
     def stop(self) -> None:
         self._stopping = True

@@ -477,7 +477,7 @@ class Runtime:
             "uptime_s": round(time.time() - self.started_at, 1),
             "consumers": consumers,
             "consumer_lag": sum(c["lag"] or 0 for c in consumers.values()),
-            "relay_backlog": self.store.relay_backlog(),
+            "relay_backlog": self.relay.backlog() if hasattr(self, "relay") else self.store.relay_backlog(),
             "events": self.store.head(),
         }
 

@@ -152,15 +152,21 @@ class EventStore:
         return cur.rowcount == 1
 
     def _insert(self, rows: list[tuple[Any, ...]]) -> list[int]:
+        if self.conn.in_transaction:
+            # Inside a unit of work: its savepoint rolls a failed append back with everything else.
+            return self._insert_rows(rows)
+        with self.transaction():
+            return self._insert_rows(rows)
+
+    def _insert_rows(self, rows: list[tuple[Any, ...]]) -> list[int]:
         positions: list[int] = []
-        with self.transaction() as conn:
-            for row in rows:
-                try:
-                    cur = conn.execute(_INSERT_OR_IGNORE_ID, row)
-                except sqlite3.IntegrityError as exc:
-                    raise ConcurrencyError(f"aggregate {row[3]!r} version {row[4]} already exists") from exc
-                if cur.rowcount == 1 and cur.lastrowid is not None:
-                    positions.append(cur.lastrowid)
+        for row in rows:
+            try:
+                cur = self.conn.execute(_INSERT_OR_IGNORE_ID, row)
+            except sqlite3.IntegrityError as exc:
+                raise ConcurrencyError(f"aggregate {row[3]!r} version {row[4]} already exists") from exc
+            if cur.rowcount == 1 and cur.lastrowid is not None:
+                positions.append(cur.lastrowid)
         return positions
 
     # -- reads ---------------------------------------------------------------
@@ -216,7 +222,16 @@ class EventStore:
         return int(self.conn.execute("SELECT position FROM relay_progress WHERE id = 1").fetchone()[0])
 
     def unpublished(self, limit: int) -> list[StoredEvent]:
-        return list(self.read(after=self.relay_position(), limit=limit, origin="local"))
+        return self.unpublished_after(self.relay_position(), limit)
+
+    def unpublished_after(self, position: int, limit: int) -> list[StoredEvent]:
+        return list(self.read(after=position, limit=limit, origin="local", batch=limit))
+
+    def count_local_after(self, position: int) -> int:
+        row = self.conn.execute(
+            "SELECT COUNT(*) FROM events WHERE origin = 'local' AND position > ?", (position,)
+        ).fetchone()
+        return int(row[0])
 
     def mark_published(self, position: int) -> None:
         """Record relay progress; called only after JetStream acknowledged every event up to ``position``."""
