@@ -85,10 +85,15 @@ class DurablePullConsumer:
             max_ack_pending=max(1000, self.batch * 4),
             max_waiting=64,
         )
+        version = self.nc.connected_server_version
         if len(self.filter_subjects) == 1:
             config.filter_subject = self.filter_subjects[0]
-        else:
+        elif (version.major, version.minor) >= (2, 10):
             config.filter_subjects = self.filter_subjects
+        else:
+            # Before 2.10 a consumer has one filter: take the owner's whole stream; the runtime
+            # skips the types it did not ask for.
+            config.filter_subject = ".".join(self.filter_subjects[0].split(".")[:2]) + ".>"
         await self.js.add_consumer(self.stream, config)
 
     async def _on_message(self, msg: Msg) -> None:

@@ -182,6 +182,7 @@ class Runtime:
         self.ready = False
         self.started_at = time.time()
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._wanted: dict[str, tuple[str, ...]] = {}  # consumer -> the event type patterns it asked for
         self._rpc_subs: list[Any] = []
         nats_cfg = self.settings.section("nats")
         self._nak_delay = float(nats_cfg.get("nak_delay_seconds", 0.5))
@@ -239,6 +240,7 @@ class Runtime:
             by_owner.setdefault(sub.owner, []).extend(sub.types)
         for owner, types in by_owner.items():
             subjects = sorted({self.subjects.events_of(owner, t) for t in types})
+            self._wanted[f"{self.service.name}@{owner}"] = tuple(types)
             consumer = DurablePullConsumer(
                 self.nc,
                 self.js,
@@ -329,7 +331,7 @@ class Runtime:
             for msg in messages:
                 seq = msg.metadata.sequence.stream
                 last_seq = max(last_seq, seq)
-                outcome = self._apply_one(conn, msg)
+                outcome = self._apply_one(conn, msg, self._wanted.get(consumer_name, ()))
                 match outcome:
                     case UnitOfWork():
                         units.append(outcome)
@@ -352,11 +354,15 @@ class Runtime:
         for msg, reason in poison:
             await self._dead_letter(msg, reason)
 
-    def _apply_one(self, conn: sqlite3.Connection, msg: Msg) -> UnitOfWork | str:
+    def _apply_one(self, conn: sqlite3.Connection, msg: Msg, wanted: tuple[str, ...]) -> UnitOfWork | str:
         try:
             event = decode(msg.data)
         except (UnknownEventType, EventDecodeError) as exc:
             return f"undecodable: {exc}"
+        if wanted and not _matches(event.type, wanted):
+            return (
+                "duplicate"  # not asked for (a server without multi-subject filters sends the whole stream)
+            )
         owner = owner_of_subject(msg.subject)
         if owner is None or not owns(owner, event.type):
             return f"forged: {owner} does not own {event.type!r}"
@@ -508,6 +514,22 @@ async def rpc_request(
         extra = {k: v for k, v in answer.items() if k not in ("ok", "status", "detail")}
         raise RpcError(int(answer.get("status", 500)), str(answer.get("detail", "error")), extra)
     return answer.get("result")
+
+
+def _matches(event_type: str, patterns: tuple[str, ...]) -> bool:
+    """NATS-style token match of an event type against subscription patterns (``*`` one token, ``>`` the rest)."""
+    tokens = event_type.split(".")
+    for pattern in patterns:
+        parts = pattern.split(".")
+        if parts[-1] == ">" and len(tokens) >= len(parts) and _same(tokens[: len(parts) - 1], parts[:-1]):
+            return True
+        if len(parts) == len(tokens) and _same(tokens, parts):
+            return True
+    return False
+
+
+def _same(tokens: list[str], parts: list[str]) -> bool:
+    return all(p in ("*", t) for t, p in zip(tokens, parts, strict=True))
 
 
 def _correlation_of(event: Envelope | None) -> str | None:

@@ -24,6 +24,7 @@ import orjson
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy
+from nats.js.errors import BadRequestError
 
 from overseer.events import catalogue  # noqa: F401 - registers every event type
 from overseer.events.envelope import registered_types
@@ -142,9 +143,21 @@ class LiveStream:
         # Let the server drop what the pattern cannot match: a client tailing one event type
         # should not cost the gateway every event of the stack. The feed still filters exactly.
         narrowed = subject_filter.server_filters(self.subjects.namespace, SERVICES, TYPE_HEADS)
+        catch_all = f"{self.subjects.namespace}.>"
+        try:
+            feed._sub = await self._subscribe(feed, config, narrowed)
+        except BadRequestError:
+            if narrowed == [catch_all]:
+                raise
+            # A server before 2.10 has no multi-subject filters: take everything, the feed still filters exactly.
+            config.filter_subjects = None
+            feed._sub = await self._subscribe(feed, config, [catch_all])
+        return feed
+
+    async def _subscribe(self, feed: LiveFeed, config: ConsumerConfig, narrowed: list[str]) -> Any:
         if len(narrowed) > 1:
             config.filter_subjects = narrowed
-        feed._sub = await self.js.subscribe(
+        return await self.js.subscribe(
             narrowed[0] if len(narrowed) == 1 else f"{self.subjects.namespace}.>",
             stream=self.subjects.all_stream,
             ordered_consumer=True,
@@ -152,7 +165,6 @@ class LiveStream:
             cb=feed.on_message,
             idle_heartbeat=5.0,
         )
-        return feed
 
     async def last_sequence(self) -> int:
         info = await self.js.stream_info(self.subjects.all_stream)
