@@ -8,6 +8,7 @@ import orjson
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 
+from overseer.events.views import ExecutionConsequenceView
 from overseer.gateway.adapters.peers import approval_card_from
 from overseer.gateway.application.commands import (
     DecideApproval,
@@ -25,7 +26,6 @@ from overseer.gateway.entrypoints.schemas import (
     ActionAccepted,
     ActionRequest,
     ApprovalItem,
-    ConsequenceView,
     DecisionRecorded,
     DecisionRequest,
 )
@@ -70,7 +70,7 @@ async def propose(
 
 @router.get(
     "/v1/actions/{execution_id}",
-    response_model=ConsequenceView,
+    response_model=ExecutionConsequenceView,
     responses=problems(*READ_ONE),
     tags=["actions"],
     summary="The consequence view of an execution, waiting up to `wait` seconds for it to settle",

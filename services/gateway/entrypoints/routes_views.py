@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends, Path, Query, Request
 from fastapi.responses import Response
 
+from overseer.events.views import ExecutionSnapshot, ExecutionTimeline, StateMachineTopology, TransitionRecord
 from overseer.gateway.application.commands import receive_message
 from overseer.gateway.domain.access import Caller, Role
 from overseer.gateway.domain.actions import session_id_problem
@@ -17,14 +18,10 @@ from overseer.gateway.entrypoints.routes_actions import json_response
 from overseer.gateway.entrypoints.schemas import (
     AuditRecord,
     AuditVerification,
-    ExecutionSnapshot,
-    ExecutionTimeline,
     Health,
     MessageAccepted,
     MessageRequest,
     PolicyDocument,
-    StateMachineTopology,
-    TransitionRecord,
 )
 
 router = APIRouter()

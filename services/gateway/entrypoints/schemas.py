@@ -130,41 +130,6 @@ class ActionAccepted(Answer):
     execution_id: str
 
 
-class ConsequenceView(Answer):
-    """Seed 002's ExecutionConsequenceView."""
-
-    model_config = ConfigDict(
-        extra="allow",
-        json_schema_extra={
-            "examples": [
-                {
-                    "execution_id": "0190f1e2-…",
-                    "action_type": "tool_call",
-                    "action_summary": "email.send → bob@example.com",
-                    "consequence_label": "SUCCESS",
-                    "result": "sent to bob@example.com",
-                    "error_message": None,
-                    "has_side_effects": True,
-                    "was_suspended": True,
-                    "is_still_pending": False,
-                    "total_duration_ms": 5230.4,
-                }
-            ]
-        },
-    )
-
-    execution_id: str
-    action_type: str
-    action_summary: str
-    consequence_label: str
-    result: str | None
-    error_message: str | None
-    has_side_effects: bool
-    was_suspended: bool
-    is_still_pending: bool
-    total_duration_ms: float | None
-
-
 # --------------------------------------------------------------- approvals --
 class ApprovalItem(Answer):
     """One open question for a person: an approval, or a reconciliation (outcome unknown after a crash)."""
@@ -247,84 +212,7 @@ class DecisionRecorded(Answer):
 
 
 # ------------------------------------------------------------- observation --
-class ExecutionSnapshot(Answer):
-    """Seed 002's ExecutionSnapshot."""
-
-    execution_id: str
-    action_type: str
-    action_summary: str
-    current_status: str
-    entered_at: float
-    duration_in_state_ms: float
-    is_terminal: bool
-    is_stable: bool
-    is_resumable: bool
-    has_side_effects: bool
-    irreversible: bool
-    idempotency_key: str | None
-    timeout_seconds: float | None
-    result: str | None
-    error_message: str | None
-    transition_count: int
-    last_actor: str | None
-    last_trigger: str | None
-
-
-class TransitionRecord(Answer):
-    """Seed 002's TransitionRecord."""
-
-    execution_id: str
-    sequence_number: int
-    from_status: str
-    to_status: str
-    trigger: str
-    actor: str
-    actor_category: str
-    timestamp: float
-    is_terminal_transition: bool
-
-
-class ExecutionTimeline(Answer):
-    """Seed 002's ExecutionTimeline."""
-
-    session_id: str
-    contracts: list[ExecutionSnapshot]
-    transitions: list[TransitionRecord]
-    total_contracts: int
-    terminal_contracts: int
-    active_contracts: int
-    has_suspended: bool
-    has_irreversible_completed: bool
-    started_at: float | None
-    ended_at: float | None
-
-
-class StateNode(Answer):
-    status: str
-    is_terminal: bool
-    is_initial: bool
-    is_stable: bool
-    is_resumable: bool
-
-
-class StateTransitionEdge(Answer):
-    from_status: str
-    to_status: str
-    trigger: str
-    allowed_actors: list[str]
-
-
-class StateMachineTopology(Answer):
-    """Seed 002's StateMachineTopology."""
-
-    nodes: list[StateNode]
-    edges: list[StateTransitionEdge]
-    forbidden_transitions: list[dict[str, Any]]
-    terminal_statuses: list[str]
-    resumable_statuses: list[str]
-    initial_status: str
-
-
+# Seed 002's models are the observer's contract, shared from overseer.events.views.
 # ---------------------------------------------------------- audit, policy --
 class AuditRecord(Answer):
     index: int

@@ -15,8 +15,8 @@ from typing import Any
 
 from overseer.events.envelope import Envelope
 from overseer.events.projection import Apply, SqlProjection
+from overseer.events.views import TransitionRecord
 from overseer.observer.domain.contract import OBSERVED_TYPES, ObservedContract, observe
-from overseer.observer.domain.models import TransitionRecord
 
 # Columns follow ObservedContract's fields, so a row is the dataclass's positional arguments.
 _CONTRACT_COLUMNS = tuple(f.name for f in fields(ObservedContract))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from overseer.events.views import TransitionRecord
 from overseer.observer.domain.contract import ObservedContract
-from overseer.observer.domain.models import TransitionRecord
 
 
 class ObservationReader(Protocol):

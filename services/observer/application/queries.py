@@ -5,17 +5,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
-from overseer.observer.application.ports import ObservationReader
-from overseer.observer.domain import views
-from overseer.observer.domain.contract import ObservedContract
-from overseer.observer.domain.errors import UnknownExecution, UnknownSession
-from overseer.observer.domain.models import (
+from overseer.events.views import (
     ExecutionConsequenceView,
     ExecutionSnapshot,
     ExecutionTimeline,
     StateMachineTopology,
     TransitionRecord,
 )
+from overseer.observer.application.ports import ObservationReader
+from overseer.observer.domain import views
+from overseer.observer.domain.contract import ObservedContract
+from overseer.observer.domain.errors import UnknownExecution, UnknownSession
 
 
 class ExecutionObserver:

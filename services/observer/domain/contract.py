@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from overseer.events.catalogue import ContractCreated, ExecutionProposed, ExecutionTransitioned
 from overseer.events.envelope import EventData
 from overseer.events.machines import EXECUTION_MACHINE, ExecutionStatus
-from overseer.observer.domain.models import TransitionRecord
+from overseer.events.views import TransitionRecord
 from overseer.observer.domain.summary import actor_category, default_action_summary
 
 _TERMINAL = EXECUTION_MACHINE.terminal

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from overseer.observer.domain.models import ExecutionConsequenceView
+from overseer.events.views import ExecutionConsequenceView
 
 UNSUCCESSFUL_LABELS = ("FAILED", "REJECTED", "CANCELLED")
 

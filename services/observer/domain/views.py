@@ -11,14 +11,14 @@ from functools import cache
 
 from overseer.events.catalogue import ExecutionFactObserved, ExecutionStateObserved
 from overseer.events.machines import EXECUTION_MACHINE, ExecutionStatus
-from overseer.observer.domain.contract import ObservedContract
-from overseer.observer.domain.models import (
+from overseer.events.views import (
     ExecutionConsequenceView,
     ExecutionSnapshot,
     ExecutionTimeline,
     StateMachineTopology,
     TransitionRecord,
 )
+from overseer.observer.domain.contract import ObservedContract
 
 # Seed 002: the consequence label an LLM reads, one per status.
 CONSEQUENCE_LABELS: dict[str, str] = {

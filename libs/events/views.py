@@ -1,6 +1,7 @@
-"""Seed 002's observation models, field for field.
+"""Seed 002's observation models, field for field: the observer's query contract.
 
-These are the JSON bodies the gateway serves (``/api/execution/{id}/snapshot``,
+They live in the shared library because two services speak them: the
+observer builds them, the gateway serves them. These are the JSON bodies the gateway serves (``/api/execution/{id}/snapshot``,
 ``/api/execution/{session_id}/timeline``, ``/api/execution/topology``,
 ``/v1/executions/{id}/transitions``, ``GET /v1/actions/{id}``), so their field
 names are part of the external contract: add fields, never rename them.
@@ -111,6 +112,26 @@ class StateMachineTopology(ObservationModel):
 
 class ExecutionConsequenceView(ObservationModel):
     """What an execution did to the world, in words an LLM can read (the reasoning side's input)."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        json_schema_extra={
+            "examples": [
+                {
+                    "execution_id": "0190f1e2-…",
+                    "action_type": "tool_call",
+                    "action_summary": "email.send → bob@example.com",
+                    "consequence_label": "SUCCESS",
+                    "result": "sent to bob@example.com",
+                    "error_message": None,
+                    "has_side_effects": True,
+                    "was_suspended": True,
+                    "is_still_pending": False,
+                    "total_duration_ms": 5230.4,
+                }
+            ]
+        },
+    )
 
     # Identity
     execution_id: str
