@@ -27,7 +27,6 @@ class OutboxRelay:
         self.max_in_flight = max_in_flight
         self._wake = asyncio.Event()
         self._stopping = False
-        self._idle = asyncio.Event()
         self.published = 0
         # Published and acknowledged up to here (memory); written to the store lazily, see _record.
         self._cursor = store.relay_position()
@@ -46,13 +45,11 @@ class OutboxRelay:
             rows = self.store.unpublished_after(self._cursor, self.max_in_flight)
             if not rows:
                 self._record(force=True)
-                self._idle.set()
                 try:
                     await asyncio.wait_for(self._wake.wait(), timeout=1.0)
                 except TimeoutError:
                     pass
                 continue
-            self._idle.clear()
             try:
                 acked = await self._publish(rows)
             except Exception as exc:

@@ -137,22 +137,6 @@ def type_of_subject(subject: str) -> str | None:
     return parts[2] if len(parts) == 3 and parts[1] in SERVICES else None
 
 
-def stream_name(service: str) -> str:
-    return DEFAULT_SUBJECTS.stream(service)
-
-
-def rpc_subject(service: str, method: str) -> str:
-    return DEFAULT_SUBJECTS.rpc(service, method)
-
-
-def dlq_subject(service: str) -> str:
-    return DEFAULT_SUBJECTS.dlq(service)
-
-
-def stream_specs() -> list[StreamSpec]:
-    return DEFAULT_SUBJECTS.stream_specs()
-
-
 # Who may call which RPC methods. Only the gateway — the front door, which checks
 # roles — may call everything; an LLM-driven service can read, never decide.
 RPC_CALLS: dict[str, tuple[str, ...]] = {
