@@ -187,6 +187,8 @@ class Runtime:
         nats_cfg = self.settings.section("nats")
         self._nak_delay = float(nats_cfg.get("nak_delay_seconds", 0.5))
         self._stopped = asyncio.Event()
+        # Replaced after every commit: queries that wait for a read model to reach a state wait on it.
+        self._committed_event = asyncio.Event()
 
     # -- lifecycle -------------------------------------------------------------
     async def start(self) -> None:
@@ -303,7 +305,17 @@ class Runtime:
         self._committed([uow])
         return result
 
+    async def wait_for_commit(self, timeout: float) -> bool:
+        """Sleep until the next commit of this service's store (True) or ``timeout`` (False)."""
+        try:
+            await asyncio.wait_for(self._committed_event.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
     def _committed(self, units: Sequence[UnitOfWork]) -> None:
+        self._committed_event.set()
+        self._committed_event = asyncio.Event()
         if any(u.emitted for u in units):
             self.relay.wake()
         for uow in units:

@@ -150,3 +150,9 @@ class ExecutionConsequenceView(ObservationModel):
 
     # Duration
     total_duration_ms: float | None
+
+    def is_settled(self, until_terminal: bool = False) -> bool:
+        """Terminal, or WAITING for a person (unless the caller waits for the terminal state only)."""
+        if not self.is_still_pending:
+            return True
+        return not until_terminal and self.consequence_label == "WAITING"

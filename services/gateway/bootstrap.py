@@ -17,7 +17,6 @@ import socket
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import orjson
 import uvicorn
 from fastapi import FastAPI, WebSocket
 
@@ -27,13 +26,11 @@ from overseer.gateway.adapters.live_stream import LiveStream
 from overseer.gateway.adapters.peers import Peers
 from overseer.gateway.adapters.responses import RecordedResponses
 from overseer.gateway.adapters.tokens import TokenRegistry
-from overseer.gateway.adapters.waiters import ExecutionWaiters
 from overseer.gateway.entrypoints.http import build_app
 
 log = logging.getLogger("overseer.gateway")
 
 # The announcement that may settle an execution somebody waits for (GET /v1/actions/{id}?wait=).
-WAKE_ON = ("observer", "observation.execution_state")
 
 
 class EmbeddedServer(uvicorn.Server):
@@ -52,7 +49,6 @@ class GatewayService(Service):
         self.tokens: TokenRegistry
         self.peers: Peers
         self.live: LiveStream
-        self.waiters = ExecutionWaiters()
         self.sockets: set[WebSocket] = set()
         self.max_wait = 60.0
         self.app: FastAPI | None = None
@@ -60,7 +56,6 @@ class GatewayService(Service):
         self.port = 0
         self.host = "127.0.0.1"
         self._serving: asyncio.Task[Any] | None = None
-        self._subscriptions: list[Any] = []
 
     def projections(self) -> Sequence[Projection]:
         return [RecordedResponses()]
@@ -85,8 +80,6 @@ class GatewayService(Service):
             slow_seconds=float(cfg.get("ws_slow_client_seconds", 5.0)),
         )
         self.max_wait = float(cfg.get("max_wait_seconds", 60.0))
-        subject = runtime.subjects.events_of(*WAKE_ON)
-        self._subscriptions.append(await runtime.nc.subscribe(subject, cb=self._wake))
         self.app = build_app(self, max_body_bytes=int(cfg.get("max_body_bytes", 1 << 20)))
         self.host = str(cfg.get("host", "127.0.0.1"))
         sock = _bind(self.host, int(cfg.get("port", 8080)))
@@ -109,27 +102,7 @@ class GatewayService(Service):
             await asyncio.sleep(0.01)
         log.info("gateway listening on %s", self.url)
 
-    async def _wake(self, msg: Any) -> None:
-        if not len(self.waiters):
-            return
-        try:
-            data = orjson.loads(msg.data)["data"]
-            execution_id = str(data["execution_id"])
-        except (orjson.JSONDecodeError, KeyError, TypeError):
-            return
-        if execution_id in self.waiters:
-            self.waiters.wake(
-                execution_id,
-                terminal=bool(data.get("is_terminal")),
-                waiting=data.get("to_status") == "waiting",
-            )
-
     async def stop(self) -> None:
-        self.waiters.close()
-        for sub in self._subscriptions:
-            with contextlib.suppress(Exception):
-                await sub.unsubscribe()
-        self._subscriptions.clear()
         for websocket in list(self.sockets):
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(websocket.close(code=1001, reason="the gateway is stopping"), 1.0)

@@ -24,6 +24,7 @@ class ObserverService(Service):
         self.observations = ExecutionObservations()
         self.observer: ExecutionObserver | None = None
         self._reads: sqlite3.Connection | None = None
+        self.runtime: Runtime | None = None
 
     def projections(self) -> Sequence[Projection]:
         return [self.observations]
@@ -40,9 +41,15 @@ class ObserverService(Service):
         return {"execution.transitioned": announce_transition}
 
     def rpc_methods(self) -> Mapping[str, RpcMethod]:
-        return observation_methods(lambda: self.observer)
+        return observation_methods(lambda: self.observer, self._wait_for_commit)
+
+    async def _wait_for_commit(self, timeout: float) -> bool:
+        if self.runtime is None:
+            return False
+        return await self.runtime.wait_for_commit(timeout)
 
     async def start(self, runtime: Runtime) -> None:
+        self.runtime = runtime
         # Queries read through their own connection: WAL lets them see the last commit
         # without ever touching the writer connection the consumers' transactions use.
         self._reads = sqlite3.connect(

@@ -87,7 +87,6 @@ async def consequence(
     gateway = request.app.state.gateway
     view = await consequence_when_settled(
         gateway.peers,
-        gateway.waiters,
         execution_id,
         wait=min(wait, gateway.max_wait),
         until_terminal=until == "terminal",

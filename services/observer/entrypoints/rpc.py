@@ -5,7 +5,8 @@ Answers are seed 002's models as JSON; an unknown execution or session is a 404.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from overseer.events.runtime import RpcError, RpcMethod
@@ -29,8 +30,28 @@ def _ids(payload: Mapping[str, Any], key: str) -> list[str] | None:
     return value
 
 
-def observation_methods(observer: Callable[[], ExecutionObserver | None]) -> dict[str, RpcMethod]:
-    """The RPC table; ``observer`` is looked up per call because RPC is served before the service starts."""
+MAX_WAIT_SECONDS = 60.0
+CommitWait = Callable[[float], Awaitable[bool]]
+
+
+def _wait(payload: Mapping[str, Any]) -> tuple[float, bool]:
+    wait = payload.get("wait", 0)
+    until = payload.get("until", "settled")
+    if isinstance(wait, bool) or not isinstance(wait, int | float) or not 0 <= wait <= MAX_WAIT_SECONDS:
+        raise RpcError(422, f"'wait' must be a number of seconds from 0 to {MAX_WAIT_SECONDS:g}")
+    if until not in ("settled", "terminal"):
+        raise RpcError(422, "'until' must be 'settled' or 'terminal'")
+    return float(wait), until == "terminal"
+
+
+def observation_methods(
+    observer: Callable[[], ExecutionObserver | None], commit_wait: CommitWait | None = None
+) -> dict[str, RpcMethod]:
+    """The RPC table; ``observer`` is looked up per call because RPC is served before the service starts.
+
+    ``consequence`` with ``wait`` answers as soon as the execution settles (terminal, or WAITING
+    unless ``until`` is ``terminal``), re-reading after each commit of the read model — never on a timer.
+    """
 
     def ready() -> ExecutionObserver:
         current = observer()
@@ -47,11 +68,32 @@ def observation_methods(observer: Callable[[], ExecutionObserver | None]) -> dic
 
         return method
 
+    async def consequence(payload: dict[str, Any]) -> Any:
+        execution_id = _text(payload, "execution_id")
+        wait, until_terminal = _wait(payload)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        while True:
+            try:
+                view = ready().consequence(execution_id)
+            except UnknownExecution:
+                view = None
+            remaining = deadline - loop.time()
+            if (
+                (view is not None and view.is_settled(until_terminal))
+                or remaining <= 0
+                or commit_wait is None
+            ):
+                if view is None:
+                    raise RpcError(404, f"no execution {execution_id!r} is known (yet)")
+                return view
+            await commit_wait(remaining)
+
     return {
         "snapshot": answer(lambda o, p: o.snapshot(_text(p, "execution_id"))),
         "transitions": answer(lambda o, p: o.transitions(_text(p, "execution_id"))),
         "timeline": answer(lambda o, p: o.timeline(_text(p, "session_id"))),
-        "consequence": answer(lambda o, p: o.consequence(_text(p, "execution_id"))),
+        "consequence": consequence,
         "consequences": answer(lambda o, p: o.consequences(_text(p, "session_id"), _ids(p, "execution_ids"))),
         "topology": answer(lambda o, p: o.topology()),
     }

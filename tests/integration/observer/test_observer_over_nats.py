@@ -13,7 +13,10 @@ from observer_seed002 import (
     EXPECTED_TRANSITIONS,
     SESSION,
     STEPS,
+    TOOL_CREATED,
     TOOL_ID,
+    TOOL_PROPOSED,
+    TOOL_TRANSITIONS,
     Step,
     at,
 )
@@ -263,3 +266,33 @@ async def _transitions_when_complete(stack: Stack, execution_id: str, count: int
     except RpcError:
         return None
     return records if len(records) >= count else None
+
+
+async def test_a_waiting_consequence_query_answers_once_the_execution_settles(stack: Stack) -> None:
+    import asyncio
+
+    async with stack.runtime(observer_service()):
+        publisher = ExamplePublisher(stack)
+        await publisher.publish(TOOL_PROPOSED, TOOL_CREATED, TOOL_TRANSITIONS[0])
+        # Asked while RUNNING: the answer comes only after the commit that completes it.
+        pending = asyncio.create_task(ask(stack, "consequence", execution_id=TOOL_ID, wait=20))
+        await asyncio.sleep(0.3)
+        assert not pending.done()
+        await publisher.publish(TOOL_TRANSITIONS[1])
+        view = await asyncio.wait_for(pending, 10)
+        assert view["consequence_label"] == "SUCCESS"
+        # Already settled: no waiting at all; a never-settling id runs out and says what it is.
+        assert (await ask(stack, "consequence", execution_id=TOOL_ID, wait=20))[
+            "consequence_label"
+        ] == "SUCCESS"
+        with pytest.raises(RpcError) as unknown:
+            await ask(stack, "consequence", execution_id="never-proposed", wait=0.2)
+        assert unknown.value.status == 404
+
+
+@pytest.mark.parametrize("payload", [{"wait": -1}, {"wait": 61}, {"wait": "soon"}, {"until": "forever"}])
+async def test_a_consequence_query_with_a_bad_wait_is_refused(stack: Stack, payload: dict) -> None:
+    async with stack.runtime(observer_service()):
+        with pytest.raises(RpcError) as refused:
+            await ask(stack, "consequence", execution_id=TOOL_ID, **payload)
+        assert refused.value.status == 422
