@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import uuid
 
 _lock = threading.Lock()
 _last_ms = 0
@@ -16,7 +15,8 @@ def uuid7() -> str:
     """A RFC 9562 version-7 UUID as a string, monotonic within this process.
 
     The 12-bit ``rand_a`` field carries a counter when several ids share one
-    millisecond, so ids made by one process never sort out of order.
+    millisecond, so ids made by one process never sort out of order. Formatted
+    by hand: an id is made for every event, and ``uuid.UUID`` costs more than the rest.
     """
     global _last_ms, _counter
     with _lock:
@@ -32,9 +32,5 @@ def uuid7() -> str:
             _counter = int.from_bytes(os.urandom(2), "big") & 0x3FF
         counter = _counter
     rand_b = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
-    value = (now_ms & ((1 << 48) - 1)) << 80
-    value |= 0x7 << 76
-    value |= counter << 64
-    value |= 0b10 << 62
-    value |= rand_b
-    return str(uuid.UUID(int=value))
+    h = f"{(now_ms & 0xFFFFFFFFFFFF) << 80 | 0x7 << 76 | counter << 64 | 0b10 << 62 | rand_b:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
+from functools import cache
 
 SERVICES: tuple[str, ...] = ("gateway", "reasoning", "firewall", "executor", "col", "observer")
 
@@ -51,7 +52,9 @@ class NotOwner(Exception):
         super().__init__(f"{service} does not own event type {event_type!r}")
 
 
+@cache
 def owns(service: str, event_type: str) -> bool:
+    """Whether ``service`` may publish ``event_type`` (cached: it is asked for every event, twice)."""
     return any(fnmatch.fnmatchcase(event_type, pattern) for pattern in OWNERSHIP.get(service, ()))
 
 
