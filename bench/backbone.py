@@ -104,7 +104,6 @@ async def bus_roundtrip(workdir: Path, n: int = 2_000) -> None:
     nats = start_nats_under_test(workdir / "nats")
     stack = Stack(home=workdir / "home", nats=nats)
     sender = Sender()
-    applied: dict[str, float] = {}
     waiters: dict[str, asyncio.Future[float]] = {}
 
     class TimedReplier(Replier):
@@ -126,7 +125,6 @@ async def bus_roundtrip(workdir: Path, n: int = 2_000) -> None:
                 done = await asyncio.wait_for(future, timeout=10)
                 if i >= 100:  # warm-up excluded
                     latencies.append((done - start) * 1000)
-            del applied
     finally:
         if nats.embedded is not None:
             nats.embedded.stop()

@@ -15,8 +15,8 @@ import asyncio
 import ctypes
 import json
 import os
-import secrets
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -29,22 +29,15 @@ from overseer.events.config import Settings, load_settings
 from overseer.events.launcher import READER, EmbeddedNats, free_port, reachable
 from overseer.events.runtime import rpc_request
 from overseer.events.subjects import SERVICES, Subjects
+from overseer.gateway.adapters.tokens import ensure_tokens_file
 
-ROLES = ("admin", "operator", "agent", "viewer")
 # Start order: the deciders before the producers, the gateway last.
 START_ORDER = ("observer", "col", "firewall", "executor", "reasoning", "gateway")
 
 
-def ensure_tokens(home: Path) -> dict[str, str]:
-    """``tokens.json`` with a random dev token per role, written once (0600)."""
-    path = home / "tokens.json"
-    if path.is_file():
-        return dict(json.loads(path.read_text(encoding="utf-8")))
-    home.mkdir(parents=True, exist_ok=True)
-    tokens = {role: secrets.token_urlsafe(24) for role in ROLES}
-    path.write_text(json.dumps(tokens, indent=2), encoding="utf-8")
-    path.chmod(0o600)
-    return tokens
+def port_in_use(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        return sock.connect_ex((host, port)) == 0
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child
@@ -282,12 +275,10 @@ def run_stack(
         nats_url,
     )
     stack.home.mkdir(parents=True, exist_ok=True)
-    ensure_tokens(stack.home)
+    ensure_tokens_file(stack.home)  # the gateway's own writer: one definition of tokens.json
     configured_smtp = int(settings.get("tools.smtp_port", 0) or 0)
     stack.smtp_port = (
-        configured_smtp
-        if configured_smtp and not reachable(f"nats://127.0.0.1:{configured_smtp}")
-        else free_port()
+        configured_smtp if configured_smtp and not port_in_use("127.0.0.1", configured_smtp) else free_port()
     )
 
     async def main() -> int:

@@ -191,8 +191,8 @@ class DurablePullConsumer:
             return
         pending = int(headers.get("Nats-Pending-Messages", "0") or 0)
         if status in ("404", "408"):  # no messages / request expired: that pull request is over
-            self._outstanding -= pending if pending else self._outstanding
-            self._outstanding = max(self._outstanding, 0)
+            # Without a count the server did not say what was left: assume nothing is, and pull afresh.
+            self._outstanding = max(self._outstanding - pending, 0) if pending else 0
             return
         if status == "409":
             description = headers.get("Description", "")

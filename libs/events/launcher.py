@@ -50,6 +50,38 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def spawn_server(config: Path) -> subprocess.Popen[bytes]:
+    """nats-server with ``config``, logging next to it, in its own session (Ctrl-C reaches it through its owner)."""
+    log = (config.parent / "nats-server.log").open("ab")
+    try:
+        return subprocess.Popen(
+            [nats_server_binary(), "-c", str(config)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    finally:
+        log.close()
+
+
+def stop_server(process: subprocess.Popen[bytes] | None, timeout: float = 10.0) -> None:
+    """SIGTERM (JetStream flushes its store), SIGKILL after ``timeout``."""
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def kill_server(process: subprocess.Popen[bytes] | None) -> None:
+    if process is not None and process.poll() is None:
+        process.kill()
+        process.wait()
+
+
 def reachable(url: str, timeout: float = 0.5) -> bool:
     """Whether something accepts TCP connections at a ``nats://host:port`` URL."""
     rest = url.split("://", 1)[-1].split(",")[0]
@@ -132,13 +164,7 @@ class EmbeddedNats:
         self.dir.mkdir(parents=True, exist_ok=True)
         config = self.dir / "nats-server.conf"
         config.write_text(server_config(self.port, self.dir / "jetstream", self.creds), encoding="utf-8")
-        log = (self.dir / "nats-server.log").open("ab")
-        self.process = subprocess.Popen(
-            [nats_server_binary(), "-c", str(config)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # Ctrl-C reaches it through its owner, not the terminal
-        )
+        self.process = spawn_server(config)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -152,19 +178,10 @@ class EmbeddedNats:
         raise TimeoutError(f"nats-server did not listen on {self.url} within {timeout}s")
 
     def stop(self, timeout: float = 10.0) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_server(self.process, timeout)
 
     def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        kill_server(self.process)
 
     def restart(self) -> None:
         self.stop()
@@ -239,18 +256,8 @@ class EmbeddedCluster:
         return self
 
     def kill_node(self, index: int) -> None:
-        process = self.processes[index]
-        if process is not None and process.poll() is None:
-            process.kill()
-            process.wait()
+        kill_server(self.processes[index])
 
     def stop(self) -> None:
         for process in self.processes:
-            if process is not None and process.poll() is None:
-                process.terminate()
-        for process in self.processes:
-            if process is not None:
-                try:
-                    process.wait(10)
-                except subprocess.TimeoutExpired:
-                    process.kill()
+            stop_server(process)

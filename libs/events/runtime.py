@@ -45,7 +45,14 @@ from overseer.events.envelope import Envelope, EventData, decode, new_event
 from overseer.events.errors import EventDecodeError, TransientError, UnknownEventType
 from overseer.events.relay import OutboxRelay
 from overseer.events.store import EventStore, Projection
-from overseer.events.subjects import DEFAULT_NAMESPACE, NotOwner, Subjects, owner_of_subject, owns
+from overseer.events.subjects import (
+    DEFAULT_NAMESPACE,
+    NotOwner,
+    Subjects,
+    owner_of_subject,
+    owns,
+    type_matches,
+)
 
 log = logging.getLogger("overseer.runtime")
 
@@ -348,7 +355,7 @@ class Runtime:
                     case UnitOfWork():
                         units.append(outcome)
                         acks.append(msg)
-                    case "duplicate":
+                    case "duplicate" | "skipped":
                         acks.append(msg)
                     case "transient":
                         naks.append(msg)
@@ -371,10 +378,9 @@ class Runtime:
             event = decode(msg.data)
         except (UnknownEventType, EventDecodeError) as exc:
             return f"undecodable: {exc}"
-        if wanted and not _matches(event.type, wanted):
-            return (
-                "duplicate"  # not asked for (a server without multi-subject filters sends the whole stream)
-            )
+        if wanted and not type_matches(event.type, wanted):
+            # Not asked for: a server without multi-subject filters sends the owner's whole stream.
+            return "skipped"
         owner = owner_of_subject(msg.subject)
         if owner is None or not owns(owner, event.type):
             return f"forged: {owner} does not own {event.type!r}"
@@ -526,22 +532,6 @@ async def rpc_request(
         extra = {k: v for k, v in answer.items() if k not in ("ok", "status", "detail")}
         raise RpcError(int(answer.get("status", 500)), str(answer.get("detail", "error")), extra)
     return answer.get("result")
-
-
-def _matches(event_type: str, patterns: tuple[str, ...]) -> bool:
-    """NATS-style token match of an event type against subscription patterns (``*`` one token, ``>`` the rest)."""
-    tokens = event_type.split(".")
-    for pattern in patterns:
-        parts = pattern.split(".")
-        if parts[-1] == ">" and len(tokens) >= len(parts) and _same(tokens[: len(parts) - 1], parts[:-1]):
-            return True
-        if len(parts) == len(tokens) and _same(tokens, parts):
-            return True
-    return False
-
-
-def _same(tokens: list[str], parts: list[str]) -> bool:
-    return all(p in ("*", t) for t, p in zip(tokens, parts, strict=True))
 
 
 def _correlation_of(event: Envelope | None) -> str | None:

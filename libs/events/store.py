@@ -45,19 +45,10 @@ class StoredEvent:
     headers: bytes | None
 
     def envelope(self) -> Envelope:
-        return decode_trusted(self.body)
+        return decode(self.body)
 
     def header_map(self) -> dict[str, str]:
         return orjson.loads(self.headers) if self.headers else {}
-
-
-def decode_trusted(body: bytes) -> Envelope:
-    """Decode an event this store validated when it was appended (upcasts applied).
-
-    Pydantic's compiled validation is faster than ``model_construct`` here, so
-    trusted input goes through the same validated path as everything else.
-    """
-    return decode(body)
 
 
 class Projection(Protocol):
@@ -280,7 +271,7 @@ class EventStore:
             while rows := cursor.fetchmany(10_000):
                 for (body,) in rows:
                     try:
-                        event = decode_trusted(body)
+                        event = decode(body)
                     except Exception:
                         skipped += 1
                         continue

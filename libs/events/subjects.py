@@ -9,6 +9,7 @@ comes from reasoning for its own agent and from the gateway for external ones).
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -63,6 +64,24 @@ def owners_of(event_type: str) -> list[str]:
 
 
 DEFAULT_NAMESPACE = PREFIX
+
+
+def tokens_match(pattern: Sequence[str], tokens: Sequence[str]) -> bool:
+    """NATS wildcard matching over ``.``-tokens: ``*`` is one token, a final ``>`` one or more."""
+    for i, part in enumerate(pattern):
+        if part == ">":
+            return i == len(pattern) - 1 and len(tokens) > i
+        if i >= len(tokens):
+            return False
+        if part != "*" and part != tokens[i]:
+            return False
+    return len(pattern) == len(tokens)
+
+
+def type_matches(event_type: str, patterns: Sequence[str]) -> bool:
+    """Whether an event type matches any of the subscription patterns (``co.command.*``)."""
+    tokens = event_type.split(".")
+    return any(tokens_match(pattern.split("."), tokens) for pattern in patterns)
 
 
 @dataclass(frozen=True)

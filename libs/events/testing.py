@@ -27,7 +27,7 @@ from overseer.events.config import Settings, load_settings
 from overseer.events.envelope import Envelope
 from overseer.events.ids import uuid7
 from overseer.events.launcher import EmbeddedNats, reachable
-from overseer.events.runtime import Runtime, Service
+from overseer.events.runtime import Runtime, Service, rpc_request
 from overseer.events.subjects import Subjects
 
 
@@ -173,8 +173,6 @@ class Stack:
         as_user: str = "gateway",
     ) -> Any:
         """Call ``service``'s RPC ``method`` as ``as_user`` (the gateway, which may call everything, by default)."""
-        from overseer.events.runtime import rpc_request
-
         async with self.client(as_user) as nc:
             return await rpc_request(nc, service, method, payload, timeout, subjects=self.subjects)
 
@@ -183,8 +181,6 @@ class Stack:
         deadline = asyncio.get_running_loop().time() + timeout
         last: Exception | None = None
         async with self.client("reader") as nc:
-            from overseer.events.runtime import rpc_request
-
             while asyncio.get_running_loop().time() < deadline:
                 try:
                     health = await rpc_request(

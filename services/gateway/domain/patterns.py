@@ -13,22 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from overseer.events.subjects import tokens_match
+
 MAX_ALTERNATIVES = 16
 
 
 class InvalidPattern(ValueError):
     pass
-
-
-def _tokens_match(pattern: Sequence[str], tokens: Sequence[str]) -> bool:
-    for i, part in enumerate(pattern):
-        if part == ">":
-            return i == len(pattern) - 1 and len(tokens) > i
-        if i >= len(tokens):
-            return False
-        if part != "*" and part != tokens[i]:
-            return False
-    return len(pattern) == len(tokens)
 
 
 def _possible(
@@ -119,4 +110,4 @@ class SubjectFilter:
             return True
         tokens = subject.split(".")
         candidates = (tokens, tokens[1:], tokens[2:])
-        return any(_tokens_match(alt, c) for alt in self.alternatives for c in candidates)
+        return any(tokens_match(alt, c) for alt in self.alternatives for c in candidates)
