@@ -64,10 +64,17 @@ AfterCommit = Callable[[], Awaitable[None] | None]
 
 @dataclass(frozen=True)
 class Subscription:
-    """Consume ``types`` (NATS-style patterns allowed, e.g. ``co.command.*``) from ``owner``'s stream."""
+    """Consume ``types`` (NATS-style patterns allowed, e.g. ``co.command.*``) from ``owner``'s stream.
+
+    ``linger`` (seconds) is for work off the critical path: after the first message the
+    consumer waits that long for more, so a burst is applied in one transaction and acked
+    in one write instead of waking the whole apply path once per message. Subscriptions to
+    one owner share a consumer; it lingers only as long as the least patient of them allows.
+    """
 
     owner: str
     types: tuple[str, ...]
+    linger: float = 0.0
 
 
 class RpcError(Exception):
@@ -194,8 +201,9 @@ class Runtime:
         nats_cfg = self.settings.section("nats")
         self._nak_delay = float(nats_cfg.get("nak_delay_seconds", 0.5))
         self._stopped = asyncio.Event()
-        # Replaced after every commit: queries that wait for a read model to reach a state wait on it.
-        self._committed_event = asyncio.Event()
+        # Queries that wait for a read model to reach a state wait on the aggregate they ask about:
+        # a commit wakes only the waiters of the aggregates it touched (no thundering herd).
+        self._change_waiters: dict[str, list[asyncio.Future[None]]] = {}
 
     # -- lifecycle -------------------------------------------------------------
     async def start(self) -> None:
@@ -245,8 +253,10 @@ class Runtime:
 
     def _build_consumers(self, cfg: Mapping[str, Any]) -> None:
         by_owner: dict[str, list[str]] = {}
+        linger: dict[str, float] = {}
         for sub in self.service.subscriptions():
             by_owner.setdefault(sub.owner, []).extend(sub.types)
+            linger[sub.owner] = min(linger.get(sub.owner, sub.linger), sub.linger)
         for owner, types in by_owner.items():
             subjects = sorted({self.subjects.events_of(owner, t) for t in types})
             self._wanted[f"{self.service.name}@{owner}"] = tuple(types)
@@ -260,6 +270,7 @@ class Runtime:
                 batch=int(cfg.get("pull_batch", 256)),
                 heartbeat=float(cfg.get("heartbeat_seconds", 1.0)),
                 max_deliver=int(cfg.get("max_deliver", 20)),
+                linger=linger[owner],
             )
             self.consumers.append(consumer)
 
@@ -312,24 +323,45 @@ class Runtime:
         self._committed([uow])
         return result
 
-    async def wait_for_commit(self, timeout: float) -> bool:
-        """Sleep until the next commit of this service's store (True) or ``timeout`` (False)."""
+    async def wait_for_change(self, aggregate_id: str, timeout: float) -> bool:
+        """Sleep until a commit records or emits an event of ``aggregate_id`` (True) or ``timeout`` (False).
+
+        Read the state you wait on, then call this with no ``await`` in between:
+        commits happen on this event loop, so none can slip between the two.
+        """
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiters = self._change_waiters.setdefault(aggregate_id, [])
+        waiters.append(waiter)
         try:
-            await asyncio.wait_for(self._committed_event.wait(), timeout)
+            await asyncio.wait_for(waiter, timeout)
         except TimeoutError:
             return False
+        finally:
+            # A commit pops the whole list it woke; a timed-out waiter removes only itself.
+            if waiter in waiters:
+                waiters.remove(waiter)
+            if not waiters and self._change_waiters.get(aggregate_id) is waiters:
+                del self._change_waiters[aggregate_id]
         return True
 
     def _committed(self, units: Sequence[UnitOfWork]) -> None:
-        self._committed_event.set()
-        self._committed_event = asyncio.Event()
         if any(u.emitted for u in units):
             self.relay.wake()
+        if self._change_waiters:
+            self._wake_changed(units)
         for uow in units:
             for fn in uow._after_commit:
                 outcome = fn()
                 if inspect.isawaitable(outcome):
                     self.spawn(_as_coroutine(outcome))
+
+    def _wake_changed(self, units: Sequence[UnitOfWork]) -> None:
+        for uow in units:
+            events = [uow.incoming, *uow.emitted] if uow.incoming is not None else uow.emitted
+            for event in events:
+                for waiter in self._change_waiters.pop(event.aggregate_id, ()):
+                    if not waiter.done():
+                        waiter.set_result(None)
 
     # -- consuming -----------------------------------------------------------------
     def _make_batch_handler(self, consumer_name: str) -> Callable[[list[Msg]], Awaitable[None]]:

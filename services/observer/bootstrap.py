@@ -41,12 +41,12 @@ class ObserverService(Service):
         return {"execution.transitioned": announce_transition}
 
     def rpc_methods(self) -> Mapping[str, RpcMethod]:
-        return observation_methods(lambda: self.observer, self._wait_for_commit)
+        return observation_methods(lambda: self.observer, self._wait_for_change)
 
-    async def _wait_for_commit(self, timeout: float) -> bool:
+    async def _wait_for_change(self, execution_id: str, timeout: float) -> bool:
         if self.runtime is None:
             return False
-        return await self.runtime.wait_for_commit(timeout)
+        return await self.runtime.wait_for_change(execution_id, timeout)
 
     async def start(self, runtime: Runtime) -> None:
         self.runtime = runtime

@@ -63,15 +63,21 @@ class Sender(Service):
 class Replier(Service):
     name = "reasoning"
 
-    def __init__(self, fail_texts: set[str] | None = None, transient_once: set[str] | None = None) -> None:
+    def __init__(
+        self,
+        fail_texts: set[str] | None = None,
+        transient_once: set[str] | None = None,
+        linger: float = 0.0,
+    ) -> None:
         self.fail_texts = fail_texts or set()
         self.transient_once = transient_once or set()
+        self.linger = linger
 
     def projections(self) -> list[SqlProjection]:
         return [SeenMessages()]
 
     def subscriptions(self) -> list[Subscription]:
-        return [Subscription(owner="gateway", types=("conversation.message_received",))]
+        return [Subscription(owner="gateway", types=("conversation.message_received",), linger=self.linger)]
 
     def handlers(self) -> Mapping[str, Handler]:
         return {"conversation.message_received": self.reply}

@@ -12,7 +12,9 @@ SUBSCRIPTIONS: tuple[Subscription, ...] = (
     Subscription(owner="reasoning", types=("execution.proposed",)),
     Subscription(owner="gateway", types=("execution.proposed", "human.responded")),
     # The executor's forms (kind, requester of reconciliations) and the contracts' ends (outcomes).
-    Subscription(owner="executor", types=("ecs.requested", "execution.transitioned")),
+    # Off the verdict's path: applied in short bursts (a reconciliation answer that overtakes its
+    # form is retried, see FirewallHandlers.on_responded).
+    Subscription(owner="executor", types=("ecs.requested", "execution.transitioned"), linger=0.02),
 )
 
 

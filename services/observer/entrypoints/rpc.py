@@ -31,7 +31,7 @@ def _ids(payload: Mapping[str, Any], key: str) -> list[str] | None:
 
 
 MAX_WAIT_SECONDS = 60.0
-CommitWait = Callable[[float], Awaitable[bool]]
+ChangeWait = Callable[[str, float], Awaitable[bool]]  # (execution_id, timeout) -> changed
 
 
 def _wait(payload: Mapping[str, Any]) -> tuple[float, bool]:
@@ -45,12 +45,12 @@ def _wait(payload: Mapping[str, Any]) -> tuple[float, bool]:
 
 
 def observation_methods(
-    observer: Callable[[], ExecutionObserver | None], commit_wait: CommitWait | None = None
+    observer: Callable[[], ExecutionObserver | None], change_wait: ChangeWait | None = None
 ) -> dict[str, RpcMethod]:
     """The RPC table; ``observer`` is looked up per call because RPC is served before the service starts.
 
     ``consequence`` with ``wait`` answers as soon as the execution settles (terminal, or WAITING
-    unless ``until`` is ``terminal``), re-reading after each commit of the read model — never on a timer.
+    unless ``until`` is ``terminal``), re-reading after each commit that touched that execution — never on a timer.
     """
 
     def ready() -> ExecutionObserver:
@@ -82,12 +82,12 @@ def observation_methods(
             if (
                 (view is not None and view.is_settled(until_terminal))
                 or remaining <= 0
-                or commit_wait is None
+                or change_wait is None
             ):
                 if view is None:
                     raise RpcError(404, f"no execution {execution_id!r} is known (yet)")
                 return view
-            await commit_wait(remaining)
+            await change_wait(execution_id, remaining)
 
     return {
         "snapshot": answer(lambda o, p: o.snapshot(_text(p, "execution_id"))),

@@ -84,6 +84,41 @@ async def test_a_redelivered_message_has_one_effect(stack: Stack) -> None:
         assert replies(rs.store.conn) == 1
 
 
+async def test_a_lingering_consumer_applies_a_burst_in_one_batch(stack: Stack) -> None:
+    sender = Sender()
+    async with stack.runtime(sender) as gw, stack.runtime(Replier(linger=0.5)) as rs:
+        for i in range(5):  # five commits, each published on its own, well within the linger
+            await gw.execute(lambda uow, i=i: sender.say(uow, "s", f"m{i}"))
+            await asyncio.sleep(0.02)
+        await eventually(lambda: replies(rs.store.conn) == 5)
+        (consumer,) = rs.consumers
+        assert (consumer.delivered, consumer.batches) == (5, 1)
+
+
+async def test_a_consumer_without_linger_applies_each_message_as_it_comes(stack: Stack) -> None:
+    sender = Sender()
+    async with stack.runtime(sender) as gw, stack.runtime(Replier()) as rs:
+        for i in range(3):
+            await gw.execute(lambda uow, i=i: sender.say(uow, "s", f"m{i}"))
+            await eventually(lambda i=i: replies(rs.store.conn) == i + 1)
+        (consumer,) = rs.consumers
+        assert (consumer.delivered, consumer.batches) == (3, 3)
+
+
+async def test_a_change_waiter_wakes_only_for_its_own_aggregate(stack: Stack) -> None:
+    sender = Sender()
+    async with stack.runtime(sender) as gw:
+        waiting = asyncio.create_task(gw.wait_for_change("session:a", timeout=5.0))
+        await asyncio.sleep(0)
+        await gw.execute(lambda uow: sender.say(uow, "b", "not for a"))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()
+        await gw.execute(lambda uow: sender.say(uow, "a", "for a"))
+        assert await asyncio.wait_for(waiting, 1.0) is True
+        assert await gw.wait_for_change("session:a", timeout=0.05) is False
+        assert gw._change_waiters == {}
+
+
 async def test_rebuilt_read_models_equal_the_incremental_ones(stack: Stack) -> None:
     sender = Sender()
     async with stack.runtime(sender) as gw, stack.runtime(Replier()) as rs:
