@@ -5,63 +5,109 @@ nothing, because progress (``relay_progress``) moves only after JetStream's
 PubAck, and a re-publish after a crash is dropped by JetStream's duplicate
 window (``Nats-Msg-Id`` = ``event_id``) or, past it, by the consumers'
 ``UNIQUE(event_id)``.
+
+Publishing is a sliding window. Right after a commit the runtime calls
+:meth:`OutboxRelay.publish_committed`, which hands the new events to the
+connection without waiting: they leave in the same socket write as the
+consumer's acks, with no extra trip through the event loop. :meth:`run`
+watches the PubAcks in order and moves the acknowledged cursor; on a
+failure it rewinds to that cursor and publishes again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 from typing import Any
 
 from nats.js import JetStreamContext
 
-from overseer.events.store import EventStore, StoredEvent
+from overseer.events.store import EventStore
 
 log = logging.getLogger("overseer.relay")
 
 
 class OutboxRelay:
-    def __init__(self, store: EventStore, js: JetStreamContext, *, max_in_flight: int = 512) -> None:
+    def __init__(
+        self, store: EventStore, js: JetStreamContext, *, max_in_flight: int = 512, ack_timeout: float = 5.0
+    ) -> None:
         self.store = store
         self.js = js
         self.max_in_flight = max_in_flight
-        self._wake = asyncio.Event()
-        self._stopping = False
+        self.ack_timeout = ack_timeout
         self.published = 0
-        # Published and acknowledged up to here (memory); written to the store lazily, see _record.
+        # Acknowledged by JetStream up to here (memory); written to the store lazily, see _record.
         self._cursor = store.relay_position()
         self._recorded = self._cursor
         self._recorded_at = 0.0
+        # Handed to the connection up to here; (position, PubAck future) in publishing order.
+        self._sent = self._cursor
+        self._in_flight: collections.deque[tuple[int, asyncio.Future[Any]]] = collections.deque()
+        self._lock = asyncio.Lock()  # publish and rewind never interleave
+        self._wake = asyncio.Event()
+        self._stopping = False
 
     def wake(self) -> None:
-        """Call after a commit that appended events."""
+        """Ask :meth:`run` to look at the store (at start, after a failure, or a full window)."""
+        self._wake.set()
+
+    async def publish_committed(self) -> None:
+        """Publish what was committed and not yet sent. Never raises: the caller has already committed.
+
+        In the common case this never suspends (nats.py buffers the messages until
+        the caller yields), so it is safe to call between a commit and the acks.
+        """
+        async with self._lock:
+            try:
+                room = self.max_in_flight - len(self._in_flight)
+                rows = self.store.unpublished_after(self._sent, room) if room > 0 else []
+                for row in rows:
+                    headers = {"Nats-Msg-Id": row.event_id, **row.header_map()}
+                    future = await self.js.publish_async(row.subject, row.body, headers=headers)
+                    self._in_flight.append((row.position, future))
+                    self._sent = row.position
+            except Exception as exc:
+                log.warning("relay: publishing failed, will retry: %s", exc)
         self._wake.set()
 
     async def run(self) -> None:
         failures = 0
         while not self._stopping:
-            # Clear before reading: a commit after this read sets the event again, so nothing is missed.
+            # Clear before looking: a commit after this sets the event again, so nothing is missed.
             self._wake.clear()
-            rows = self.store.unpublished_after(self._cursor, self.max_in_flight)
-            if not rows:
-                self._record(force=True)
-                try:
-                    await asyncio.wait_for(self._wake.wait(), timeout=1.0)
-                except TimeoutError:
-                    pass
-                continue
+            if not self._in_flight:
+                await self.publish_committed()
+                self._wake.clear()
+                if not self._in_flight:
+                    self._record(force=True)
+                    try:
+                        await asyncio.wait_for(self._wake.wait(), timeout=1.0)
+                    except TimeoutError:
+                        pass
+                    continue
+            position, future = self._in_flight[0]
             try:
-                acked = await self._publish(rows)
+                await asyncio.wait_for(asyncio.shield(future), timeout=self.ack_timeout)
             except Exception as exc:
-                log.warning("relay: publishing failed, retrying: %s", exc)
-                acked = 0
-            if acked:
-                self._cursor = acked
-                self._record()
-                failures = 0
-            if acked != rows[-1].position:
                 failures += 1
+                log.warning("relay: publish at position %s failed, rewinding: %r", position, exc)
+                await self._rewind()
                 await asyncio.sleep(min(0.05 * 2**failures, 2.0))
+                continue
+            self._in_flight.popleft()
+            self._cursor = position
+            self.published += 1
+            failures = 0
+            self._record()
+
+    async def _rewind(self) -> None:
+        """Forget everything in flight and publish again from the acknowledged cursor."""
+        async with self._lock:
+            for _, future in self._in_flight:
+                future.cancel()
+            self._in_flight.clear()
+            self._sent = self._cursor
 
     def _record(self, *, force: bool = False) -> None:
         """Write the cursor to ``relay_progress`` when idle, or at most every 200 ms while busy.
@@ -82,31 +128,6 @@ class OutboxRelay:
     def backlog(self) -> int:
         """Own events committed but not yet acknowledged by JetStream."""
         return self.store.count_local_after(self._cursor)
-
-    async def _publish(self, rows: list[StoredEvent]) -> int:
-        """Publish ``rows`` in order with bounded in-flight PubAcks; the last contiguous acked position."""
-        futures: list[asyncio.Future[Any]] = []
-        try:
-            for row in rows:
-                headers = {"Nats-Msg-Id": row.event_id, **row.header_map()}
-                futures.append(await self.js.publish_async(row.subject, row.body, headers=headers))
-        except Exception:
-            for future in futures:
-                future.cancel()
-            raise
-        acked = 0
-        for row, future in zip(rows, futures, strict=True):
-            try:
-                await asyncio.wait_for(future, timeout=5.0)
-            except Exception as exc:
-                log.warning("relay: publish of %s failed: %s", row.event_id, exc)
-                for rest in futures:
-                    if not rest.done():
-                        rest.cancel()
-                break
-            acked = row.position
-            self.published += 1
-        return acked
 
     async def drain(self, timeout: float = 5.0) -> None:
         """Wait until everything committed so far is published (used at shutdown)."""

@@ -320,7 +320,7 @@ class Runtime:
         name = getattr(fn, "__name__", "command")
         with tracing.span(f"{self.service.name} {name}"), self.store.transaction():
             result = fn(uow)
-        self._committed([uow])
+        await self._committed([uow])
         return result
 
     async def wait_for_change(self, aggregate_id: str, timeout: float) -> bool:
@@ -344,9 +344,9 @@ class Runtime:
                 del self._change_waiters[aggregate_id]
         return True
 
-    def _committed(self, units: Sequence[UnitOfWork]) -> None:
+    async def _committed(self, units: Sequence[UnitOfWork]) -> None:
         if any(u.emitted for u in units):
-            self.relay.wake()
+            await self.relay.publish_committed()
         if self._change_waiters:
             self._wake_changed(units)
         for uow in units:
@@ -396,8 +396,9 @@ class Runtime:
             if last_seq:
                 self.store.advance_tracking(consumer_name, last_seq)
         # Ack only after commit: a crash before this line redelivers, and the
-        # recorded event_ids make the redelivery a no-op.
-        self._committed(units)
+        # recorded event_ids make the redelivery a no-op. What the batch emitted is
+        # handed to the connection first, so it leaves in the same write as the acks.
+        await self._committed(units)
         for msg in acks:
             await msg.ack()
         for msg in naks:
