@@ -11,8 +11,8 @@ from typing import Any
 import nats
 from nats.aio.client import Client
 from nats.js import JetStreamContext
-from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig, StreamSource
-from nats.js.errors import BadRequestError
+from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
+from nats.js.errors import BadRequestError, NotFoundError
 
 from overseer.events.config import Settings
 from overseer.events.subjects import DEFAULT_SUBJECTS, Subjects
@@ -86,11 +86,11 @@ async def provision_streams(
     replicas: int = 1,
 ) -> None:
     """Create or update every stream. Idempotent; every service runs it at start."""
+    await _remove_legacy_streams(js, subjects)
     for spec in subjects.stream_specs():
         config = StreamConfig(
             name=spec.name,
             subjects=list(spec.subjects) or None,
-            sources=[StreamSource(name=s) for s in spec.sources] or None,
             storage=StorageType.FILE,
             retention=RetentionPolicy.LIMITS,
             discard=DiscardPolicy.OLD,
@@ -107,3 +107,18 @@ async def provision_streams(
             if exc.err_code not in (10058, 10065):  # stream name in use / subjects overlap
                 raise
             await js.update_stream(config)
+
+
+async def _remove_legacy_streams(js: JetStreamContext, subjects: Subjects) -> None:
+    """Delete the per-owner streams of the earlier layout: their subjects now belong to the events stream.
+
+    Nothing is lost: every event is in its owner's SQLite store, and the
+    consumers' effects in theirs; the events stream starts empty and the
+    durable consumers are created afresh on it.
+    """
+    for name in subjects.legacy_streams():
+        try:
+            await js.delete_stream(name)
+        except NotFoundError:
+            continue
+        log.warning("removed the legacy stream %s (events now travel on %s)", name, subjects.events_stream)

@@ -95,9 +95,9 @@ class DurablePullConsumer:
         elif (version.major, version.minor) >= (2, 10):
             config.filter_subjects = self.filter_subjects
         else:
-            # Before 2.10 a consumer has one filter: take the owner's whole stream; the runtime
-            # skips the types it did not ask for.
-            config.filter_subject = ".".join(self.filter_subjects[0].split(".")[:2]) + ".>"
+            # Before 2.10 a consumer has one filter: take the whole stream; the runtime skips the
+            # subjects it did not ask for.
+            config.filter_subject = None
         await self.js.add_consumer(self.stream, config)
 
     async def _on_message(self, msg: Msg) -> None:

@@ -51,7 +51,7 @@ from overseer.events.subjects import (
     Subjects,
     owner_of_subject,
     owns,
-    type_matches,
+    subject_matches,
 )
 
 log = logging.getLogger("overseer.runtime")
@@ -196,7 +196,7 @@ class Runtime:
         self.ready = False
         self.started_at = time.time()
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._wanted: dict[str, tuple[str, ...]] = {}  # consumer -> the event type patterns it asked for
+        self._wanted: dict[str, tuple[str, ...]] = {}  # consumer -> the subject patterns it asked for
         self._rpc_subs: list[Any] = []
         nats_cfg = self.settings.section("nats")
         self._nak_delay = float(nats_cfg.get("nak_delay_seconds", 0.5))
@@ -252,25 +252,29 @@ class Runtime:
                 await asyncio.sleep(0.5)
 
     def _build_consumers(self, cfg: Mapping[str, Any]) -> None:
-        by_owner: dict[str, list[str]] = {}
-        linger: dict[str, float] = {}
+        """One durable consumer on the events stream per linger class of the service's subscriptions."""
+        by_linger: dict[float, set[str]] = {}
         for sub in self.service.subscriptions():
-            by_owner.setdefault(sub.owner, []).extend(sub.types)
-            linger[sub.owner] = min(linger.get(sub.owner, sub.linger), sub.linger)
-        for owner, types in by_owner.items():
-            subjects = sorted({self.subjects.events_of(owner, t) for t in types})
-            self._wanted[f"{self.service.name}@{owner}"] = tuple(types)
+            by_linger.setdefault(sub.linger, set()).update(
+                self.subjects.events_of(sub.owner, t) for t in sub.types
+            )
+        for linger, subjects in sorted(by_linger.items()):
+            durable = (
+                self.service.name if linger == 0 else f"{self.service.name}_linger{round(linger * 1000)}ms"
+            )
+            name = f"{durable}@events"
+            self._wanted[name] = tuple(sorted(subjects))
             consumer = DurablePullConsumer(
                 self.nc,
                 self.js,
-                stream=self.subjects.stream(owner),
-                durable=self.service.name,
-                filter_subjects=subjects,
-                on_batch=self._make_batch_handler(f"{self.service.name}@{owner}"),
+                stream=self.subjects.events_stream,
+                durable=durable,
+                filter_subjects=self._wanted[name],
+                on_batch=self._make_batch_handler(name),
                 batch=int(cfg.get("pull_batch", 256)),
                 heartbeat=float(cfg.get("heartbeat_seconds", 1.0)),
                 max_deliver=int(cfg.get("max_deliver", 20)),
-                linger=linger[owner],
+                linger=linger,
             )
             self.consumers.append(consumer)
 
@@ -407,13 +411,13 @@ class Runtime:
             await self._dead_letter(msg, reason)
 
     def _apply_one(self, conn: sqlite3.Connection, msg: Msg, wanted: tuple[str, ...]) -> UnitOfWork | str:
+        if not subject_matches(msg.subject, wanted):
+            # Not asked for: a server without multi-subject filters sends the whole stream.
+            return "skipped"
         try:
             event = decode(msg.data)
         except (UnknownEventType, EventDecodeError) as exc:
             return f"undecodable: {exc}"
-        if wanted and not type_matches(event.type, wanted):
-            # Not asked for: a server without multi-subject filters sends the owner's whole stream.
-            return "skipped"
         owner = owner_of_subject(msg.subject)
         if owner is None or not owns(owner, event.type):
             return f"forged: {owner} does not own {event.type!r}"

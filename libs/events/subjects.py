@@ -84,11 +84,17 @@ def type_matches(event_type: str, patterns: Sequence[str]) -> bool:
     return any(tokens_match(pattern.split("."), tokens) for pattern in patterns)
 
 
+@cache
+def subject_matches(subject: str, patterns: tuple[str, ...]) -> bool:
+    """Whether a subject matches any of the NATS subject patterns (cached: asked for every message)."""
+    tokens = subject.split(".")
+    return any(tokens_match(pattern.split("."), tokens) for pattern in patterns)
+
+
 @dataclass(frozen=True)
 class StreamSpec:
     name: str
     subjects: tuple[str, ...]
-    sources: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -111,9 +117,6 @@ class Subjects:
     def events_of(self, owner: str, pattern: str = ">") -> str:
         return f"{self.namespace}.{owner}.{pattern}"
 
-    def stream(self, service: str) -> str:
-        return f"{self.namespace.upper()}_{service.upper()}"
-
     def rpc(self, service: str, method: str) -> str:
         return f"{self.namespace}.rpc.{service}.{method}"
 
@@ -125,19 +128,26 @@ class Subjects:
         return f"{self.namespace.upper()}_DLQ"
 
     @property
-    def all_stream(self) -> str:
-        return f"{self.namespace.upper()}_ALL"
+    def events_stream(self) -> str:
+        return f"{self.namespace.upper()}_EVENTS"
 
     def stream_specs(self) -> list[StreamSpec]:
-        """One stream per owning service, the dead-letter stream, and the all-events stream.
+        """The events stream (every owner's subjects) and the dead-letter stream.
 
-        The ``_ALL`` stream sources every service stream, so operators and the
-        gateway's WebSocket get one total order with one sequence number to resume from.
+        One stream gives every consumer, operator and WebSocket client one total
+        order with one sequence number to resume from, and a consumer that reads
+        several owners gets their events in the order they were published (a
+        verdict never overtakes the proposal it judges). Single-writer is a matter
+        of subjects and permissions, not of streams.
         """
-        specs = [StreamSpec(self.stream(s), (f"{self.namespace}.{s}.>",)) for s in SERVICES]
-        specs.append(StreamSpec(self.dlq_stream, (f"{self.namespace}.dlq.>",)))
-        specs.append(StreamSpec(self.all_stream, (), tuple(self.stream(s) for s in SERVICES)))
-        return specs
+        return [
+            StreamSpec(self.events_stream, tuple(f"{self.namespace}.{s}.>" for s in SERVICES)),
+            StreamSpec(self.dlq_stream, (f"{self.namespace}.dlq.>",)),
+        ]
+
+    def legacy_streams(self) -> list[str]:
+        """Streams of the earlier layout (one per owner plus a sourcing ``_ALL``), removed at provisioning."""
+        return [f"{self.namespace.upper()}_{s.upper()}" for s in (*SERVICES, "all")]
 
 
 DEFAULT_SUBJECTS = Subjects()

@@ -28,7 +28,7 @@ from overseer.events.envelope import Envelope
 from overseer.events.ids import uuid7
 from overseer.events.launcher import EmbeddedNats, reachable
 from overseer.events.runtime import Runtime, Service, rpc_request
-from overseer.events.subjects import Subjects
+from overseer.events.subjects import Subjects, owner_of_subject
 
 
 @dataclass
@@ -216,3 +216,9 @@ async def eventually(predicate: Any, timeout: float = 10.0, interval: float = 0.
         if asyncio.get_running_loop().time() > deadline:
             raise TimeoutError("condition not met in time")
         await asyncio.sleep(interval)
+
+
+def received_from(runtime: Runtime, owner: str) -> int:
+    """How many of ``owner``'s events ``runtime``'s service has recorded (redeliveries count once)."""
+    rows = runtime.store.conn.execute("SELECT subject FROM events WHERE origin = 'remote'")
+    return sum(1 for (subject,) in rows if owner_of_subject(subject) == owner)

@@ -115,14 +115,14 @@ async def test_the_meeting_invite_waits_for_a_person_then_arrives(full_stack: Fu
             assert done["has_side_effects"] is True
             assert done["was_suspended"] is True
             assert done["is_still_pending"] is False
-            await stream.until(lambda m: m["type"] == "observation.execution_fact")
-            # _ALL keeps each service's order, not causal order across services: the observer's
-            # fact may be sourced before the executor's transition that caused it.
-            await stream.until(
+            fact = await stream.until(lambda m: m["type"] == "observation.execution_fact")
+            completed = await stream.until(
                 lambda m: (
                     m["type"] == "execution.transitioned" and m["event"]["data"]["to_status"] == "completed"
                 )
             )
+            # One events stream: the observer's fact is stored after the transition that caused it.
+            assert completed["seq"] < fact["seq"]
         finally:
             follower.cancel()
 

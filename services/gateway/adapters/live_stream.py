@@ -1,6 +1,6 @@
-"""The live event stream behind ``WS /v1/ws``: one ordered consumer on ``<NAMESPACE>_ALL`` per client.
+"""The live event stream behind ``WS /v1/ws``: one ordered consumer on ``<NAMESPACE>_EVENTS`` per client.
 
-The ``_ALL`` stream sources every service's stream, so a client sees one total
+Every service publishes into the one events stream, so a client sees one total
 order with one sequence number; reconnecting with ``since=<last seq seen>``
 resumes exactly after it (an ephemeral ordered consumer starting at SEQ+1).
 
@@ -159,7 +159,7 @@ class LiveStream:
             config.filter_subjects = narrowed
         return await self.js.subscribe(
             narrowed[0] if len(narrowed) == 1 else f"{self.subjects.namespace}.>",
-            stream=self.subjects.all_stream,
+            stream=self.subjects.events_stream,
             ordered_consumer=True,
             config=config,
             cb=feed.on_message,
@@ -167,5 +167,5 @@ class LiveStream:
         )
 
     async def last_sequence(self) -> int:
-        info = await self.js.stream_info(self.subjects.all_stream)
+        info = await self.js.stream_info(self.subjects.events_stream)
         return int(info.state.last_seq)

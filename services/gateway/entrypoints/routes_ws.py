@@ -1,7 +1,7 @@
 """``WS /v1/ws``: the live event stream, filtered by subject pattern and session, resumable by sequence.
 
 Messages are ``{"seq", "subject", "type", "event"}``; ``seq`` is the sequence
-in the ``<NAMESPACE>_ALL`` stream. With ``since=SEQ`` every matching event after
+in the ``<NAMESPACE>_EVENTS`` stream. With ``since=SEQ`` every matching event after
 SEQ comes first, then live ones: a client that reconnects with the last seq it
 saw misses nothing. A client that cannot keep up is closed with code 1013 and
 a reason; it never slows the gateway or other clients.

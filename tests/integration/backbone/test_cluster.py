@@ -31,7 +31,7 @@ async def test_services_carry_on_when_a_node_of_a_three_node_cluster_dies(
     sender = Sender()
     # JetStream needs a meta leader before streams can be created; the runtime retries until it has one.
     async with stack.runtime(sender) as gw, stack.runtime(Replier()) as rs:
-        info = await gw.js.stream_info(stack.subjects.stream("gateway"))
+        info = await gw.js.stream_info(stack.subjects.events_stream)
         assert info.config.num_replicas == 3
         for i in range(20):
             await gw.execute(lambda uow, i=i: sender.say(uow, "s", f"before-{i}"))

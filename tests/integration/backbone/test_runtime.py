@@ -77,9 +77,9 @@ async def test_a_redelivered_message_has_one_effect(stack: Stack) -> None:
         await eventually(lambda: replies(rs.store.conn) == 1)
     # The same event again under a new stream sequence (as after an ack lost in a crash).
     async with stack.client("gateway") as nc:
-        await nc.jetstream().publish(stack.subjects.event("gateway", event.type), event.encode())
+        again = await nc.jetstream().publish(stack.subjects.event("gateway", event.type), event.encode())
     async with stack.runtime(Replier()) as rs:
-        await eventually(lambda: rs.store.tracking("reasoning@gateway") >= 2)
+        await eventually(lambda: rs.store.tracking("reasoning@events") >= again.seq)
         assert seen(rs.store.conn) == ["once"]
         assert replies(rs.store.conn) == 1
 
@@ -153,7 +153,7 @@ async def test_poison_goes_to_the_dead_letter_stream_and_the_rest_is_processed(s
         await js.publish(subject, good2.encode())
     async with stack.runtime(Replier(fail_texts={"explode"})) as rs:
         await eventually(lambda: seen(rs.store.conn) == ["before", "after"])
-        await eventually(lambda: rs.store.tracking("reasoning@gateway") == 5)
+        await eventually(lambda: rs.store.tracking("reasoning@events") == 5)
     dead = await _dlq_messages(stack)
     reasons = sorted(m.headers["Overseer-Reason"].split(":")[0] for m in dead)
     assert reasons == ["handler error", "undecodable", "undecodable"]

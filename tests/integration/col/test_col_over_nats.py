@@ -22,7 +22,7 @@ from overseer.events.catalogue import (
 )
 from overseer.events.envelope import new_event
 from overseer.events.runtime import RpcError, rebuild
-from overseer.events.testing import Stack, eventually
+from overseer.events.testing import Stack, eventually, received_from
 
 
 def create(title: str, **fields: Any) -> CoCreateCommand:
@@ -95,7 +95,7 @@ async def test_a_repeated_command_is_applied_once(stack: Stack) -> None:
         first = await command(stack, transition)
         await send_command(stack, transition)  # the gateway retried: another event, the same command_id
         again = await await_command(stack, transition.command_id)
-        await eventually(lambda: rt.store.tracking("col@gateway") >= 3)
+        await eventually(lambda: received_from(rt, "gateway") >= 3)
         assert first == again
         assert len((await get(stack, co["co_id"]))["transitions"]) == 1
 
@@ -213,7 +213,7 @@ async def test_with_col_disabled_execution_events_are_ignored_but_crud_works(sta
     async with stack.runtime(ColService(), col={"col_enabled": False}) as rt:
         co = (await command(stack, create("shadow mode")))["co"]
         await execution_facts(stack, "exec-1", co["co_id"], "completed")
-        await eventually(lambda: rt.store.tracking("col@executor") >= 3)  # all three consumed
+        await eventually(lambda: received_from(rt, "executor") >= 3)  # all three consumed
         moved = await command(stack, move(co["co_id"], "clarify"))
         view = await get(stack, co["co_id"])
         assert (view["linked_execution_ids"], view["execution_reports"]) == ([], [])

@@ -16,7 +16,7 @@ from executor_support import INVITE, RunExecutor, child_pids, decided, proposed,
 from overseer.events.catalogue import ContractCreated, EcsRequested, ExecutionTransitioned
 from overseer.events.envelope import Envelope, decode
 from overseer.events.runtime import Runtime
-from overseer.events.testing import Stack, eventually
+from overseer.events.testing import Stack, eventually, received_from
 from overseer.executor.adapters.contracts_sql import ContractRepository
 from overseer.executor.adapters.smtp_sink import SmtpSink
 from overseer.executor.bootstrap import ExecutorService
@@ -37,7 +37,7 @@ async def published(stack: Stack, expected: int) -> list[Envelope]:
     async with stack.client("reader") as nc:
         js = nc.jetstream()
         sub = await js.pull_subscribe(
-            stack.subjects.events_of("executor"), stream=stack.subjects.stream("executor")
+            stack.subjects.events_of("executor"), stream=stack.subjects.events_stream
         )
         events: list[Envelope] = []
         try:
@@ -169,7 +169,7 @@ async def test_a_verdict_that_arrives_before_its_proposal_is_applied_when_it_com
 ) -> None:
     async with run_executor() as rt:
         await stack.publish_as("firewall", verdict("e-early", "allow", {"path": "."}, tool="fs.list"))
-        await eventually(lambda: rt.store.tracking("executor@firewall") >= 1)
+        await eventually(lambda: received_from(rt, "firewall") >= 1)
         assert status(rt, "e-early") is None
         await stack.publish_as("reasoning", proposed("e-early", "fs.list", {"path": "."}))
         await reaches(rt, "e-early", "completed")

@@ -10,7 +10,7 @@ from overseer.events.catalogue import ExecutionProposed, ExecutionTransitioned, 
 from overseer.events.envelope import new_event
 from overseer.events.ids import uuid7
 from overseer.events.runtime import Runtime
-from overseer.events.testing import Stack, eventually
+from overseer.events.testing import Stack, eventually, received_from
 
 AGENT = Principal(kind="agent", id="agent")
 OPERATOR = Principal(kind="operator", id="alice")
@@ -118,5 +118,5 @@ async def verdict(rt: Runtime, execution_id: str) -> dict[str, Any]:
 
 
 async def settled(rt: Runtime, consumer: str, count: int) -> None:
-    """Wait until the firewall has processed ``count`` messages from ``consumer``'s stream."""
-    await eventually(lambda: rt.store.tracking(f"firewall@{consumer}") >= count)
+    """Wait until the firewall has recorded ``count`` events published by ``consumer``."""
+    await eventually(lambda: received_from(rt, consumer) >= count)

@@ -96,7 +96,7 @@ async def test_a_verdict_under_any_other_services_credentials_is_refused_by_nats
                 await nc.jetstream().publish(subject, forged.encode(), timeout=1.0)
     async with stack.client("firewall") as nc:
         ack = await nc.jetstream().publish(subject, forged.encode(), timeout=2.0)
-        assert ack.stream == stack.subjects.stream("firewall")
+        assert ack.stream == stack.subjects.events_stream
 
 
 async def test_an_approval_is_bound_to_args_hash_single_use_and_never_self_approved(stack: Stack) -> None:

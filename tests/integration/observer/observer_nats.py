@@ -42,7 +42,7 @@ async def published_by_observer(stack: Stack, event_type: str) -> list[dict]:
     """Every ``event_type`` event on the observer's stream, read through a fresh ephemeral consumer."""
     async with stack.client("reader") as nc:
         return await _read_all(
-            nc, stack.subjects.stream("observer"), stack.subjects.events_of("observer", event_type)
+            nc, stack.subjects.events_stream, stack.subjects.events_of("observer", event_type)
         )
 
 

@@ -1,0 +1,304 @@
+"""The fast path for ``POST /v1/actions`` and ``GET /v1/actions/{id}`` (entrypoints/fast_actions.py).
+
+Over real HTTP against the running gateway, and compared byte for byte with the same requests answered by
+the gateway's FastAPI application alone, served next to it: the fast path must not change any answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import uvicorn
+from gateway_support import LiveGateway
+
+from overseer.gateway.bootstrap import EmbeddedServer
+from overseer.gateway.entrypoints.http import build_asgi
+
+PROBLEM = "application/problem+json"
+MAX_BODY = 4096
+GOOD = b'{"session_id": "fast-1", "tool": "fs.list", "args": {"path": "."}}'
+UNKNOWN_ID = "0190aaaa-0000-7000-8000-00000000fa57"
+
+
+@pytest.fixture(scope="module")
+def gateway_services() -> tuple[str, ...]:
+    return ("observer", "firewall", "executor")
+
+
+@pytest.fixture(scope="module")
+def gateway_settings() -> dict[str, Any]:
+    return {"max_body_bytes": MAX_BODY, "max_wait_seconds": 5}
+
+
+async def serve(app: Any) -> tuple[str, EmbeddedServer, asyncio.Task[Any]]:
+    sock = socket.socket()
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    server = EmbeddedServer(uvicorn.Config(app, lifespan="off", log_level="warning"))
+    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        await asyncio.sleep(0.01)
+    return f"http://127.0.0.1:{sock.getsockname()[1]}", server, task
+
+
+@pytest.fixture(scope="module")
+async def fastapi_only(gateway: LiveGateway) -> AsyncIterator[str]:
+    """The running gateway's FastAPI application, without the fast path in front of it."""
+    url, server, task = await serve(gateway.services["gateway"].app)  # type: ignore[attr-defined]
+    yield url
+    server.should_exit = True
+    await task
+
+
+async def exchange(url: str, request: bytes) -> bytes:
+    """One request on its own connection; the whole answer (status line, headers, body) without Date."""
+    host, port = url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(request)
+    answer = await asyncio.wait_for(reader.read(), 30)
+    writer.close()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    head = b"\r\n".join(line for line in head.split(b"\r\n") if not line.lower().startswith(b"date:"))
+    return head + b"\r\n\r\n" + body
+
+
+def raw_request(
+    gateway: LiveGateway,
+    method: str,
+    path: str,
+    role: str | None = None,
+    body: bytes | None = None,
+    content_type: str | None = "application/json",
+) -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", "Host: gateway", "Connection: close"]
+    if role is not None:
+        token = gateway.tokens.get(role, "not-a-token")
+        lines.append(f"Authorization: Bearer {token}")
+    if body is not None:
+        if content_type:
+            lines.append(f"Content-Type: {content_type}")
+        lines.append(f"Content-Length: {len(body)}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + (body or b"")
+
+
+def assert_problem(response: Any, status: int, detail: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == PROBLEM
+    problem = dict(response.json())
+    assert problem["status"] == status
+    assert problem["type"] == "about:blank"
+    assert problem["title"]
+    assert detail in problem["detail"], problem
+    return problem
+
+
+async def test_a_proposal_without_a_token_is_401_with_a_bearer_challenge(gateway: LiveGateway) -> None:
+    async with gateway.client() as client:
+        response = await client.post(
+            "/v1/actions", content=GOOD, headers={"Content-Type": "application/json"}
+        )
+    assert_problem(response, 401, "a bearer token is required")
+    assert response.headers["www-authenticate"] == 'Bearer realm="overseer"'
+
+
+async def test_an_unknown_token_is_401_on_both_hot_endpoints(gateway: LiveGateway) -> None:
+    async with gateway.client() as client:
+        headers = {"Authorization": "Bearer not-a-token", "Content-Type": "application/json"}
+        proposed = await client.post("/v1/actions", content=GOOD, headers=headers)
+        waited = await client.get(f"/v1/actions/{UNKNOWN_ID}", headers=headers)
+    for response in (proposed, waited):
+        assert_problem(response, 401, "this token is not known to the gateway")
+        assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+@pytest.mark.parametrize("role", ["viewer", "operator"])
+async def test_a_role_that_may_not_propose_is_403(gateway: LiveGateway, role: str) -> None:
+    async with gateway.client(role) as client:
+        response = await client.post(
+            "/v1/actions", content=GOOD, headers={"Content-Type": "application/json"}
+        )
+    assert_problem(response, 403, f"this endpoint needs the agent role; the token is {role}")
+
+
+async def test_a_proposal_with_malformed_json_is_400(gateway: LiveGateway) -> None:
+    async with gateway.client("agent") as client:
+        response = await client.post(
+            "/v1/actions",
+            content=b'{"session_id": "s", "tool": ',
+            headers={"Content-Type": "application/json"},
+        )
+    problem = assert_problem(response, 400, "the request body is not valid JSON")
+    assert problem["title"] == "Malformed JSON"
+
+
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        ({"session_id": "s", "tool": 42}, "body tool: Input should be a valid string"),
+        ({"session_id": "s", "tool": "fs.list", "args": []}, "body args: Input should be a valid dictionary"),
+        ({"session_id": "s", "tool": "fs.list", "confidence": False}, "body confidence"),
+        ({"session_id": "s", "tool": "fs.list", "surprise": 1}, "Extra inputs are not permitted"),
+        ({"session_id": "s", "tool": "rm -rf /"}, "'rm -rf /' is not a tool name"),
+    ],
+)
+async def test_a_proposal_with_wrong_types_or_a_malformed_tool_is_422_naming_the_field(
+    gateway: LiveGateway, body: dict[str, Any], detail: str
+) -> None:
+    async with gateway.client("agent") as client:
+        response = await client.post("/v1/actions", json=body)
+    problem = assert_problem(response, 422, detail)
+    assert problem["title"] == "Invalid request"
+    assert problem["errors"]
+    assert problem["errors"][0]["loc"][0] == "body"
+
+
+async def test_a_well_formed_unknown_tool_is_accepted_for_the_firewall_to_judge(gateway: LiveGateway) -> None:
+    async with gateway.client("agent") as client:
+        response = await client.post(
+            "/v1/actions", json={"session_id": "fast-unknown", "tool": "weather.forecast", "args": {}}
+        )
+    assert response.status_code == 202, response.text
+    assert response.headers["content-type"] == "application/json"
+    assert set(response.json()) == {"execution_id"}
+
+
+async def test_a_body_over_the_limit_is_413_whether_declared_or_chunked(gateway: LiveGateway) -> None:
+    big = b'{"session_id": "s", "tool": "fs.write", "args": {"content": "' + b"x" * MAX_BODY + b'"}}'
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for _ in range(8):
+            yield b"x" * 1024
+
+    async with gateway.client("agent") as client:
+        declared = await client.post("/v1/actions", content=big, headers={"Content-Type": "application/json"})
+        chunked = await client.post(
+            "/v1/actions", content=chunks(), headers={"Content-Type": "application/json"}
+        )
+    problem = assert_problem(declared, 413, f"this gateway accepts at most {MAX_BODY}")
+    assert (
+        problem["detail"] == f"the request body has {len(big)} bytes; this gateway accepts at most {MAX_BODY}"
+    )
+    assert_problem(chunked, 413, f"this gateway accepts at most {MAX_BODY}")
+    assert declared.headers["connection"] == "close"
+
+
+async def test_a_proposal_is_accepted_and_its_wait_answers_the_settled_view(gateway: LiveGateway) -> None:
+    async with gateway.client("agent") as client:
+        proposed = await client.post(
+            "/v1/actions", content=GOOD, headers={"Content-Type": "application/json"}
+        )
+    assert proposed.status_code == 202, proposed.text
+    execution_id = proposed.json()["execution_id"]
+    async with gateway.client("viewer") as client:
+        waited = await client.get(f"/v1/actions/{execution_id}", params={"wait": 20})
+    assert waited.status_code == 200, waited.text
+    assert waited.headers["content-type"] == "application/json"
+    assert waited.json()["execution_id"] == execution_id
+    assert waited.json()["consequence_label"] == "SUCCESS"
+
+
+async def test_waiting_on_an_unknown_execution_is_a_404_problem(gateway: LiveGateway) -> None:
+    async with gateway.client("viewer") as client:
+        response = await client.get(f"/v1/actions/{UNKNOWN_ID}", params={"wait": 0.1})
+    assert_problem(response, 404, f"no execution {UNKNOWN_ID!r} is known (yet)")
+
+
+# (name, method, path, role, body, content type): every kind of answer the two endpoints give
+SAME_AS_FASTAPI: list[tuple[str, str, str, str | None, bytes | None, str | None]] = [
+    ("no token", "POST", "/v1/actions", None, GOOD, "application/json"),
+    ("unknown token", "POST", "/v1/actions", "nobody", GOOD, "application/json"),
+    ("viewer proposing", "POST", "/v1/actions", "viewer", GOOD, "application/json"),
+    ("malformed JSON", "POST", "/v1/actions", "agent", b'{"session_id": ', "application/json"),
+    ("NaN", "POST", "/v1/actions", "agent", b'{"session_id": "s", "tool": "t", "args": {"x": NaN}}', "application/json"),
+    ("lone surrogate", "POST", "/v1/actions", "agent", b'{"session_id": "s", "tool": "t", "args": {"x": "\\ud800"}}', "application/json"),
+    ("integer beyond 64 bits", "POST", "/v1/actions", "agent", b'{"session_id": "s", "tool": "t", "args": {"n": 123456789012345678901234}}', "application/json"),
+    ("wrong type", "POST", "/v1/actions", "agent", b'{"session_id": "s", "tool": 42}', "application/json"),
+    ("malformed tool", "POST", "/v1/actions", "agent", b'{"session_id": "s", "tool": "rm -rf /"}', "application/json"),
+    ("unknown field", "POST", "/v1/actions", "agent", b'{"session_id": "s", "tool": "fs.list", "x": 1}', "application/json"),
+    ("not an object", "POST", "/v1/actions", "agent", b"[]", "application/json"),
+    ("empty body", "POST", "/v1/actions", "agent", b"", "application/json"),
+    ("not JSON", "POST", "/v1/actions", "agent", GOOD, "text/plain"),
+    ("no content type", "POST", "/v1/actions", "agent", GOOD, None),
+    ("too large", "POST", "/v1/actions", "agent", b"x" * (MAX_BODY + 1), "application/json"),
+    ("GET no token", "GET", f"/v1/actions/{UNKNOWN_ID}", None, None, None),
+    ("GET unknown id", "GET", f"/v1/actions/{UNKNOWN_ID}?wait=0.1", "viewer", None, None),
+    ("GET wait out of range", "GET", f"/v1/actions/{UNKNOWN_ID}?wait=61", "viewer", None, None),
+    ("GET wait not a number", "GET", f"/v1/actions/{UNKNOWN_ID}?wait=soon", "viewer", None, None),
+    ("GET until unknown", "GET", f"/v1/actions/{UNKNOWN_ID}?until=never", "viewer", None, None),
+    ("GET id too long", "GET", "/v1/actions/" + "a" * 129, "viewer", None, None),
+    ("HEAD", "HEAD", f"/v1/actions/{UNKNOWN_ID}", "viewer", None, None),
+    ("PUT", "PUT", "/v1/actions", "agent", GOOD, "application/json"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "method", "path", "role", "body", "content_type"),
+    SAME_AS_FASTAPI,
+    ids=[c[0] for c in SAME_AS_FASTAPI],
+)
+async def test_every_refusal_is_byte_for_byte_what_fastapi_answers(
+    gateway: LiveGateway,
+    fastapi_only: str,
+    name: str,
+    method: str,
+    path: str,
+    role: str | None,
+    body: bytes | None,
+    content_type: str | None,
+) -> None:
+    request = raw_request(gateway, method, path, role, body, content_type)
+    fast, reference = await asyncio.gather(exchange(gateway.url, request), exchange(fastapi_only, request))
+    assert fast == reference
+
+
+async def test_answers_are_byte_for_byte_what_fastapi_answers(
+    gateway: LiveGateway, fastapi_only: str
+) -> None:
+    propose = raw_request(gateway, "POST", "/v1/actions", "agent", GOOD)
+    uuid7 = re.compile(rb'"execution_id":"[0-9a-f-]{36}"')
+    fast, reference = await exchange(gateway.url, propose), await exchange(fastapi_only, propose)
+    assert fast.startswith(b"HTTP/1.1 202 Accepted\r\n")
+    assert uuid7.sub(b"ID", fast) == uuid7.sub(b"ID", reference)
+    execution_id = uuid7.search(fast).group()[16:-1].decode()  # type: ignore[union-attr]
+    wait = raw_request(gateway, "GET", f"/v1/actions/{execution_id}?wait=20&until=terminal", "viewer")
+    fast = await exchange(gateway.url, wait)
+    assert fast.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert fast == await exchange(fastapi_only, wait)
+
+
+async def test_the_hot_requests_are_answered_by_the_fast_path_and_the_rest_by_fastapi(
+    gateway: LiveGateway,
+) -> None:
+    service = gateway.services["gateway"]
+    handed_on: list[str] = []
+
+    async def fastapi(scope: Any, receive: Any, send: Any) -> None:
+        handed_on.append(f"{scope['method']} {scope['path']}")
+        await service.app(scope, receive, send)  # type: ignore[attr-defined]
+
+    url, server, task = await serve(build_asgi(service, fastapi, max_body_bytes=MAX_BODY))
+    try:
+        hot = [
+            raw_request(gateway, "POST", "/v1/actions", "agent", GOOD),
+            raw_request(gateway, "POST", "/v1/actions", None, GOOD),
+            raw_request(gateway, "POST", "/v1/actions", "viewer", GOOD),
+            raw_request(gateway, "POST", "/v1/actions", "agent", b"{"),
+            raw_request(gateway, "POST", "/v1/actions", "agent", b"x" * (MAX_BODY + 1)),
+            raw_request(gateway, "GET", f"/v1/actions/{UNKNOWN_ID}?wait=0.1&until=terminal", "viewer"),
+            raw_request(gateway, "GET", f"/v1/actions/{UNKNOWN_ID}", None),
+        ]
+        statuses = [(await exchange(url, request)).split(b" ", 2)[1] for request in hot]
+        assert statuses == [b"202", b"401", b"403", b"400", b"413", b"404", b"401"]
+        assert handed_on == []
+        await exchange(url, raw_request(gateway, "POST", "/v1/actions", "agent", b'{"tool": 42}'))
+        await exchange(url, raw_request(gateway, "GET", "/v1/policy", "viewer"))
+        assert handed_on == ["POST /v1/actions", "GET /v1/policy"]
+    finally:
+        server.should_exit = True
+        await task
