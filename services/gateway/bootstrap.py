@@ -26,7 +26,7 @@ from overseer.gateway.adapters.live_stream import LiveStream
 from overseer.gateway.adapters.peers import Peers
 from overseer.gateway.adapters.responses import RecordedResponses
 from overseer.gateway.adapters.tokens import TokenRegistry
-from overseer.gateway.entrypoints.http import build_app
+from overseer.gateway.entrypoints.http import build_app, build_asgi
 
 log = logging.getLogger("overseer.gateway")
 
@@ -80,12 +80,14 @@ class GatewayService(Service):
             slow_seconds=float(cfg.get("ws_slow_client_seconds", 5.0)),
         )
         self.max_wait = float(cfg.get("max_wait_seconds", 60.0))
-        self.app = build_app(self, max_body_bytes=int(cfg.get("max_body_bytes", 1 << 20)))
+        max_body_bytes = int(cfg.get("max_body_bytes", 1 << 20))
+        exporter = str(runtime.settings.get("telemetry.exporter", "none"))
+        self.app = build_app(self, max_body_bytes=max_body_bytes, telemetry=exporter != "none")
         self.host = str(cfg.get("host", "127.0.0.1"))
         sock = _bind(self.host, int(cfg.get("port", 8080)))
         self.port = int(sock.getsockname()[1])
         config = uvicorn.Config(
-            self.app,
+            build_asgi(self, self.app, max_body_bytes=max_body_bytes),
             loop="none",
             lifespan="off",
             log_level=str(cfg.get("log_level", "warning")),

@@ -1,4 +1,5 @@
-"""The gateway's FastAPI application: routes, problem documents, body limit, OpenAPI."""
+"""The gateway's FastAPI application (routes, problem documents, body limit, OpenAPI), and what is served:
+the fast path for the two hot endpoints in front of it."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ import logging
 from typing import Any
 
 from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 from overseer.gateway.entrypoints import problems, routes_actions, routes_views, routes_ws
 from overseer.gateway.entrypoints.docs import problem_media_types
+from overseer.gateway.entrypoints.fast_actions import FastActions
 from overseer.gateway.entrypoints.limits import RequestBodyGuard
 
 log = logging.getLogger("overseer.gateway.http")
@@ -35,13 +38,17 @@ def cos_router() -> Any | None:
     return router
 
 
-def build_app(gateway: Any, *, max_body_bytes: int = 1 << 20) -> FastAPI:
+def build_app(gateway: Any, *, max_body_bytes: int = 1 << 20, telemetry: bool = False) -> FastAPI:
+    """The FastAPI application. ``telemetry``: FastAPI's own OpenTelemetry hooks, for when an exporter
+    is configured; without one they only cost time (three global-provider lookups, each reading
+    ``os.environ``, on every request)."""
     app = FastAPI(
         title="Overseer gateway",
         version="1.0.0",
         description=DESCRIPTION,
         docs_url="/docs",
         redoc_url=None,
+        telemetry=None if telemetry else {"tracing": False, "metrics": False, "logs": False},
     )
     app.state.gateway = gateway
     problems.install(app)
@@ -65,3 +72,9 @@ def build_app(gateway: Any, *, max_body_bytes: int = 1 << 20) -> FastAPI:
 
     app.openapi = openapi  # type: ignore[method-assign]
     return app
+
+
+def build_asgi(gateway: Any, app: FastAPI, *, max_body_bytes: int = 1 << 20) -> ASGIApp:
+    """What uvicorn serves: ``POST /v1/actions`` and ``GET /v1/actions/{id}`` on a fast path, the rest
+    (and whatever the fast path is not sure of) by ``app``."""
+    return FastActions(app, gateway, max_body_bytes=max_body_bytes)

@@ -92,6 +92,23 @@ def validation_detail(errors: list[dict[str, Any]]) -> tuple[int, str, str, list
     return 422, "Invalid request", "; ".join(details) + more, cleaned
 
 
+def refusal(exc: ProblemError) -> Response:
+    return problem(exc.status, exc.detail, exc.title, exc.headers, **exc.extra)
+
+
+def peer_refusal(exc: RpcError) -> Response:
+    """Another service's refusal keeps its status; one that did not answer is 503/504."""
+    status = exc.status if 400 <= exc.status <= 599 else 502
+    if status >= 500:
+        log.warning("peer error %s: %s", status, exc.detail)
+    return problem(status, exc.detail, **{k: v for k, v in exc.extra.items() if k not in ("type", "title")})
+
+
+def crash(exc: Exception) -> Response:
+    log.exception("unhandled error", exc_info=exc)
+    return problem(500, f"internal error: {type(exc).__name__}")
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> Response:
@@ -111,18 +128,12 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(ProblemError)
     async def refused(_: Request, exc: ProblemError) -> Response:
-        return problem(exc.status, exc.detail, exc.title, exc.headers, **exc.extra)
+        return refusal(exc)
 
     @app.exception_handler(RpcError)
     async def peer_refused(_: Request, exc: RpcError) -> Response:
-        status = exc.status if 400 <= exc.status <= 599 else 502
-        if status >= 500:
-            log.warning("peer error %s: %s", status, exc.detail)
-        return problem(
-            status, exc.detail, **{k: v for k, v in exc.extra.items() if k not in ("type", "title")}
-        )
+        return peer_refusal(exc)
 
     @app.exception_handler(Exception)
     async def crashed(_: Request, exc: Exception) -> Response:
-        log.exception("unhandled error")
-        return problem(500, f"internal error: {type(exc).__name__}")
+        return crash(exc)

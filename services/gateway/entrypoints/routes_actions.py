@@ -32,11 +32,42 @@ from overseer.gateway.entrypoints.schemas import (
 
 router = APIRouter()
 
-ExecutionId = Annotated[str, Path(min_length=1, max_length=128, description="an execution id")]
+MAX_EXECUTION_ID = 128
+MAX_WAIT = 60.0  # the largest ``?wait=``; the gateway's max_wait_seconds may cap it further
+ExecutionId = Annotated[str, Path(min_length=1, max_length=MAX_EXECUTION_ID, description="an execution id")]
 
 
 def json_response(body: Any, status: int = 200) -> Response:
     return Response(orjson.dumps(body), status_code=status, media_type="application/json")
+
+
+# The work of the two hot endpoints, shared with their fast path (fast_actions.py).
+async def accept_action(gateway: Any, body: ActionRequest, caller: Caller) -> dict[str, str]:
+    command = ProposeAction(
+        session_id=body.session_id,
+        tool=body.tool,
+        args=body.args,
+        irreversible=body.irreversible,
+        confidence=body.confidence,
+        co_id=body.co_id,
+        summary=body.summary,
+        timeout_seconds=body.timeout_seconds,
+        idempotency_key=body.idempotency_key,
+    )
+    event = await gateway.runtime.execute(lambda uow: propose_action(uow, command, caller))
+    return {"execution_id": event.data.execution_id}
+
+
+async def settled_view(gateway: Any, execution_id: str, wait: float, until: str) -> dict[str, Any]:
+    view = await consequence_when_settled(
+        gateway.peers,
+        execution_id,
+        wait=min(wait, gateway.max_wait),
+        until_terminal=until == "terminal",
+    )
+    if view is None:
+        raise ProblemError(404, f"no execution {execution_id!r} is known (yet)")
+    return view
 
 
 @router.post(
@@ -52,20 +83,7 @@ async def propose(
 ) -> Response:
     """Publishes ``execution.proposed`` with the agent principal as proposer. The firewall decides:
     an unknown tool is held for a person (CONFIRM), never run blindly."""
-    gateway = request.app.state.gateway
-    command = ProposeAction(
-        session_id=body.session_id,
-        tool=body.tool,
-        args=body.args,
-        irreversible=body.irreversible,
-        confidence=body.confidence,
-        co_id=body.co_id,
-        summary=body.summary,
-        timeout_seconds=body.timeout_seconds,
-        idempotency_key=body.idempotency_key,
-    )
-    event = await gateway.runtime.execute(lambda uow: propose_action(uow, command, caller))
-    return json_response({"execution_id": event.data.execution_id}, 202)
+    return json_response(await accept_action(request.app.state.gateway, body, caller), 202)
 
 
 @router.get(
@@ -78,22 +96,15 @@ async def propose(
 async def consequence(
     request: Request,
     execution_id: ExecutionId,
-    wait: float = Query(0.0, ge=0.0, le=60.0, description="seconds to wait for a terminal or WAITING state"),
+    wait: float = Query(
+        0.0, ge=0.0, le=MAX_WAIT, description="seconds to wait for a terminal or WAITING state"
+    ),
     until: Literal["settled", "terminal"] = Query(
         "settled", description="`terminal`: do not stop at WAITING (addition to CONTRACT.md)"
     ),
     _: Caller = Depends(require(Role.VIEWER)),
 ) -> Response:
-    gateway = request.app.state.gateway
-    view = await consequence_when_settled(
-        gateway.peers,
-        execution_id,
-        wait=min(wait, gateway.max_wait),
-        until_terminal=until == "terminal",
-    )
-    if view is None:
-        raise ProblemError(404, f"no execution {execution_id!r} is known (yet)")
-    return json_response(view)
+    return json_response(await settled_view(request.app.state.gateway, execution_id, wait, until))
 
 
 @router.get(
