@@ -397,7 +397,7 @@ def ratios(ours: list[dict[str, Any]], peers: list[dict[str, Any]]) -> None:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scenarios", nargs="*", choices=[[], *SCENARIOS], default=[])
-    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--no-peers", action="store_true", help="skip the LangGraph peer benchmark")
     parser.add_argument("--quick", action="store_true", help="a fifth of the actions (smoke run)")
     parser.add_argument("--profile", type=Path, help="run every service under pyinstrument; reports here")

@@ -144,7 +144,7 @@ def measure(app: Any, scenario: str, count: int, concurrency: int) -> dict[str, 
     }
 
 
-def run_peers(scenarios: list[str], concurrency: int = 16, quick: bool = False) -> list[dict[str, Any]]:
+def run_peers(scenarios: list[str], concurrency: int = 32, quick: bool = False) -> list[dict[str, Any]]:
     results = []
     with tempfile.TemporaryDirectory(prefix="langgraph-bench-") as work:
         sandbox = Path(work, "sandbox").resolve()
