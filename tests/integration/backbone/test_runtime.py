@@ -6,6 +6,7 @@ import asyncio
 
 import orjson
 
+from overseer.events.bus import provision_streams
 from overseer.events.catalogue import MessageReceived
 from overseer.events.envelope import new_event
 from overseer.events.testing import Stack, eventually
@@ -66,6 +67,24 @@ async def test_events_committed_while_the_relay_was_down_all_arrive_once(stack: 
             await eventually(lambda: replies(rs.store.conn) == 3)
             await asyncio.sleep(0.3)  # room for a duplicate to arrive, were it not dropped
         assert seen(rs.store.conn) == ["m1", "m2", "m3"]  # each applied exactly once
+
+
+async def test_events_committed_while_their_stream_is_gone_are_published_once_it_is_back(
+    stack: Stack,
+) -> None:
+    sender = Sender()
+    async with stack.runtime(sender) as gw:
+        await gw.js.delete_stream(stack.subjects.events_stream)
+        for i in range(3):  # each PubAck fails ("no responders"): the relay rewinds and retries
+            await gw.execute(lambda uow, i=i: sender.say(uow, "s", f"m{i}"))
+        await asyncio.sleep(0.3)
+        assert gw.relay.backlog() == 3
+        await provision_streams(gw.js, stack.subjects)
+        await eventually(lambda: gw.relay.backlog() == 0, timeout=15)
+        async with stack.runtime(Replier()) as rs:
+            await eventually(lambda: replies(rs.store.conn) == 3)
+            await asyncio.sleep(0.3)  # room for a duplicate to arrive, were one published
+            assert seen(rs.store.conn) == ["m0", "m1", "m2"]
 
 
 async def test_a_redelivered_message_has_one_effect(stack: Stack) -> None:
