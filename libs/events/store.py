@@ -190,6 +190,8 @@ class EventStore:
                 return
             for row in rows:
                 yield StoredEvent(*row)
+            if len(rows) < size:  # the end of the table: no need to ask again
+                return
             position = rows[-1][0]
             if remaining is not None:
                 remaining -= len(rows)
