@@ -68,8 +68,8 @@ class Subscription:
 
     ``linger`` (seconds) is for work off the critical path: after the first message the
     consumer waits that long for more, so a burst is applied in one transaction and acked
-    in one write instead of waking the whole apply path once per message. Subscriptions to
-    one owner share a consumer; it lingers only as long as the least patient of them allows.
+    in one write instead of waking the whole apply path once per message. Subscriptions
+    with the same linger share one consumer on the events stream.
     """
 
     owner: str

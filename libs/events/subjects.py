@@ -78,12 +78,6 @@ def tokens_match(pattern: Sequence[str], tokens: Sequence[str]) -> bool:
     return len(pattern) == len(tokens)
 
 
-def type_matches(event_type: str, patterns: Sequence[str]) -> bool:
-    """Whether an event type matches any of the subscription patterns (``co.command.*``)."""
-    tokens = event_type.split(".")
-    return any(tokens_match(pattern.split("."), tokens) for pattern in patterns)
-
-
 @cache
 def subject_matches(subject: str, patterns: tuple[str, ...]) -> bool:
     """Whether a subject matches any of the NATS subject patterns (cached: asked for every message)."""
