@@ -15,7 +15,7 @@ from typing import Any
 
 from overseer.col.domain import decisions
 from overseer.col.domain.errors import CoInvalid, CoNotFound, CoRefused
-from overseer.col.domain.model import REASONING_NODE, CognitiveObject, CoRelation, Suggestion
+from overseer.col.domain.model import REASONING_NODE, CognitiveObject, Suggestion
 from overseer.col.domain.ports import CoQuery, CoRepository, EventSink
 from overseer.events.catalogue import (
     CoCommandRejected,
@@ -23,6 +23,7 @@ from overseer.events.catalogue import (
     CoSuggestionDecided,
     CoSuggestionRecorded,
 )
+from overseer.events.co_fields import CoRelation
 from overseer.events.envelope import EventData
 from overseer.events.ids import uuid7
 from overseer.events.machines import CognitiveObjectStatus

@@ -13,15 +13,7 @@ from collections.abc import Mapping, Set
 from typing import Any, Literal
 
 from overseer.col.domain.errors import CoConflict, CoInvalid, CoNotFound
-from overseer.col.domain.model import (
-    ID_MAX_CHARS,
-    REASON_MAX_CHARS,
-    TAG_MAX_CHARS,
-    CognitiveObject,
-    CoRelation,
-    Suggestion,
-    validate_fields,
-)
+from overseer.col.domain.model import CognitiveObject, Suggestion, validate_fields
 from overseer.events.catalogue import (
     CoCreated,
     CoExecutionLinked,
@@ -33,6 +25,7 @@ from overseer.events.catalogue import (
     CoTransitioned,
     CoUpdated,
 )
+from overseer.events.co_fields import ID_MAX_CHARS, REASON_MAX_CHARS, TAG_MAX_CHARS, CoRelation
 from overseer.events.envelope import EventData
 from overseer.events.errors import InvalidTransition
 from overseer.events.machines import CO_ACTORS, CO_MACHINE, CognitiveObjectStatus, ExecutionStatus

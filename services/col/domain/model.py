@@ -17,23 +17,20 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from overseer.col.domain.errors import CoInvalid
+from overseer.events.co_fields import (  # the field rules, shared with the gateway's edge
+    CONTEXT_MAX_CHARS,
+    DESCRIPTION_MAX_CHARS,
+    MAX_EXTERNAL_REFERENCES,
+    MAX_RELATED_COS,
+    REFERENCE_TYPES,
+    RELATIONS,
+    TAG_MAX_CHARS,
+    TITLE_MAX_CHARS,
+    CoRelation,
+    ExternalReference,
+)
 from overseer.events.machines import CognitiveObjectStatus
 
-# -- documented limits (docs/col.md) --------------------------------------------------------
-TITLE_MAX_CHARS: Final = 300
-DESCRIPTION_MAX_CHARS: Final = 20_000
-TAG_MAX_CHARS: Final = 64  # semantic_type, domain_tag, intent_category
-REASON_MAX_CHARS: Final = 2_000
-CONTEXT_MAX_CHARS: Final = 4_000  # creation_context
-REFERENCE_VALUE_MAX_CHARS: Final = 2_000
-MAX_EXTERNAL_REFERENCES: Final = 100
-MAX_RELATED_COS: Final = 100
-ID_MAX_CHARS: Final = 200  # co_id, execution_id, memory_id, suggestion_id
-
-# Seed 000 §7.2: the only CO → CO relations; stored and validated, never traversed.
-RELATIONS: Final = ("blocks", "depends_on", "part_of", "related_to")
-# Seed 000 §2.2: external_references[].type.
-REFERENCE_TYPES: Final = ("url", "email", "file", "person")
 # Seed 000 §2.2: created_by is "user" | "system" | "reasoning_node"; the gateway passes the principal's
 # kind (CONTRACT.md: POST /v1/cos → created_by the principal's kind), so any short word is accepted.
 REASONING_NODE: Final = "reasoning_node"
@@ -108,21 +105,6 @@ class Suggestion(BaseModel):
 
 
 # -- field rules ----------------------------------------------------------------------------
-class ExternalReference(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    type: Literal["url", "email", "file", "person"]
-    value: str = Field(min_length=1, max_length=REFERENCE_VALUE_MAX_CHARS)
-    label: str = Field(default="", max_length=TITLE_MAX_CHARS)
-
-
-class CoRelation(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    co_id: str = Field(min_length=1, max_length=ID_MAX_CHARS)
-    relation: Literal["blocks", "depends_on", "part_of", "related_to"]
-
-
 class CoFields(BaseModel):
     """The user-editable fields of a CO, validated; ``None`` means "not given"."""
 

@@ -33,8 +33,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from overseer.col.adapters.read_model import SqliteCommandLog, SqliteCoRepository
 from overseer.col.application.registry import parse_status
 from overseer.col.domain.errors import CoNotFound, CoRefused
-from overseer.col.domain.model import ID_MAX_CHARS, CognitiveObject, describe
+from overseer.col.domain.model import CognitiveObject, describe
 from overseer.col.domain.ports import CommandOutcome, CoQuery
+from overseer.events.co_fields import ID_MAX_CHARS
 from overseer.events.machines import CO_MACHINE
 from overseer.events.runtime import RpcError, RpcMethod
 

@@ -40,7 +40,14 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from overseer.col.domain.model import (
+from overseer.events.catalogue import (
+    CoCreateCommand,
+    CoDecideSuggestionCommand,
+    CoLinkCommand,
+    CoTransitionCommand,
+    CoUpdateCommand,
+)
+from overseer.events.co_fields import (
     DESCRIPTION_MAX_CHARS,
     ID_MAX_CHARS,
     MAX_EXTERNAL_REFERENCES,
@@ -50,13 +57,6 @@ from overseer.col.domain.model import (
     TITLE_MAX_CHARS,
     CoRelation,
     ExternalReference,
-)
-from overseer.events.catalogue import (
-    CoCreateCommand,
-    CoDecideSuggestionCommand,
-    CoLinkCommand,
-    CoTransitionCommand,
-    CoUpdateCommand,
 )
 from overseer.events.envelope import EventData
 from overseer.events.ids import uuid7

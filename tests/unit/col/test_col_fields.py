@@ -7,8 +7,8 @@ from col_fakes import InMemoryCol
 
 from overseer.col.application.registry import CORegistry
 from overseer.col.domain.errors import CoConflict, CoInvalid, CoNotFound
-from overseer.col.domain.model import DESCRIPTION_MAX_CHARS, TITLE_MAX_CHARS
 from overseer.events.catalogue import CoCreated
+from overseer.events.co_fields import DESCRIPTION_MAX_CHARS, TITLE_MAX_CHARS
 
 
 def test_a_new_object_carries_every_seed_field_and_starts_emerging(registry: CORegistry) -> None:
