@@ -3,8 +3,8 @@
     python bench/run.py [SCENARIO ...]
 
 Scenarios: eventstore_append, replay, bus_roundtrip (bench/backbone.py),
-firewall_evaluate (bench/firewall_evaluate.py), pipeline_auto and
-pipeline_approval with the LangGraph peer (bench/pipeline.py,
+firewall_evaluate (bench/firewall_evaluate.py), hop_floor (bench/hop_floor.py),
+pipeline_auto and pipeline_approval with the LangGraph peer (bench/pipeline.py,
 bench/peers/). Progress goes to stderr; a failed scenario prints an
 ``{"scenario": …, "error": …}`` line and the run goes on.
 """
@@ -24,6 +24,7 @@ ROOT = BENCH.parent
 SCRIPTS: dict[str, tuple[str, ...]] = {
     "backbone.py": ("eventstore_append", "replay", "bus_roundtrip"),
     "firewall_evaluate.py": ("firewall_evaluate",),
+    "hop_floor.py": ("hop_floor",),
     "pipeline.py": ("pipeline_auto", "pipeline_approval"),
 }
 

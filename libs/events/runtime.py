@@ -70,11 +70,19 @@ class Subscription:
     consumer waits that long for more, so a burst is applied in one transaction and acked
     in one write instead of waking the whole apply path once per message. Subscriptions
     with the same linger share one consumer on the events stream.
+
+    ``gather`` (seconds) is for a forerunner: an event this service reads that is
+    usually followed closely by another it reads on the same consumer (an agent's
+    proposal, then the firewall's verdict on it). When one opens a batch, the consumer
+    waits for the follower, at most ``gather`` seconds, and applies both together: one
+    wake-up and one transaction instead of two, while the service on the critical path
+    has the CPU. Order is kept (one consumer), and the follower is never delayed.
     """
 
     owner: str
     types: tuple[str, ...]
     linger: float = 0.0
+    gather: float = 0.0
 
 
 class RpcError(Exception):
@@ -254,11 +262,15 @@ class Runtime:
     def _build_consumers(self, cfg: Mapping[str, Any]) -> None:
         """One durable consumer on the events stream per linger class of the service's subscriptions."""
         by_linger: dict[float, set[str]] = {}
+        forerunners: dict[float, tuple[float, set[str]]] = {}  # linger -> (longest gather, its subjects)
         for sub in self.service.subscriptions():
-            by_linger.setdefault(sub.linger, set()).update(
-                self.subjects.events_of(sub.owner, t) for t in sub.types
-            )
+            patterns = {self.subjects.events_of(sub.owner, t) for t in sub.types}
+            by_linger.setdefault(sub.linger, set()).update(patterns)
+            if sub.gather > 0:
+                gather, subjects = forerunners.setdefault(sub.linger, (0.0, set()))
+                forerunners[sub.linger] = (max(gather, sub.gather), subjects | patterns)
         for linger, subjects in sorted(by_linger.items()):
+            gather, forerunner_subjects = forerunners.get(linger, (0.0, set()))
             durable = (
                 self.service.name if linger == 0 else f"{self.service.name}_linger{round(linger * 1000)}ms"
             )
@@ -275,6 +287,8 @@ class Runtime:
                 heartbeat=float(cfg.get("heartbeat_seconds", 1.0)),
                 max_deliver=int(cfg.get("max_deliver", 20)),
                 linger=linger,
+                gather=gather,
+                gathers=_subject_filter(tuple(sorted(forerunner_subjects))) if gather > 0 else None,
             )
             self.consumers.append(consumer)
 
@@ -529,7 +543,11 @@ class Runtime:
                     lag = int(info.num_pending or 0) + int(info.num_ack_pending or 0)
                 except Exception:
                     pass
-            consumers[consumer.name] = {"lag": lag, "delivered": consumer.delivered}
+            consumers[consumer.name] = {
+                "lag": lag,
+                "delivered": consumer.delivered,
+                "batches": consumer.batches,  # delivered / batches: how well bursts are amortised
+            }
         return {
             "service": self.service.name,
             "status": "ok" if self.ready else "starting",
@@ -569,6 +587,13 @@ async def rpc_request(
         extra = {k: v for k, v in answer.items() if k not in ("ok", "status", "detail")}
         raise RpcError(int(answer.get("status", 500)), str(answer.get("detail", "error")), extra)
     return answer.get("result")
+
+
+def _subject_filter(patterns: tuple[str, ...]) -> Callable[[Msg], bool]:
+    def matches(msg: Msg) -> bool:
+        return subject_matches(msg.subject, patterns)
+
+    return matches
 
 
 def _correlation_of(event: Envelope | None) -> str | None:

@@ -14,6 +14,8 @@ from overseer.observer.application.queries import ExecutionObserver
 from overseer.observer.entrypoints.rpc import observation_methods
 
 PROPOSED = ("execution.proposed",)
+# The contract follows a proposal by two hops (firewall, executor); a held or denied one may never.
+PROPOSAL_GATHER = 0.02
 
 
 class ObserverService(Service):
@@ -33,8 +35,9 @@ class ObserverService(Service):
         return [
             Subscription(owner="executor", types=("execution.contract_created", "execution.transitioned")),
             # Proposals give the PENDING moment and an explicit summary; both agents' prefixes carry them.
-            Subscription(owner="reasoning", types=PROPOSED),
-            Subscription(owner="gateway", types=PROPOSED),
+            # Off the critical path: a proposal waits for the contract that follows it (see gather).
+            Subscription(owner="reasoning", types=PROPOSED, gather=PROPOSAL_GATHER),
+            Subscription(owner="gateway", types=PROPOSED, gather=PROPOSAL_GATHER),
         ]
 
     def handlers(self) -> Mapping[str, Handler]:

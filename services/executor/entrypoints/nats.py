@@ -26,9 +26,14 @@ from overseer.executor.adapters.contracts_sql import ContractRepository, contrac
 from overseer.executor.application.handlers import ExecutionHandlers
 from overseer.executor.domain.tools import ToolSpec
 
+# A proposal is followed, a hop later, by the firewall's verdict on it: the consumer waits for the
+# verdict (never longer than this) and applies both in one transaction, leaving the CPU to the
+# firewall meanwhile. The verdict itself is never delayed.
+PROPOSAL_GATHER = 0.01
+
 SUBSCRIPTIONS = (
-    Subscription(owner="reasoning", types=("execution.proposed",)),
-    Subscription(owner="gateway", types=("execution.proposed",)),
+    Subscription(owner="reasoning", types=("execution.proposed",), gather=PROPOSAL_GATHER),
+    Subscription(owner="gateway", types=("execution.proposed",), gather=PROPOSAL_GATHER),
     Subscription(
         owner="firewall",
         types=("firewall.verdict_issued", "human.decision_recorded", "firewall.session_cancel_requested"),

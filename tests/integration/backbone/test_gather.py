@@ -1,0 +1,82 @@
+"""A forerunner waits for its follower: one batch, no delay for the follower, never lost alone."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+from overseer.events.catalogue import ExecutionProposed, Principal
+from overseer.events.envelope import Envelope
+from overseer.events.runtime import Handler, Service, Subscription, UnitOfWork
+from overseer.events.testing import Stack, eventually
+from tests.support.toy import Sender
+
+# Far longer than any test waits: a batch that arrives at all was ended by its follower.
+FOREVER = 600.0
+
+
+class ProposalReader(Service):
+    """Reads proposals (the forerunner) and messages (the follower) on one consumer, in stream order."""
+
+    name = "reasoning"
+
+    def __init__(self, gather: float) -> None:
+        self.gather = gather
+        self.applied: list[str] = []  # the type of each event applied, in order
+
+    def subscriptions(self) -> list[Subscription]:
+        return [
+            Subscription(owner="gateway", types=("execution.proposed",), gather=self.gather),
+            Subscription(owner="gateway", types=("conversation.message_received",)),
+        ]
+
+    def handlers(self) -> Mapping[str, Handler]:
+        return {"execution.proposed": self.record, "conversation.message_received": self.record}
+
+    def record(self, uow: UnitOfWork, event: Envelope) -> None:
+        self.applied.append(event.type)
+
+
+def propose(uow: UnitOfWork, execution_id: str) -> Envelope:
+    return uow.emit(
+        ExecutionProposed(
+            execution_id=execution_id,
+            session_id="s",
+            tool="fs.list",
+            proposer=Principal(kind="agent", id="agent"),
+        ),
+        aggregate_id=execution_id,
+        actor="gateway:test",
+    )
+
+
+async def test_a_forerunner_and_its_follower_are_applied_in_one_batch(stack: Stack) -> None:
+    sender = Sender()
+    reader = ProposalReader(gather=FOREVER)
+    async with stack.runtime(sender) as gw, stack.runtime(reader) as rs:
+        await gw.execute(lambda uow: propose(uow, "e1"))
+        await asyncio.sleep(0.2)  # the proposal is delivered and waits
+        assert reader.applied == []
+        await gw.execute(lambda uow: sender.say(uow, "s", "follower"))
+        # The follower ends the wait at once (FOREVER would outlast the test), in stream order.
+        await eventually(lambda: len(reader.applied) == 2)
+        assert reader.applied == ["execution.proposed", "conversation.message_received"]
+        (consumer,) = rs.consumers
+        assert (consumer.delivered, consumer.batches) == (2, 1)
+
+
+async def test_a_follower_that_arrives_first_is_applied_at_once(stack: Stack) -> None:
+    sender = Sender()
+    reader = ProposalReader(gather=FOREVER)
+    async with stack.runtime(sender) as gw, stack.runtime(reader):
+        await gw.execute(lambda uow: sender.say(uow, "s", "alone"))
+        await eventually(lambda: reader.applied == ["conversation.message_received"])
+
+
+async def test_a_forerunner_without_follower_is_applied_when_the_gather_ends(stack: Stack) -> None:
+    sender = Sender()
+    reader = ProposalReader(gather=0.3)
+    async with stack.runtime(sender) as gw, stack.runtime(reader) as rs:
+        await gw.execute(lambda uow: propose(uow, "e1"))
+        await eventually(lambda: reader.applied == ["execution.proposed"])
+        await eventually(lambda: rs.store.tracking("reasoning@events") > 0)
