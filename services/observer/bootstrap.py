@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from overseer.events.runtime import Handler, RpcMethod, Runtime, Service, Subscription
 from overseer.events.store import Projection
 from overseer.observer.adapters.read_models import ExecutionObservations, SqliteObservationReader
-from overseer.observer.application.handlers import announce_transition
+from overseer.observer.application.handlers import TransitionAnnouncer
 from overseer.observer.application.queries import ExecutionObserver
 from overseer.observer.entrypoints.rpc import observation_methods
 
@@ -41,7 +41,7 @@ class ObserverService(Service):
         ]
 
     def handlers(self) -> Mapping[str, Handler]:
-        return {"execution.transitioned": announce_transition}
+        return {"execution.transitioned": TransitionAnnouncer(self.observations)}
 
     def rpc_methods(self) -> Mapping[str, RpcMethod]:
         return observation_methods(lambda: self.observer, self._wait_for_change)

@@ -86,11 +86,16 @@ class ExecutionObservations(SqlProjection):
         ON observed_transitions (session_id, timestamp);
     """
 
+    def __init__(self) -> None:
+        super().__init__()
+        # What the last fold wrote, for the handler of the same event (it runs right after, in the
+        # same transaction): announcing a transition then needs no second read of the rows.
+        self.last_fold: tuple[str, ObservedContract, TransitionRecord | None] | None = None
+
     def appliers(self) -> Mapping[str, Apply]:
         return dict.fromkeys(OBSERVED_TYPES, self._fold)
 
-    @staticmethod
-    def _fold(conn: sqlite3.Connection, event: Envelope) -> None:
+    def _fold(self, conn: sqlite3.Connection, event: Envelope) -> None:
         execution_id: str = event.data.execution_id  # type: ignore[attr-defined]
         contract, record = observe(load_contract(conn, execution_id), event.data, event.occurred_at)
         conn.execute(_UPSERT_CONTRACT, _contract_row(contract))
@@ -99,6 +104,14 @@ class ExecutionObservations(SqlProjection):
                 _INSERT_TRANSITION,
                 (contract.session_id, *_transition_row(record)),
             )
+        self.last_fold = (event.event_id, contract, record)
+
+    def folded(self, event: Envelope) -> tuple[ObservedContract, TransitionRecord | None] | None:
+        """The contract and record the fold of ``event`` wrote, if it was the last event folded."""
+        last = self.last_fold
+        if last is None or last[0] != event.event_id:
+            return None
+        return last[1], last[2]
 
 
 _contract_row: Callable[[ObservedContract], tuple[Any, ...]] = attrgetter(*_CONTRACT_COLUMNS)
