@@ -7,11 +7,12 @@ window (``Nats-Msg-Id`` = ``event_id``) or, past it, by the consumers'
 ``UNIQUE(event_id)``.
 
 Publishing is a sliding window. Right after a commit the runtime calls
-:meth:`OutboxRelay.publish_committed`, which hands the new events to the
-connection without waiting: they leave in the same socket write as the
-consumer's acks, with no extra trip through the event loop. :meth:`run`
-watches the PubAcks in order and moves the acknowledged cursor; on a
-failure it rewinds to that cursor and publishes again.
+:meth:`OutboxRelay.publish_committed` with what the commit appended, which
+hands the new events to the connection without waiting: they leave in the
+same socket write as the consumer's acks, with no extra trip through the
+event loop and no read back from the file. :meth:`run` watches the PubAcks
+in order and moves the acknowledged cursor; on a failure it rewinds to that
+cursor and publishes again from the store.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from nats.js import JetStreamContext
 
-from overseer.events.store import EventStore
+from overseer.events.store import EventStore, OutboxEntry
 
 log = logging.getLogger("overseer.relay")
 
@@ -52,8 +54,13 @@ class OutboxRelay:
         """Ask :meth:`run` to look at the store (at start, after a failure, or a full window)."""
         self._wake.set()
 
-    async def publish_committed(self) -> None:
+    async def publish_committed(self, appended: Sequence[OutboxEntry] = ()) -> None:
         """Publish what was committed and not yet sent. Never raises: the caller has already committed.
+
+        ``appended`` is what the caller's commit appended, in position order. When
+        it is exactly what follows the last event sent (nothing else was appended
+        in between, nothing is waiting for room in the window) it is published as
+        it is; otherwise the unsent events are read from the store.
 
         In the common case this never suspends (nats.py buffers the messages until
         the caller yields), so it is safe to call between a commit and the acks.
@@ -61,15 +68,33 @@ class OutboxRelay:
         async with self._lock:
             try:
                 room = self.max_in_flight - len(self._in_flight)
-                rows = self.store.unpublished_after(self._sent, room) if room > 0 else []
-                for row in rows:
-                    headers = {"Nats-Msg-Id": row.event_id, **row.header_map()}
-                    future = await self.js.publish_async(row.subject, row.body, headers=headers)
-                    self._in_flight.append((row.position, future))
-                    self._sent = row.position
+                if appended and len(appended) <= room and self._follows_sent(appended):
+                    for entry in appended:
+                        await self._publish(
+                            entry.position, entry.event_id, entry.subject, entry.body, entry.headers
+                        )
+                else:
+                    rows = self.store.unpublished_after(self._sent, room) if room > 0 else []
+                    for row in rows:
+                        await self._publish(
+                            row.position, row.event_id, row.subject, row.body, row.header_map()
+                        )
             except Exception as exc:
                 log.warning("relay: publishing failed, will retry: %s", exc)
         self._wake.set()
+
+    def _follows_sent(self, appended: Sequence[OutboxEntry]) -> bool:
+        """Whether ``appended`` are all the own events after the last one sent (no gap, no backlog)."""
+        return appended[0].position > self._sent and self.store.local_count_between(
+            self._sent, appended[-1].position
+        ) == len(appended)
+
+    async def _publish(
+        self, position: int, event_id: str, subject: str, body: bytes, headers: dict[str, str]
+    ) -> None:
+        future = await self.js.publish_async(subject, body, headers={"Nats-Msg-Id": event_id, **headers})
+        self._in_flight.append((position, future))
+        self._sent = position
 
     async def run(self) -> None:
         failures = 0
@@ -88,7 +113,9 @@ class OutboxRelay:
                     continue
             position, future = self._in_flight[0]
             try:
-                await asyncio.wait_for(asyncio.shield(future), timeout=self.ack_timeout)
+                if not future.done():  # under load most PubAcks are in by the time we look
+                    await asyncio.wait_for(asyncio.shield(future), timeout=self.ack_timeout)
+                future.result()
             except Exception as exc:
                 failures += 1
                 log.warning("relay: publish at position %s failed, rewinding: %r", position, exc)

@@ -44,7 +44,7 @@ from overseer.events.consumer import DurablePullConsumer
 from overseer.events.envelope import Envelope, EventData, decode, new_event
 from overseer.events.errors import EventDecodeError, TransientError, UnknownEventType
 from overseer.events.relay import OutboxRelay
-from overseer.events.store import EventStore, Projection
+from overseer.events.store import EventStore, OutboxEntry, Projection
 from overseer.events.subjects import (
     DEFAULT_NAMESPACE,
     NotOwner,
@@ -128,6 +128,7 @@ class UnitOfWork:
         self.conn: sqlite3.Connection = runtime.store.conn
         self.incoming = incoming
         self.emitted: list[Envelope] = []
+        self.appended: list[OutboxEntry] = []  # for the relay, once committed
         self._after_commit: list[AfterCommit] = []
         self._versions: dict[str, int] = {}
 
@@ -160,11 +161,11 @@ class UnitOfWork:
             if causation_id is not None
             else (incoming.event_id if incoming else None),
         )
-        self.store.append(
-            [event],
-            subjects=[self.runtime.subjects.event(service, data.TYPE)],
-            headers=[tracing.current_headers()],
-        )
+        subject = self.runtime.subjects.event(service, data.TYPE)
+        headers = tracing.current_headers()
+        body = event.encode()
+        for position in self.store.append([event], subjects=[subject], headers=[headers], bodies=[body]):
+            self.appended.append(OutboxEntry(position, event.event_id, subject, body, headers))
         for projection in self.runtime.projections:
             projection.apply(self.conn, event)
         self.emitted.append(event)
@@ -364,7 +365,7 @@ class Runtime:
 
     async def _committed(self, units: Sequence[UnitOfWork]) -> None:
         if any(u.emitted for u in units):
-            await self.relay.publish_committed()
+            await self.relay.publish_committed([entry for u in units for entry in u.appended])
         if self._change_waiters:
             self._wake_changed(units)
         for uow in units:

@@ -31,6 +31,17 @@ from overseer.events.schema import store_ddl
 
 
 @dataclass(frozen=True, slots=True)
+class OutboxEntry:
+    """An own event just appended, as the relay publishes it: no need to read it back from the file."""
+
+    position: int
+    event_id: str
+    subject: str
+    body: bytes
+    headers: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
 class StoredEvent:
     """A row of the events table: its position plus the raw, already validated event."""
 
@@ -115,15 +126,23 @@ class EventStore:
         *,
         subjects: Sequence[str],
         headers: Sequence[dict[str, str] | None] | None = None,
+        bodies: Sequence[bytes] | None = None,
     ) -> list[int]:
         """Append own events (the outbox). Returns positions; an event_id already stored is skipped.
 
+        ``bodies``, when given, are the events' encodings (``Envelope.encode``) made by the caller.
         Raises :class:`ConcurrencyError` when an aggregate version is taken.
         """
         if len(subjects) != len(events):
             raise ValueError("one subject per event")
         rows = [
-            _row(e, "local", subjects[i], None if headers is None else headers[i])
+            _row(
+                e,
+                "local",
+                subjects[i],
+                None if headers is None else headers[i],
+                body=None if bodies is None else bodies[i],
+            )
             for i, e in enumerate(events)
         ]
         return self._insert(rows)
@@ -223,6 +242,14 @@ class EventStore:
     def count_local_after(self, position: int) -> int:
         row = self.conn.execute(
             "SELECT COUNT(*) FROM events WHERE origin = 'local' AND position > ?", (position,)
+        ).fetchone()
+        return int(row[0])
+
+    def local_count_between(self, after: int, up_to: int) -> int:
+        """How many own events lie in positions (``after``, ``up_to``]: a range of the rowid, no blobs read."""
+        row = self.conn.execute(
+            "SELECT COUNT(*) FROM events WHERE position > ? AND position <= ? AND origin = 'local'",
+            (after, up_to),
         ).fetchone()
         return int(row[0])
 

@@ -69,6 +69,24 @@ async def test_events_committed_while_the_relay_was_down_all_arrive_once(stack: 
         assert seen(rs.store.conn) == ["m1", "m2", "m3"]  # each applied exactly once
 
 
+async def test_an_event_appended_outside_a_unit_of_work_is_published_before_the_next_unit(
+    stack: Stack,
+) -> None:
+    # The relay publishes a commit's events from memory only when nothing else came first.
+    sender = Sender()
+    async with stack.runtime(sender) as gw, stack.runtime(Replier()) as rs:
+        outside = new_event(
+            MessageReceived(session_id="s", text="outside"),
+            aggregate_id="session:o",
+            aggregate_version=1,
+            actor="t",
+        )
+        gw.store.append([outside], subjects=[stack.subjects.event("gateway", outside.type)])
+        await gw.execute(lambda uow: sender.say(uow, "s", "inside"))
+        await eventually(lambda: seen(rs.store.conn) == ["outside", "inside"])
+        await eventually(lambda: gw.relay.backlog() == 0)
+
+
 async def test_events_committed_while_their_stream_is_gone_are_published_once_it_is_back(
     stack: Stack,
 ) -> None:
