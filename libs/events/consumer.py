@@ -40,6 +40,21 @@ OnBatch = Callable[[list[Msg]], Awaitable[None]]
 Gathers = Callable[[Msg], bool]
 
 
+def stream_position(msg: Msg) -> tuple[int, int]:
+    """(stream sequence, messages still pending) from a JetStream message's ack subject.
+
+    ``Msg.metadata`` builds a dataclass and a datetime for every message; the runtime needs
+    only these two numbers. Both ack-subject layouts are read: v1 ``$JS.ACK.<stream>.
+    <consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>`` and v2, which adds a domain and
+    an account hash after ``$JS.ACK`` (and may end with a random token).
+    """
+    tokens = (msg.reply or "").split(".")
+    if len(tokens) == 9 and tokens[0] == "$JS" and tokens[1] == "ACK":
+        return int(tokens[5]), int(tokens[8])
+    sequence = msg.metadata  # v2, or anything unusual: let nats.py parse (and refuse) it
+    return sequence.sequence.stream, sequence.num_pending
+
+
 class DurablePullConsumer:
     def __init__(
         self,
@@ -198,7 +213,7 @@ class DurablePullConsumer:
             self.delivered += len(messages)
             self.batches += 1
             try:
-                self.last_pending = messages[-1].metadata.num_pending
+                self.last_pending = stream_position(messages[-1])[1]
             except Exception:
                 pass
             await self.on_batch(messages)

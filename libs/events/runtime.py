@@ -40,7 +40,7 @@ from nats.js import JetStreamContext
 from overseer.events import tracing
 from overseer.events.bus import connect, credentials_for, provision_streams
 from overseer.events.config import Settings, load_settings
-from overseer.events.consumer import DurablePullConsumer
+from overseer.events.consumer import DurablePullConsumer, stream_position
 from overseer.events.envelope import Envelope, EventData, decode, new_event
 from overseer.events.errors import EventDecodeError, TransientError, UnknownEventType
 from overseer.events.relay import OutboxRelay
@@ -399,8 +399,7 @@ class Runtime:
         # message rolls back alone while the rest of the batch still commits.
         with self.store.transaction() as conn:
             for msg in messages:
-                seq = msg.metadata.sequence.stream
-                last_seq = max(last_seq, seq)
+                last_seq = max(last_seq, stream_position(msg)[0])
                 outcome = self._apply_one(conn, msg, self._wanted.get(consumer_name, ()))
                 match outcome:
                     case UnitOfWork():

@@ -16,10 +16,10 @@ an exporter is switched on.
 from __future__ import annotations
 
 import json
-import os
+import random
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 _propagator = TraceContextTextMapPropagator()
+_ids = random.Random()  # span and trace ids need to be unique, not secret (as in the OTel SDK)
 _tracer: trace.Tracer = trace.get_tracer("overseer")
 # True while an exporter is configured: spans go through the OpenTelemetry SDK.
 _sdk = False
@@ -96,24 +97,38 @@ def _parse_traceparent(headers: Mapping[str, str] | None) -> str | None:
     return None
 
 
-@contextmanager
-def _light_span(trace_id: str | None) -> Iterator[None]:
-    token = _light.set((trace_id or os.urandom(16).hex(), os.urandom(8).hex()))
-    try:
-        yield
-    finally:
-        _light.reset(token)
+class _LightSpan:
+    """The W3C context of a handled event without an SDK span: a fresh span id under the trace id.
+
+    A plain class, not a generator: it is entered for every message a service handles.
+    """
+
+    __slots__ = ("token", "trace_id")
+
+    def __init__(self, trace_id: str | None) -> None:
+        self.trace_id = trace_id
+
+    def __enter__(self) -> None:
+        trace_id = self.trace_id or f"{_ids.getrandbits(128):032x}"
+        self.token = _light.set((trace_id, f"{_ids.getrandbits(64):016x}"))
+
+    def __exit__(self, *exc: object) -> None:
+        _light.reset(self.token)
 
 
-@contextmanager
 def span_for_event(
     name: str, headers: Mapping[str, str] | None, attributes: dict[str, Any]
-) -> Iterator[None]:
+) -> AbstractContextManager[None]:
     """A span for one handled event, child of the trace context in its headers."""
     if not _sdk:
-        with _light_span(_parse_traceparent(headers)):
-            yield
-        return
+        return _LightSpan(_parse_traceparent(headers))
+    return _sdk_span_for_event(name, headers, attributes)
+
+
+@contextmanager
+def _sdk_span_for_event(
+    name: str, headers: Mapping[str, str] | None, attributes: dict[str, Any]
+) -> Iterator[None]:
     parent = _propagator.extract(carrier=dict(headers or {}))
     token = otel_context.attach(parent)
     try:
@@ -123,15 +138,11 @@ def span_for_event(
         otel_context.detach(token)
 
 
-@contextmanager
-def span(name: str, attributes: dict[str, Any] | None = None) -> Iterator[None]:
+def span(name: str, attributes: dict[str, Any] | None = None) -> AbstractContextManager[None]:
     if not _sdk:
         current = _light.get()
-        with _light_span(current[0] if current else None):
-            yield
-        return
-    with _tracer.start_as_current_span(name, attributes=attributes or {}):
-        yield
+        return _LightSpan(current[0] if current else None)
+    return _tracer.start_as_current_span(name, attributes=attributes or {})  # type: ignore[return-value]
 
 
 def current_headers() -> dict[str, str]:

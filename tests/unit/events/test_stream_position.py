@@ -1,0 +1,28 @@
+"""The runtime's reading of a JetStream ack subject agrees with nats.py's, for both layouts."""
+
+from __future__ import annotations
+
+import pytest
+from nats.aio.msg import Msg
+from nats.errors import NotJSMessageError
+
+from overseer.events.consumer import stream_position
+
+V1 = "$JS.ACK.OVERSEER_EVENTS.observer.1.4821.4790.1763780000123456789.17"
+V2 = "$JS.ACK._.ACCHASH.OVERSEER_EVENTS.observer.2.4821.4790.1763780000123456789.17.rNd0m"
+
+
+def message(reply: str) -> Msg:
+    return Msg(None, subject="overseer.gateway.execution.proposed", reply=reply, data=b"{}")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("reply", [V1, V2, V2.rsplit(".", 1)[0]])
+def test_stream_position_matches_the_metadata_nats_py_parses(reply: str) -> None:
+    msg = message(reply)
+    assert stream_position(msg) == (4821, 17)
+    assert stream_position(msg) == (msg.metadata.sequence.stream, msg.metadata.num_pending)
+
+
+def test_a_message_without_an_ack_subject_is_refused() -> None:
+    with pytest.raises(NotJSMessageError):
+        stream_position(message(""))
