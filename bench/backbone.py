@@ -6,7 +6,6 @@ python bench/backbone.py [eventstore_append] [replay] [bus_roundtrip]
 from __future__ import annotations
 
 import asyncio
-import json
 import statistics
 import sys
 import tempfile
@@ -16,16 +15,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.common import emit  # noqa: E402
 from overseer.events.catalogue import MessageReceived  # noqa: E402
 from overseer.events.envelope import Envelope, new_event  # noqa: E402
 from overseer.events.runtime import UnitOfWork  # noqa: E402
 from overseer.events.store import EventStore, row_for  # noqa: E402
 from overseer.events.testing import Stack, start_nats_under_test  # noqa: E402
 from tests.support.toy import Replier, SeenMessages, Sender  # noqa: E402
-
-
-def emit(line: dict[str, object]) -> None:
-    print(json.dumps(line), flush=True)
 
 
 def _events(n: int, aggregates: int = 1000) -> list[Envelope]:

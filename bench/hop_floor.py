@@ -35,17 +35,13 @@ import argparse
 import asyncio
 import collections
 import contextlib
-import json
-import os
 import shutil
 import signal
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +55,7 @@ from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfi
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.common import cpu_seconds, drive, emit, event_loop_runner, latency_summary  # noqa: E402
 from overseer.events.consumer import DurablePullConsumer  # noqa: E402
 from overseer.events.launcher import free_port, reachable, spawn_server, stop_server  # noqa: E402
 
@@ -69,45 +66,12 @@ WARMUP = 50
 PAD = "x" * 200  # brings the payload to ~300 bytes of JSON
 
 
-def emit(line: dict[str, Any]) -> None:
-    print(json.dumps(line), flush=True)
-
-
 def note(text: str) -> None:
     print(f"[hop_floor] {text}", file=sys.stderr, flush=True)
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[index]
-
-
 def subject(hop: int) -> str:
     return f"floor.h{hop}"
-
-
-def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
-    """CPU time (user + system) used so far by each process (Linux /proc), and by this one."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    out: dict[str, float] = {}
-    for name, pid in pids.items():
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        out[name] = (int(fields[11]) + int(fields[12])) / ticks
-    out["bench-client"] = time.process_time()
-    return out
-
-
-def runner() -> Callable[[Awaitable[Any]], Any]:
-    try:
-        import uvloop
-
-        return uvloop.run
-    except ImportError:  # pragma: no cover
-        return asyncio.run
 
 
 # -- the hop worker (a separate process) ------------------------------------------------------------
@@ -350,22 +314,6 @@ class LoadGenerator:
         return arrived - started
 
 
-async def drive(
-    count: int, concurrency: int, one: Callable[[int], Awaitable[float]]
-) -> tuple[list[float], float]:
-    """Run ``count`` actions with ``concurrency`` workers; returns per-action latencies and the wall time."""
-    latencies: list[float] = []
-    next_index = iter(range(count))
-
-    async def worker() -> None:
-        for i in next_index:
-            latencies.append(await one(i))
-
-    started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return latencies, time.perf_counter() - started
-
-
 async def measure(
     floor: Floor, load: LoadGenerator, scenario: str, count: int, concurrency: int
 ) -> dict[str, Any]:
@@ -381,14 +329,13 @@ async def measure(
         + ", ".join(f"{name} {ms:.3f}" for name, ms in spent.items())
         + f"; total {sum(spent.values()):.2f} over {elapsed * 1000 / count:.3f} ms of wall time"
     )
+    summary = latency_summary(latencies, elapsed)
     return {
         "scenario": scenario,
         "hops": floor.hops,
-        "actions": len(latencies),
+        "actions": summary.pop("actions"),
         "concurrency": concurrency,
-        "actions_per_s": round(len(latencies) / elapsed, 1),
-        "p50_ms": round(statistics.median(latencies) * 1000, 2),
-        "p99_ms": round(percentile(latencies, 0.99) * 1000, 2),
+        **summary,
     }
 
 
@@ -442,9 +389,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--db-dir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker is not None:
-        runner()(worker_main(args.worker, args.url, args.db_dir))
+        event_loop_runner()(worker_main(args.worker, args.url, args.db_dir))
         return 0
-    runner()(run_floor(args.hops, args.concurrency, args.quick, args.sqlite))
+    event_loop_runner()(run_floor(args.hops, args.concurrency, args.quick, args.sqlite))
     return 0
 
 

@@ -22,16 +22,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +38,7 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.common import cpu_seconds, drive, emit, event_loop_runner, latency_summary  # noqa: E402
 from bench.lean_http import LeanClient  # noqa: E402
 from overseer.events.launcher import EmbeddedNats, free_port  # noqa: E402
 from overseer.gateway.adapters.tokens import ensure_tokens_file  # noqa: E402
@@ -49,29 +47,13 @@ SERVICES = ("observer", "col", "firewall", "executor", "reasoning", "gateway")
 SCENARIOS = ("pipeline_auto", "pipeline_approval")
 
 
-def emit(line: dict[str, Any]) -> None:
-    print(json.dumps(line), flush=True)
-
-
 def note(text: str) -> None:
     print(f"[pipeline] {text}", file=sys.stderr, flush=True)
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[index]
-
-
 def summary(scenario: str, latencies: list[float], elapsed: float, concurrency: int) -> dict[str, Any]:
-    return {
-        "scenario": scenario,
-        "actions": len(latencies),
-        "concurrency": concurrency,
-        "actions_per_s": round(len(latencies) / elapsed, 1),
-        "p50_ms": round(statistics.median(latencies) * 1000, 2),
-        "p99_ms": round(percentile(latencies, 0.99) * 1000, 2),
-    }
+    summary = latency_summary(latencies, elapsed)
+    return {"scenario": scenario, "actions": summary.pop("actions"), "concurrency": concurrency, **summary}
 
 
 class LocalStack:
@@ -149,16 +131,7 @@ class LocalStack:
         pids = {name: child.pid for name, child in self.children.items()}
         if self.nats.process is not None:
             pids["nats-server"] = self.nats.process.pid
-        ticks = os.sysconf("SC_CLK_TCK")
-        out: dict[str, float] = {}
-        for name, pid in pids.items():
-            try:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            out[name] = (int(fields[11]) + int(fields[12])) / ticks
-        out["bench-client"] = time.process_time()
-        return out
+        return cpu_seconds(pids)
 
     def stop(self) -> None:
         for child in self.children.values():
@@ -186,22 +159,6 @@ def client(stack: LocalStack, role: str, concurrency: int) -> httpx.AsyncClient:
         timeout=60.0,
         limits=limits,
     )
-
-
-async def drive(
-    count: int, concurrency: int, one: Callable[[int], Awaitable[float]]
-) -> tuple[list[float], float]:
-    """Run ``count`` actions with ``concurrency`` workers; returns per-action latencies and the wall time."""
-    latencies: list[float] = []
-    next_index = iter(range(count))
-
-    async def worker() -> None:
-        for i in next_index:
-            latencies.append(await one(i))
-
-    started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return latencies, time.perf_counter() - started
 
 
 class AutoScenario:
@@ -404,12 +361,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the stack's home (stores, logs) afterwards")
     args = parser.parse_args(argv)
     scenarios = [s for s in SCENARIOS if not args.scenarios or s in args.scenarios]
-    try:
-        import uvloop
-
-        runner: Callable[..., Any] = uvloop.run
-    except ImportError:  # pragma: no cover
-        runner = asyncio.run
+    runner = event_loop_runner()
     ours = runner(run_overseer(scenarios, args.concurrency, args.quick, args.profile, args.keep))
     if not args.no_peers:
         sys.path.insert(0, str(ROOT / "bench" / "peers"))

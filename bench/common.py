@@ -1,0 +1,73 @@
+"""What every benchmark script shares: JSON lines out, latency summaries, a concurrent driver, CPU counters."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+
+def emit(line: dict[str, Any]) -> None:
+    """One result: a JSON object on its own line of stdout (the contract of ``make bench``)."""
+    print(json.dumps(line), flush=True)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def latency_summary(latencies: list[float], elapsed: float) -> dict[str, Any]:
+    """``actions``, ``actions_per_s``, ``p50_ms`` and ``p99_ms`` of one measured run."""
+    return {
+        "actions": len(latencies),
+        "actions_per_s": round(len(latencies) / elapsed, 1),
+        "p50_ms": round(statistics.median(latencies) * 1000, 2),
+        "p99_ms": round(percentile(latencies, 0.99) * 1000, 2),
+    }
+
+
+async def drive(
+    count: int, concurrency: int, one: Callable[[int], Awaitable[float]]
+) -> tuple[list[float], float]:
+    """Run ``count`` actions with ``concurrency`` workers; returns per-action latencies and the wall time."""
+    latencies: list[float] = []
+    next_index = iter(range(count))
+
+    async def worker() -> None:
+        for i in next_index:
+            latencies.append(await one(i))
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return latencies, time.perf_counter() - started
+
+
+def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
+    """CPU time (user + system) used so far by each process (Linux /proc), and by this one."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for name, pid in pids.items():
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[name] = (int(fields[11]) + int(fields[12])) / ticks
+    out["bench-client"] = time.process_time()
+    return out
+
+
+def event_loop_runner() -> Callable[[Awaitable[Any]], Any]:
+    """uvloop's ``run`` where it is installed (as the services use), else asyncio's."""
+    try:
+        import uvloop
+
+        return uvloop.run  # type: ignore[no-any-return]
+    except ImportError:  # pragma: no cover
+        return asyncio.run  # type: ignore[return-value]
