@@ -19,10 +19,9 @@ class TransitionAnnouncer:
     def __call__(self, uow: UnitOfWork, event: Envelope) -> None:
         # The projection folds each event just before its handler runs, in the same transaction:
         # what it wrote is at hand, with no second read of the rows.
-        folded = self.observations.folded(event)
-        if folded is None or folded[1] is None:  # a transition always yields a record: a bug, not an input
+        contract, record = self.observations.folded(event) or (None, None)
+        if contract is None or record is None:  # a transition always yields a record: a bug, not an input
             raise LookupError(f"transition {event.event_id} was not projected")
-        contract, record = folded
         for data in notifications(contract, record):
             uow.emit(
                 data, aggregate_id=contract.execution_id, actor=ACTOR, correlation_id=contract.session_id
