@@ -68,17 +68,18 @@ class OutboxRelay:
         async with self._lock:
             try:
                 room = self.max_in_flight - len(self._in_flight)
-                if appended and len(appended) <= room and self._follows_sent(appended):
-                    for entry in appended:
-                        await self._publish(
-                            entry.position, entry.event_id, entry.subject, entry.body, entry.headers
-                        )
-                else:
+                if not (appended and len(appended) <= room and self._follows_sent(appended)):
                     rows = self.store.unpublished_after(self._sent, room) if room > 0 else []
-                    for row in rows:
-                        await self._publish(
-                            row.position, row.event_id, row.subject, row.body, row.header_map()
-                        )
+                    appended = [
+                        OutboxEntry(row.position, row.event_id, row.subject, row.body, row.header_map())
+                        for row in rows
+                    ]
+                for entry in appended:
+                    future = await self.js.publish_async(
+                        entry.subject, entry.body, headers={"Nats-Msg-Id": entry.event_id, **entry.headers}
+                    )
+                    self._in_flight.append((entry.position, future))
+                    self._sent = entry.position
             except Exception as exc:
                 log.warning("relay: publishing failed, will retry: %s", exc)
         self._wake.set()
@@ -88,13 +89,6 @@ class OutboxRelay:
         return appended[0].position > self._sent and self.store.local_count_between(
             self._sent, appended[-1].position
         ) == len(appended)
-
-    async def _publish(
-        self, position: int, event_id: str, subject: str, body: bytes, headers: dict[str, str]
-    ) -> None:
-        future = await self.js.publish_async(subject, body, headers={"Nats-Msg-Id": event_id, **headers})
-        self._in_flight.append((position, future))
-        self._sent = position
 
     async def run(self) -> None:
         failures = 0

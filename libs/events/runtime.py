@@ -263,15 +263,16 @@ class Runtime:
     def _build_consumers(self, cfg: Mapping[str, Any]) -> None:
         """One durable consumer on the events stream per linger class of the service's subscriptions."""
         by_linger: dict[float, set[str]] = {}
-        forerunners: dict[float, tuple[float, set[str]]] = {}  # linger -> (longest gather, its subjects)
+        forerunners: dict[float, set[str]] = {}  # per linger class: the subjects that gather
+        gathers: dict[float, float] = {}  # per linger class: the longest gather
         for sub in self.service.subscriptions():
             patterns = {self.subjects.events_of(sub.owner, t) for t in sub.types}
             by_linger.setdefault(sub.linger, set()).update(patterns)
             if sub.gather > 0:
-                gather, subjects = forerunners.setdefault(sub.linger, (0.0, set()))
-                forerunners[sub.linger] = (max(gather, sub.gather), subjects | patterns)
+                forerunners.setdefault(sub.linger, set()).update(patterns)
+                gathers[sub.linger] = max(gathers.get(sub.linger, 0.0), sub.gather)
         for linger, subjects in sorted(by_linger.items()):
-            gather, forerunner_subjects = forerunners.get(linger, (0.0, set()))
+            gather = gathers.get(linger, 0.0)
             durable = (
                 self.service.name if linger == 0 else f"{self.service.name}_linger{round(linger * 1000)}ms"
             )
@@ -289,7 +290,7 @@ class Runtime:
                 max_deliver=int(cfg.get("max_deliver", 20)),
                 linger=linger,
                 gather=gather,
-                gathers=_subject_filter(tuple(sorted(forerunner_subjects))) if gather > 0 else None,
+                gathers=_subject_filter(tuple(sorted(forerunners[linger]))) if gather > 0 else None,
             )
             self.consumers.append(consumer)
 
