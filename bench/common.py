@@ -63,6 +63,16 @@ def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
     return out
 
 
+def cpu_per_action(before: dict[str, float], after: dict[str, float], count: int, elapsed: float) -> str:
+    """Where the CPU went between two :func:`cpu_seconds` readings, in ms per action, busiest first."""
+    spent = {name: (after[name] - before.get(name, 0.0)) * 1000 / count for name in after}
+    return (
+        "CPU ms per action: "
+        + ", ".join(f"{name} {ms:.2f}" for name, ms in sorted(spent.items(), key=lambda kv: -kv[1]))
+        + f"; total {sum(spent.values()):.2f} over {elapsed * 1000 / count:.2f} ms of wall time"
+    )
+
+
 def event_loop_runner() -> Callable[[Awaitable[Any]], Any]:
     """uvloop's ``run`` where it is installed (as the services use), else asyncio's."""
     try:

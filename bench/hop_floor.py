@@ -55,9 +55,9 @@ from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfi
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import cpu_seconds, drive, emit, event_loop_runner, latency_summary  # noqa: E402
-from overseer.events.consumer import DurablePullConsumer  # noqa: E402
-from overseer.events.launcher import free_port, reachable, spawn_server, stop_server  # noqa: E402
+from bench.common import cpu_per_action, cpu_seconds, drive, emit, event_loop_runner, latency_summary  # noqa: E402
+from overseer.events.consumer import DurablePullConsumer, stream_position  # noqa: E402
+from overseer.events.launcher import free_port, spawn_server, stop_server, wait_listening  # noqa: E402
 
 STREAM = "FLOOR"
 SCENARIO = "hop_floor"
@@ -154,7 +154,7 @@ async def worker_main(hop: int, url: str, db_dir: Path | None) -> None:
         if sink is not None:
             sink.commit(
                 [(i, msg.data) for i, msg in zip(ids, messages, strict=True)],
-                messages[-1].metadata.sequence.stream,
+                stream_position(messages[-1])[0],
             )
         # Publish what the batch produced (handed to the connection, not awaited), then ack: both leave
         # in the same socket write once this coroutine yields.
@@ -227,13 +227,7 @@ class Floor:
             encoding="utf-8",
         )
         self.server = spawn_server(config)
-        deadline = time.monotonic() + timeout
-        while not reachable(self.url, timeout=0.2):
-            if self.server.poll() is not None:
-                raise RuntimeError(f"nats-server exited with {self.server.returncode}; see {self.home}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"nats-server did not listen on {self.url} within {timeout}s")
-            time.sleep(0.05)
+        wait_listening(self.server, self.url, timeout, logs=self.home)
 
     def start_workers(self) -> None:
         for hop in range(self.hops):
@@ -323,12 +317,7 @@ async def measure(
     before = cpu_seconds(pids)
     latencies, elapsed = await drive(count, concurrency, lambda i: load.one(tag, i))
     after = cpu_seconds(pids)
-    spent = {name: (after[name] - before.get(name, 0.0)) * 1000 / count for name in after}
-    note(
-        f"{scenario} c={concurrency}: CPU ms per action: "
-        + ", ".join(f"{name} {ms:.3f}" for name, ms in spent.items())
-        + f"; total {sum(spent.values()):.2f} over {elapsed * 1000 / count:.3f} ms of wall time"
-    )
+    note(f"{scenario} c={concurrency}: {cpu_per_action(before, after, count, elapsed)}")
     summary = latency_summary(latencies, elapsed)
     return {
         "scenario": scenario,

@@ -38,7 +38,7 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import cpu_seconds, drive, emit, event_loop_runner, latency_summary  # noqa: E402
+from bench.common import cpu_per_action, cpu_seconds, drive, emit, event_loop_runner, latency_summary  # noqa: E402
 from bench.lean_http import LeanClient  # noqa: E402
 from overseer.events.launcher import EmbeddedNats, free_port  # noqa: E402
 from overseer.gateway.adapters.tokens import ensure_tokens_file  # noqa: E402
@@ -282,12 +282,7 @@ async def measure(
     finally:
         await scenario.close()
     # Where the CPU goes, per action (stderr: the JSON lines on stdout stay the contract's).
-    spent = {name: (after[name] - before.get(name, 0.0)) * 1000 / count for name in after}
-    note(
-        f"{scenario_cls.name} c={concurrency}: CPU ms per action: "
-        + ", ".join(f"{name} {ms:.2f}" for name, ms in sorted(spent.items(), key=lambda kv: -kv[1]))
-        + f"; total {sum(spent.values()):.2f} over {elapsed * 1000 / count:.2f} ms of wall time"
-    )
+    note(f"{scenario_cls.name} c={concurrency}: {cpu_per_action(before, after, count, elapsed)}")
     return summary(scenario_cls.name, latencies, elapsed, concurrency)
 
 

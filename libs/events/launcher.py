@@ -82,6 +82,18 @@ def kill_server(process: subprocess.Popen[bytes] | None) -> None:
         process.wait()
 
 
+def wait_listening(process: subprocess.Popen[bytes], url: str, timeout: float, *, logs: Path) -> None:
+    """Block until the nats-server ``process`` accepts connections on ``url``; raise if it exits or is late."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"nats-server exited with {process.returncode}; see {logs}")
+        if reachable(url, timeout=0.2):
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"nats-server did not listen on {url} within {timeout}s")
+
+
 def reachable(url: str, timeout: float = 0.5) -> bool:
     """Whether something accepts TCP connections at a ``nats://host:port`` URL."""
     rest = url.split("://", 1)[-1].split(",")[0]
@@ -165,17 +177,12 @@ class EmbeddedNats:
         config = self.dir / "nats-server.conf"
         config.write_text(server_config(self.port, self.dir / "jetstream", self.creds), encoding="utf-8")
         self.process = spawn_server(config)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(
-                    f"nats-server exited with {self.process.returncode}; see {self.dir}/nats-server.log"
-                )
-            if reachable(self.url, timeout=0.2):
-                return self
-            time.sleep(0.05)
-        self.stop()
-        raise TimeoutError(f"nats-server did not listen on {self.url} within {timeout}s")
+        try:
+            wait_listening(self.process, self.url, timeout, logs=self.dir / "nats-server.log")
+        except TimeoutError:
+            self.stop()
+            raise
+        return self
 
     def stop(self, timeout: float = 10.0) -> None:
         stop_server(self.process, timeout)
