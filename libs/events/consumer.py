@@ -55,6 +55,11 @@ def stream_position(msg: Msg) -> tuple[int, int]:
     return sequence.sequence.stream, sequence.num_pending
 
 
+def _settle(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 class DurablePullConsumer:
     def __init__(
         self,
@@ -88,7 +93,11 @@ class DurablePullConsumer:
         self.linger = linger
         self.gather = gather
         self.gathers = gathers
-        self._queue: asyncio.Queue[Msg] = asyncio.Queue()
+        # Delivered and not yet taken; ``_waiter`` is the round waiting for the next one. A plain
+        # deque and one future, not an asyncio.Queue behind ``wait_for``: the round resumes in the
+        # loop iteration after delivery, without a Task and a wrapper future per wait.
+        self._inbox_messages: collections.deque[Msg] = collections.deque()
+        self._waiter: asyncio.Future[None] | None = None
         self._sub: Subscription | None = None
         self._inbox = ""
         self._outstanding = 0
@@ -125,7 +134,23 @@ class DurablePullConsumer:
         await self.js.add_consumer(self.stream, config)
 
     async def _on_message(self, msg: Msg) -> None:
-        self._queue.put_nowait(msg)
+        self._inbox_messages.append(msg)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def _next_message(self, timeout: float) -> Msg | None:
+        """The next delivered message, or None when none arrives within ``timeout`` seconds."""
+        if not self._inbox_messages:
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            timer = loop.call_later(timeout, _settle, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                self._waiter = None
+        return self._inbox_messages.popleft() if self._inbox_messages else None
 
     async def _pull(self, count: int) -> None:
         if count <= 0 or not self.nc.is_connected:
@@ -181,9 +206,8 @@ class DurablePullConsumer:
         if self._reset.is_set():
             self._reset.clear()
             await self._restart_pull()
-        try:
-            first = await asyncio.wait_for(self._queue.get(), timeout=self.heartbeat * 3)
-        except TimeoutError:
+        first = await self._next_message(self.heartbeat * 3)
+        if first is None:
             # No message and no heartbeat for three intervals: the pull is gone.
             if not self._stopping:
                 log.info("consumer %s: heartbeats missed, re-creating the pull", self.name)
@@ -199,10 +223,10 @@ class DurablePullConsumer:
         while len(messages) < self.batch:
             if pending:
                 msg = pending.popleft()
-            elif self._queue.empty():
-                break
+            elif self._inbox_messages:
+                msg = self._inbox_messages.popleft()
             else:
-                msg = self._queue.get_nowait()
+                break
             status = msg.headers.get("Status") if msg.headers else None
             if status is None:
                 messages.append(msg)
@@ -235,9 +259,8 @@ class DurablePullConsumer:
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:
                 return
-            try:
-                msg = await asyncio.wait_for(self._queue.get(), timeout=remaining)
-            except TimeoutError:
+            msg = await self._next_message(remaining)
+            if msg is None:
                 return
             pending.append(msg)
             if not gathers(msg) and not (msg.headers and msg.headers.get("Status") == "100"):
@@ -264,6 +287,8 @@ class DurablePullConsumer:
 
     async def stop(self) -> None:
         self._stopping = True
+        if self._waiter is not None:
+            _settle(self._waiter)  # the round waiting for a message ends now
         if self._sub is not None:
             try:
                 await self._sub.unsubscribe()

@@ -10,9 +10,12 @@ Publishing is a sliding window. Right after a commit the runtime calls
 :meth:`OutboxRelay.publish_committed` with what the commit appended, which
 hands the new events to the connection without waiting: they leave in the
 same socket write as the consumer's acks, with no extra trip through the
-event loop and no read back from the file. :meth:`run` watches the PubAcks
-in order and moves the acknowledged cursor; on a failure it rewinds to that
-cursor and publishes again from the store.
+event loop and no read back from the file. Each PubAck moves the
+acknowledged cursor from a done-callback, in publishing order, so an
+acknowledgement costs no task wake-up. :meth:`run` only supervises: it
+publishes what a commit could not (the backlog at start, a full window, an
+append outside a unit of work), and on a failed or overdue PubAck rewinds to
+the cursor and publishes again from the store.
 """
 
 from __future__ import annotations
@@ -21,37 +24,107 @@ import asyncio
 import collections
 import logging
 from collections.abc import Sequence
-from typing import Any
 
-from nats.js import JetStreamContext
+import orjson
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.js.errors import APIError, NoStreamResponseError
 
 from overseer.events.store import EventStore, OutboxEntry
 
 log = logging.getLogger("overseer.relay")
 
 
+class PubAckPublisher:
+    """JetStream publishing with each PubAck as a future: nats.py's ``publish_async`` for one caller.
+
+    The relay bounds its own window, so this skips what ``publish_async`` does per
+    message for every caller: a Task for its semaphore wait and a random token read
+    from the kernel. Replies come to one inbox subscription, ``<inbox>.<counter>``.
+    """
+
+    def __init__(self, nc: Client) -> None:
+        self.nc = nc
+        self._prefix = ""
+        self._futures: dict[str, asyncio.Future[int]] = {}
+        self._counter = 0
+
+    async def start(self) -> None:
+        self._prefix = self.nc.new_inbox() + "."
+        await self.nc.subscribe(self._prefix + "*", cb=self._on_reply)
+
+    async def publish(self, subject: str, body: bytes, headers: dict[str, str]) -> asyncio.Future[int]:
+        """Hand one message to the connection; the future gets its stream sequence or the server's refusal."""
+        self._counter += 1
+        token = str(self._counter)
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._futures[token] = future
+        try:
+            await self.nc.publish(subject, body, reply=self._prefix + token, headers=headers)
+        except BaseException:
+            del self._futures[token]
+            raise
+        return future
+
+    def forget(self) -> None:
+        """Drop every future still waiting (a rewind: their replies, if any come, are ignored)."""
+        for future in self._futures.values():
+            future.cancel()
+        self._futures.clear()
+
+    async def _on_reply(self, msg: Msg) -> None:
+        future = self._futures.pop(msg.subject[len(self._prefix) :], None)
+        if future is None or future.done():
+            return
+        if msg.headers and msg.headers.get("Status") == "503":
+            future.set_exception(NoStreamResponseError())
+            return
+        try:
+            reply = orjson.loads(msg.data)
+        except orjson.JSONDecodeError as exc:
+            future.set_exception(exc)
+            return
+        if "error" in reply:
+            future.set_exception(APIError.from_error(reply["error"]))
+        else:
+            future.set_result(int(reply.get("seq", 0)))
+
+
 class OutboxRelay:
+    # How long progress may go unwritten while events keep being acknowledged (see _record).
+    RECORD_EVERY = 0.2
+    # How often run() looks at the store and at the oldest PubAck when nothing wakes it.
+    WATCH_EVERY = 1.0
+
     def __init__(
-        self, store: EventStore, js: JetStreamContext, *, max_in_flight: int = 512, ack_timeout: float = 5.0
+        self,
+        store: EventStore,
+        publisher: PubAckPublisher,
+        *,
+        max_in_flight: int = 512,
+        ack_timeout: float = 5.0,
     ) -> None:
         self.store = store
-        self.js = js
+        self.publisher = publisher
         self.max_in_flight = max_in_flight
         self.ack_timeout = ack_timeout
         self.published = 0
         # Acknowledged by JetStream up to here (memory); written to the store lazily, see _record.
         self._cursor = store.relay_position()
         self._recorded = self._cursor
-        self._recorded_at = 0.0
-        # Handed to the connection up to here; (position, PubAck future) in publishing order.
+        self._record_timer: asyncio.TimerHandle | None = None
+        # Handed to the connection up to here; (position, PubAck future, monotonic time sent) in order.
         self._sent = self._cursor
-        self._in_flight: collections.deque[tuple[int, asyncio.Future[Any]]] = collections.deque()
+        self._in_flight: collections.deque[tuple[int, asyncio.Future[int], float]] = collections.deque()
         self._lock = asyncio.Lock()  # publish and rewind never interleave
         self._wake = asyncio.Event()
+        self._failed = False  # a PubAck failed, or a publish raised: run() rewinds
+        self._backlog = True  # committed events may wait in the store unsent (at start: maybe)
         self._stopping = False
 
     def wake(self) -> None:
-        """Ask :meth:`run` to look at the store (at start, after a failure, or a full window)."""
+        """Ask :meth:`run` to look at the store (after an append outside a unit of work)."""
+        self._backlog = True
         self._wake.set()
 
     async def publish_committed(self, appended: Sequence[OutboxEntry] = ()) -> None:
@@ -70,19 +143,25 @@ class OutboxRelay:
                 room = self.max_in_flight - len(self._in_flight)
                 if not (appended and len(appended) <= room and self._follows_sent(appended)):
                     rows = self.store.unpublished_after(self._sent, room) if room > 0 else []
+                    # A full read (or no room at all) may have left events behind: look again when
+                    # PubAcks make room.
+                    self._backlog = room <= 0 or len(rows) == room
                     appended = [
                         OutboxEntry(row.position, row.event_id, row.subject, row.body, row.header_map())
                         for row in rows
                     ]
+                now = asyncio.get_running_loop().time()
                 for entry in appended:
-                    future = await self.js.publish_async(
-                        entry.subject, entry.body, headers={"Nats-Msg-Id": entry.event_id, **entry.headers}
+                    future = await self.publisher.publish(
+                        entry.subject, entry.body, {"Nats-Msg-Id": entry.event_id, **entry.headers}
                     )
-                    self._in_flight.append((entry.position, future))
+                    self._in_flight.append((entry.position, future, now))
                     self._sent = entry.position
+                    future.add_done_callback(self._on_puback)
             except Exception as exc:
                 log.warning("relay: publishing failed, will retry: %s", exc)
-        self._wake.set()
+                self._failed = True
+                self._wake.set()
 
     def _follows_sent(self, appended: Sequence[OutboxEntry]) -> bool:
         """Whether ``appended`` are all the own events after the last one sent (no gap, no backlog)."""
@@ -90,61 +169,98 @@ class OutboxRelay:
             self._sent, appended[-1].position
         ) == len(appended)
 
+    def _on_puback(self, _done: asyncio.Future[int]) -> None:
+        """Move the cursor over the leading acknowledged events, in publishing order.
+
+        A PubAck that arrives before an earlier one waits in the window: the cursor
+        never passes an event JetStream has not acknowledged. Futures cancelled by a
+        rewind are gone from the window by the time their callback runs.
+        """
+        in_flight = self._in_flight
+        while in_flight:
+            position, future, _ = in_flight[0]
+            if not future.done():
+                break
+            if future.cancelled() or future.exception() is not None:
+                self._failed = True
+                self._wake.set()
+                return
+            in_flight.popleft()
+            self._cursor = position
+            self.published += 1
+        self._record()
+        if self._backlog and len(in_flight) < self.max_in_flight // 2:
+            self._wake.set()
+
     async def run(self) -> None:
+        """Supervise: publish the backlog, rewind on a failed or overdue PubAck, with backoff."""
+        loop = asyncio.get_running_loop()
         failures = 0
         while not self._stopping:
-            # Clear before looking: a commit after this sets the event again, so nothing is missed.
+            # Clear before looking: anything that happens after this sets the event again.
             self._wake.clear()
-            if not self._in_flight:
-                await self.publish_committed()
-                self._wake.clear()
-                if not self._in_flight:
-                    self._record(force=True)
-                    try:
-                        await asyncio.wait_for(self._wake.wait(), timeout=1.0)
-                    except TimeoutError:
-                        pass
-                    continue
-            position, future = self._in_flight[0]
-            try:
-                if not future.done():  # under load most PubAcks are in by the time we look
-                    await asyncio.wait_for(asyncio.shield(future), timeout=self.ack_timeout)
-                future.result()
-            except Exception as exc:
+            if self._failed or self._overdue(loop.time()):
                 failures += 1
-                log.warning("relay: publish at position %s failed, rewinding: %r", position, exc)
+                log.warning("relay: publishing at position %s failed or timed out, rewinding", self._cursor)
                 await self._rewind()
                 await asyncio.sleep(min(0.05 * 2**failures, 2.0))
                 continue
-            self._in_flight.popleft()
-            self._cursor = position
-            self.published += 1
-            failures = 0
-            self._record()
+            if failures and self._cursor == self._sent:
+                failures = 0  # everything sent since the rewind was acknowledged
+            if self._backlog and len(self._in_flight) < self.max_in_flight:
+                await self.publish_committed()
+                if self._failed:
+                    continue
+            elif not self._in_flight:
+                # Idle: look at the store anyway, now and then (cheap; catches anything missed).
+                self._backlog = True
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=min(self.WATCH_EVERY, self.ack_timeout))
+            except TimeoutError:
+                pass
+
+    def _overdue(self, now: float) -> bool:
+        if not self._in_flight:
+            return False
+        _, future, sent_at = self._in_flight[0]
+        return not future.done() and now - sent_at > self.ack_timeout
 
     async def _rewind(self) -> None:
         """Forget everything in flight and publish again from the acknowledged cursor."""
         async with self._lock:
-            for _, future in self._in_flight:
-                future.cancel()
             self._in_flight.clear()
+            self.publisher.forget()
             self._sent = self._cursor
+            self._failed = False
+            self._backlog = True
 
     def _record(self, *, force: bool = False) -> None:
-        """Write the cursor to ``relay_progress`` when idle, or at most every 200 ms while busy.
+        """Write the cursor to ``relay_progress`` at most every ``RECORD_EVERY`` seconds, or now with ``force``.
 
         Progress may lag what was published (never lead it): after a crash the
         relay re-publishes from the recorded position, and JetStream's duplicate
         window drops what it already has. Writing it per batch would cost a
-        commit per batch on the hot path.
+        commit per batch on the hot path; a timer writes it shortly after a burst.
         """
-        if self._cursor == self._recorded:
+        if self._stopping and not force:
             return
-        now = asyncio.get_running_loop().time()
-        if force or now - self._recorded_at > 0.2:
+        if force:
+            if self._record_timer is not None:
+                self._record_timer.cancel()
+                self._record_timer = None
+            self._write_progress()
+        elif self._cursor != self._recorded and self._record_timer is None:
+            self._record_timer = asyncio.get_running_loop().call_later(self.RECORD_EVERY, self._record_later)
+
+    def _record_later(self) -> None:
+        self._record_timer = None
+        self._write_progress()
+
+    def _write_progress(self) -> None:
+        if self._cursor != self._recorded:
+            # Its own statement between units of work (none is open while a callback runs).
             self.store.mark_published(self._cursor)
             self._recorded = self._cursor
-            self._recorded_at = now
 
     def backlog(self) -> int:
         """Own events committed but not yet acknowledged by JetStream."""
@@ -160,4 +276,7 @@ class OutboxRelay:
 
     def stop(self) -> None:
         self._stopping = True
+        if self._record_timer is not None:
+            self._record_timer.cancel()
+            self._record_timer = None
         self._wake.set()

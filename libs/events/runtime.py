@@ -43,7 +43,7 @@ from overseer.events.config import Settings, load_settings
 from overseer.events.consumer import DurablePullConsumer, stream_position
 from overseer.events.envelope import Envelope, EventData, decode, new_event
 from overseer.events.errors import EventDecodeError, TransientError, UnknownEventType
-from overseer.events.relay import OutboxRelay
+from overseer.events.relay import OutboxRelay, PubAckPublisher
 from overseer.events.store import EventStore, OutboxEntry, Projection
 from overseer.events.subjects import (
     DEFAULT_NAMESPACE,
@@ -228,9 +228,13 @@ class Runtime:
             password=self.password,
             on_reconnect=self._on_reconnect,
         )
-        self.js = self.nc.jetstream(publish_async_max_pending=int(cfg.get("relay_max_in_flight", 512)) * 2)
+        self.js = self.nc.jetstream()
         await self._provision(cfg)
-        self.relay = OutboxRelay(self.store, self.js, max_in_flight=int(cfg.get("relay_max_in_flight", 512)))
+        publisher = PubAckPublisher(self.nc)
+        await publisher.start()
+        self.relay = OutboxRelay(
+            self.store, publisher, max_in_flight=int(cfg.get("relay_max_in_flight", 512))
+        )
         self.spawn(self.relay.run())
         await self._serve_rpc()
         await self.service.start(self)
