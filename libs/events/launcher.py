@@ -51,7 +51,15 @@ def free_port() -> int:
 
 
 def spawn_server(config: Path) -> subprocess.Popen[bytes]:
-    """nats-server with ``config``, logging next to it, in its own session (Ctrl-C reaches it through its owner)."""
+    """nats-server with ``config``, logging next to it, in its own session (Ctrl-C reaches it through its owner).
+
+    The embedded server runs with ``GOMAXPROCS=1`` unless the environment says otherwise: it
+    shares the machine with six Python services, each bound to one core by its interpreter,
+    and one Go thread serves them with room to spare. With a thread per core, Go's
+    schedulers spin looking for work between messages: measured in ``make bench`` on two
+    cores, GOMAXPROCS=1 took a sixth off the server's CPU per action (interleaved runs), CPU the
+    services get instead.
+    """
     log = (config.parent / "nats-server.log").open("ab")
     try:
         return subprocess.Popen(
@@ -59,6 +67,7 @@ def spawn_server(config: Path) -> subprocess.Popen[bytes]:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env={"GOMAXPROCS": "1", **os.environ},
         )
     finally:
         log.close()
