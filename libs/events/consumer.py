@@ -135,9 +135,8 @@ class DurablePullConsumer:
 
     async def _on_message(self, msg: Msg) -> None:
         self._inbox_messages.append(msg)
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        if self._waiter is not None:
+            _settle(self._waiter)
 
     async def _next_message(self, timeout: float) -> Msg | None:
         """The next delivered message, or None when none arrives within ``timeout`` seconds."""

@@ -234,29 +234,21 @@ class OutboxRelay:
             self._failed = False
             self._backlog = True
 
-    def _record(self, *, force: bool = False) -> None:
-        """Write the cursor to ``relay_progress`` at most every ``RECORD_EVERY`` seconds, or now with ``force``.
+    def _record(self) -> None:
+        """Write the cursor to ``relay_progress`` ``RECORD_EVERY`` seconds from now, unless a write is due.
 
         Progress may lag what was published (never lead it): after a crash the
         relay re-publishes from the recorded position, and JetStream's duplicate
         window drops what it already has. Writing it per batch would cost a
         commit per batch on the hot path; a timer writes it shortly after a burst.
         """
-        if self._stopping and not force:
-            return
-        if force:
-            if self._record_timer is not None:
-                self._record_timer.cancel()
-                self._record_timer = None
-            self._write_progress()
-        elif self._cursor != self._recorded and self._record_timer is None:
-            self._record_timer = asyncio.get_running_loop().call_later(self.RECORD_EVERY, self._record_later)
+        if not self._stopping and self._cursor != self._recorded and self._record_timer is None:
+            self._record_timer = asyncio.get_running_loop().call_later(self.RECORD_EVERY, self._record_now)
 
-    def _record_later(self) -> None:
-        self._record_timer = None
-        self._write_progress()
-
-    def _write_progress(self) -> None:
+    def _record_now(self) -> None:
+        if self._record_timer is not None:
+            self._record_timer.cancel()
+            self._record_timer = None
         if self._cursor != self._recorded:
             # Its own statement between units of work (none is open while a callback runs).
             self.store.mark_published(self._cursor)
@@ -272,7 +264,7 @@ class OutboxRelay:
         while self.backlog() and asyncio.get_running_loop().time() < deadline:
             self.wake()
             await asyncio.sleep(0.02)
-        self._record(force=True)
+        self._record_now()
 
     def stop(self) -> None:
         self._stopping = True
