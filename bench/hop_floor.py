@@ -12,9 +12,9 @@ pydantic, no event decoding), so the real pipeline can be read against the least
   an ad-hoc stream, and they cost nothing measurable on the hot path.
 * ``--hops`` worker processes (this script with ``--worker I``), each under uvloop with our
   ``DurablePullConsumer`` (durable ``hop{I}`` on ``floor.h{I}``). Per batch a worker hands every message
-  to the connection as ``js.publish_async`` to ``floor.h{I+1}``, then acks the batch, the pattern the
-  runtime uses ("publish what the batch produced, then ack"); a background task awaits the PubAcks as
-  the outbox relay does. With ``--sqlite`` each batch first commits one SQLite transaction (WAL,
+  to the connection with the outbox relay's ``PubAckPublisher`` to ``floor.h{I+1}``, then acks the
+  batch, the pattern the runtime uses ("publish what the batch produced, then ack"); done-callbacks
+  count the PubAcks, as the relay moves its cursor. With ``--sqlite`` each batch first commits one SQLite transaction (WAL,
   ``synchronous=NORMAL``): one row per message and one tracking row, to show what durable storage adds.
 * The load generator (this process) publishes a ~300-byte JSON payload to ``floor.h0`` with
   ``js.publish`` (awaiting the PubAck, like the gateway's commit and relay) and waits until the same id
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import collections
 import contextlib
 import shutil
 import signal
@@ -58,6 +57,7 @@ sys.path.insert(0, str(ROOT))
 from bench.common import cpu_per_action, cpu_seconds, drive, emit, event_loop_runner, latency_summary  # noqa: E402
 from overseer.events.consumer import DurablePullConsumer, stream_position  # noqa: E402
 from overseer.events.launcher import free_port, spawn_server, stop_server, wait_listening  # noqa: E402
+from overseer.events.relay import PubAckPublisher  # noqa: E402
 
 STREAM = "FLOOR"
 SCENARIO = "hop_floor"
@@ -107,34 +107,26 @@ class SqliteSink:
         self.conn.close()
 
 
-class PubAckWatcher:
-    """Awaits the PubAcks in publishing order, off the batch's path (as the outbox relay does)."""
+class PubAckTally:
+    """Counts the PubAcks from done-callbacks, as the outbox relay moves its cursor (no task per ack)."""
 
     def __init__(self) -> None:
-        self.pending: collections.deque[asyncio.Future[Any]] = collections.deque()
-        self.wake = asyncio.Event()
+        self.pending = 0
         self.acked = 0
         self.failed = 0
 
-    def add(self, future: asyncio.Future[Any]) -> None:
-        self.pending.append(future)
-        self.wake.set()
+    def add(self, future: asyncio.Future[int]) -> None:
+        self.pending += 1
+        future.add_done_callback(self._done)
 
-    async def run(self) -> None:
-        while True:
-            if not self.pending:
-                self.wake.clear()
-                await self.wake.wait()
-                continue
-            future = self.pending[0]
-            try:
-                await asyncio.wait_for(asyncio.shield(future), timeout=5.0)
-                self.acked += 1
-            except Exception as exc:
-                self.failed += 1
-                if self.failed <= 5:
-                    note(f"PubAck failed: {exc!r}")
-            self.pending.popleft()
+    def _done(self, future: asyncio.Future[int]) -> None:
+        self.pending -= 1
+        if future.cancelled() or future.exception() is not None:
+            self.failed += 1
+            if self.failed <= 5:
+                note(f"PubAck failed: {future.exception() if not future.cancelled() else 'cancelled'}")
+        else:
+            self.acked += 1
 
     async def drain(self, timeout: float = 5.0) -> None:
         deadline = time.monotonic() + timeout
@@ -144,9 +136,11 @@ class PubAckWatcher:
 
 async def worker_main(hop: int, url: str, db_dir: Path | None) -> None:
     nc: Client = await nats.connect(url, name=f"hop{hop}")
-    js: JetStreamContext = nc.jetstream(publish_async_max_pending=1024)
+    js: JetStreamContext = nc.jetstream()
+    publisher = PubAckPublisher(nc)  # the outbox relay's publishing
+    await publisher.start()
     out = subject(hop + 1)
-    watcher = PubAckWatcher()
+    watcher = PubAckTally()
     sink = SqliteSink(db_dir / f"hop{hop}.sqlite", f"hop{hop}") if db_dir is not None else None
 
     async def on_batch(messages: list[Msg]) -> None:
@@ -159,8 +153,7 @@ async def worker_main(hop: int, url: str, db_dir: Path | None) -> None:
         # Publish what the batch produced (handed to the connection, not awaited), then ack: both leave
         # in the same socket write once this coroutine yields.
         for i, msg in zip(ids, messages, strict=True):
-            future = await js.publish_async(out, msg.data, headers={"Nats-Msg-Id": f"{i}:{hop + 1}"})
-            watcher.add(future)
+            watcher.add(await publisher.publish(out, msg.data, {"Nats-Msg-Id": f"{i}:{hop + 1}"}))
         for msg in messages:
             await msg.ack()
 
@@ -178,17 +171,15 @@ async def worker_main(hop: int, url: str, db_dir: Path | None) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    tasks = [asyncio.create_task(consumer.run()), asyncio.create_task(watcher.run())]
+    task = asyncio.create_task(consumer.run())
     try:
         await stop.wait()
     finally:
         await consumer.stop()
-        tasks[0].cancel()
+        task.cancel()
         await watcher.drain()
-        tasks[1].cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        with contextlib.suppress(BaseException):
+            await task
         note(
             f"hop{hop}: {consumer.delivered} messages in {consumer.batches} batches"
             f" (mean {consumer.delivered / max(consumer.batches, 1):.1f}), {watcher.acked} PubAcks"
