@@ -4,13 +4,17 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-unit test-integration bench lint fmt typecheck clean install
+.PHONY: run test test-unit test-integration bench lint fmt typecheck clean install system-deps
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
+# shell.run runs in a bubblewrap jail (docs/executor.md): Debian's bubblewrap, installed only when bwrap is missing.
+system-deps:
+	@command -v bwrap >/dev/null 2>&1 || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y bubblewrap; }
+
 # Reinstall when the project's metadata changes.
-$(STAMP): $(PY) pyproject.toml setup.py
+$(STAMP): $(PY) pyproject.toml setup.py | system-deps
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
 	$(PY) -m pip install --quiet -e '.[dev,peers]'
 	touch $(STAMP)
