@@ -32,6 +32,7 @@ from overseer.events.envelope import Envelope
 from overseer.events.machines import ExecutionStatus
 from overseer.events.projection import Apply, SqlProjection
 from overseer.executor.domain.alignment import check_resume_alignment
+from overseer.executor.domain.claims import CLAIMING, Twin
 from overseer.executor.domain.contract import ExecutionContract, OpenRequest, Verdict
 
 _dumps = orjson.dumps
@@ -62,8 +63,10 @@ class ContractsProjection(SqlProjection):
         result          TEXT,
         error_message   TEXT
     );
-    CREATE INDEX IF NOT EXISTS executor_contracts_completed_key
-        ON executor_contracts (idempotency_key) WHERE status = 'completed';
+    -- The claim on an idempotency key (claims.py) is a contract's status: a twin is found by key and status.
+    DROP INDEX IF EXISTS executor_contracts_completed_key;
+    CREATE INDEX IF NOT EXISTS executor_contracts_key_status
+        ON executor_contracts (idempotency_key, status) WHERE idempotency_key IS NOT NULL;
     CREATE INDEX IF NOT EXISTS executor_contracts_open
         ON executor_contracts (status) WHERE status IN ('pending', 'running', 'waiting');
     CREATE INDEX IF NOT EXISTS executor_contracts_dependents
@@ -228,7 +231,7 @@ class RefusedDecisionsProjection(SqlProjection):
         d: HumanDecisionRecorded = event.data  # type: ignore[assignment]
         repo = ContractRepository(conn)
         contract = repo.get(d.execution_id)
-        reason = check_resume_alignment(contract, d, completed_duplicate=repo.completed_duplicate(contract))
+        reason = check_resume_alignment(contract, d)
         if reason is not None:
             conn.execute(
                 "INSERT OR IGNORE INTO executor_refused_decisions VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -257,6 +260,8 @@ _CONTRACT_FROM = (
     "LEFT JOIN executor_approvals a ON a.execution_id = c.execution_id AND a.status = 'pending'"
 )
 _SELECT_CONTRACT = f"SELECT {_CONTRACT_COLUMNS} {_CONTRACT_FROM}"
+_COMPLETED = "'completed'"
+_CLAIMING = ", ".join(f"'{status.value}'" for status in sorted(CLAIMING))
 
 
 def _principal(raw: bytes | None) -> Principal | None:
@@ -339,16 +344,21 @@ class ContractRepository:
             is not None
         )
 
-    def completed_duplicate(self, contract: ExecutionContract | None) -> str | None:
-        """A COMPLETED contract with the same idempotency key (only asked for irreversible ones)."""
+    def twin_of(self, contract: ExecutionContract | None) -> Twin | None:
+        """Another contract with the same idempotency key that COMPLETED, else one that holds the key's
+        claim (RUNNING or WAITING). Only asked for irreversible contracts; read in the handler's own
+        transaction, so a twin that started earlier in the same batch is seen."""
         if contract is None or not contract.irreversible or not contract.idempotency_key:
             return None
-        row = self.conn.execute(
-            "SELECT execution_id FROM executor_contracts WHERE idempotency_key = ? AND status = 'completed' "
-            "AND execution_id != ? LIMIT 1",
-            (contract.idempotency_key, contract.execution_id),
-        ).fetchone()
-        return None if row is None else str(row[0])
+        for statuses in (_COMPLETED, _CLAIMING):
+            row = self.conn.execute(
+                "SELECT execution_id, status FROM executor_contracts WHERE idempotency_key = ? "
+                f"AND status IN ({statuses}) AND execution_id != ? LIMIT 1",
+                (contract.idempotency_key, contract.execution_id),
+            ).fetchone()
+            if row is not None:
+                return Twin(str(row[0]), ExecutionStatus(row[1]))
+        return None
 
     def pending_dependents(self, execution_id: str) -> list[ExecutionContract]:
         return self._many("c.depends_on = ? AND c.status = 'pending'", (execution_id,))

@@ -95,8 +95,8 @@ class ExecutionHandlers:
         decision: HumanDecisionRecorded = event.data  # type: ignore[assignment]
         repo = ContractRepository(uow.conn)
         contract = repo.get(decision.execution_id)
-        duplicate = repo.completed_duplicate(contract)
-        outcome = decide_human_decision(contract, decision, completed_duplicate=duplicate, now=self.clock())
+        twin = repo.twin_of(contract)
+        outcome = decide_human_decision(contract, decision, twin=twin, now=self.clock())
         if isinstance(outcome, str):
             # The refusal row is written by RefusedDecisionsProjection from the same check.
             log.warning("decision %s on %s refused: %s", decision.decision, decision.execution_id, outcome)
@@ -155,7 +155,7 @@ class ExecutionHandlers:
             contract,
             verdict,
             dependency=repo.status_of(contract.depends_on),
-            completed_duplicate=repo.completed_duplicate(contract),
+            twin=repo.twin_of(contract),
             now=self.clock(),
         )
         self._commit(uow, repo, contract, outcome)

@@ -9,9 +9,12 @@ fails is the reason nothing happens:
    ``args_hash`` (an approval is bound to the exact arguments);
 3. the word fits the form (``approve``/``reject`` for an approval or a
    confirmation, ``completed``/``failed`` for a reconciliation);
-4. nobody approves their own request;
-5. for an irreversible action about to run, no COMPLETED contract has the same
-   idempotency key (seed 003's guard, checked again at resume time).
+4. nobody approves their own request.
+
+A decision that passes all four on an approval whose irreversible call may
+not run (a twin holds or completed its idempotency key, ``claims.py``) is not
+refused: it ends the contract REJECTED (``rules.decide_human_decision``), so
+the card does not linger.
 """
 
 from __future__ import annotations
@@ -45,14 +48,8 @@ ANSWERS: dict[tuple[str, str], Answer] = {
 }
 
 
-def check_resume_alignment(
-    contract: ExecutionContract | None, decision: HumanDecisionRecorded, *, completed_duplicate: str | None
-) -> str | None:
-    """Why ``decision`` may not move ``contract`` (None when it may).
-
-    ``completed_duplicate`` is the id of a COMPLETED contract with the same
-    idempotency key, if the caller found one.
-    """
+def check_resume_alignment(contract: ExecutionContract | None, decision: HumanDecisionRecorded) -> str | None:
+    """Why ``decision`` may not move ``contract`` (None when it may)."""
     if contract is None:
         return f"no contract {decision.execution_id!r} is known"
     if contract.status != ExecutionStatus.WAITING or contract.open_request is None:
@@ -68,9 +65,4 @@ def check_resume_alignment(
         return f"decision {decision.decision!r} does not answer a {form.kind!r} request"
     if decision.decision != "timeout" and str(decision.decided_by) == str(contract.proposer):
         return f"{decision.decided_by} proposed this action and cannot decide on it"
-    if answer.run_tool and contract.irreversible and completed_duplicate is not None:
-        return (
-            f"an identical irreversible action already completed as {completed_duplicate} "
-            f"(idempotency key {contract.idempotency_key})"
-        )
     return None

@@ -14,7 +14,8 @@ from typing import Literal
 
 from overseer.events.catalogue import HumanDecisionRecorded
 from overseer.events.machines import GRAPH_RUNNER, TERMINAL_STATUSES, TOOL_NODE, ExecutionStatus
-from overseer.executor.domain.alignment import ANSWERS, check_resume_alignment
+from overseer.executor.domain.alignment import ANSWERS, Answer, check_resume_alignment
+from overseer.executor.domain.claims import Twin, twin_refusal
 from overseer.executor.domain.contract import ExecutionContract, Moves, Outcome, Verdict
 
 # Triggers whose text is the contract's result; the others (reject, fail, cancel, timeout) carry an error.
@@ -40,6 +41,8 @@ VERDICT_PLANS: dict[tuple[str, str], Plan] = {
     ("ecs_request", "deny"): Plan(("start", "reject")),
 }
 REFUSE = Plan(("start", "reject"))
+# An approval whose irreversible call may not run (a twin holds or completed its key): the card ends.
+REFUSE_APPROVED_TWIN = Answer(("resume", "reject"))
 
 # Session abort (second stage): status -> (triggers, who fires them).
 CANCEL_PLANS: dict[ExecutionStatus, tuple[tuple[str, ...], str | None]] = {
@@ -81,14 +84,16 @@ def decide_verdict(
     verdict: Verdict,
     *,
     dependency: ExecutionStatus | None,
-    completed_duplicate: str | None,
+    twin: Twin | None,
     now: float,
 ) -> Outcome:
     """The firewall spoke about a PENDING contract (or its dependency just settled).
 
     ``dependency`` is the status of ``depends_on`` (None when there is none or
-    it is not known yet); ``completed_duplicate`` a COMPLETED contract with the
-    same idempotency key.
+    it is not known yet); ``twin`` another contract with the same idempotency
+    key that is RUNNING, WAITING or COMPLETED. Every plan but deny starts the
+    contract, which claims the key (``claims.py``): an irreversible one whose
+    twin holds or completed it is refused instead.
     """
     contract = contract.with_verdict(verdict)
     if contract.status != ExecutionStatus.PENDING:
@@ -103,12 +108,9 @@ def decide_verdict(
         if dependency != ExecutionStatus.COMPLETED:
             text = f"dependency {contract.depends_on} ended {dependency.value}"
             return _fire(Moves(contract, now), REFUSE.triggers, contract.node, text).outcome()
-    if contract.irreversible and completed_duplicate is not None:
-        text = (
-            f"duplicate: an identical irreversible action already completed as {completed_duplicate} "
-            f"(idempotency key {contract.idempotency_key})"
-        )
-        return _fire(Moves(contract, now), REFUSE.triggers, contract.node, text).outcome()
+    duplicate = twin_refusal(contract, twin)
+    if duplicate is not None:
+        return _fire(Moves(contract, now), REFUSE.triggers, contract.node, duplicate).outcome()
     moves = _fire(Moves(contract, now), plan.triggers, contract.node, None)
     if plan.request is not None:
         moves.request(plan.request, message=_form_message(contract, plan.request))
@@ -127,14 +129,25 @@ def decide_human_decision(
     contract: ExecutionContract | None,
     decision: HumanDecisionRecorded,
     *,
-    completed_duplicate: str | None,
+    twin: Twin | None,
     now: float,
 ) -> Outcome | str:
-    """A human answered a form. Returns the outcome, or the reason nothing happens (alignment check)."""
-    refusal = check_resume_alignment(contract, decision, completed_duplicate=completed_duplicate)
+    """A human answered a form. Returns the outcome, or the reason nothing happens (alignment check).
+
+    An approval that would run an irreversible call while ``twin`` (same
+    idempotency key) is RUNNING, WAITING or COMPLETED does not run it and is
+    not left hanging either: the contract ends REJECTED with the reason, so its
+    card leaves every pending list.
+    """
+    refusal = check_resume_alignment(contract, decision)
     if refusal is not None or contract is None or contract.open_request is None:
         return refusal or "no open request"
     answer = ANSWERS[(contract.open_request.kind, decision.decision)]
+    duplicate = twin_refusal(contract, twin) if answer.run_tool else None
+    if duplicate is not None:
+        text = f"{duplicate}; approved by {decision.decided_by} but not run"
+        moves = _fire(Moves(contract, now), REFUSE_APPROVED_TWIN.triggers, REFUSE_APPROVED_TWIN.actor, text)
+        return moves.outcome()
     moves = _fire(Moves(contract, now), answer.triggers, answer.actor, _answer_text(decision))
     return moves.outcome(run_tool=answer.run_tool)
 

@@ -7,8 +7,8 @@ decisions HumanGate recorded, and second-stage session aborts.
 RPC (``<ns>.rpc.executor.<method>``), used by the gateway and the CLI:
 
 * ``approvals.pending`` ``{session_id?}`` → CONTRACT.md's approvals list;
-* ``approvals.get`` ``{execution_id}`` → one form with its ``status`` (``pending`` | ``answered``) and the
-  contract's status, so the gateway can answer 404 / 409 / 403 before publishing a response;
+* ``approvals.get`` ``{execution_id}`` → one form with its ``status`` (``pending`` | ``answered``), the
+  contract's status and error, so the gateway can answer 404 / 409 / 403 before publishing a response;
 * ``contract.get`` ``{execution_id}`` → the contract with its transitions;
 * ``tools.list`` → every tool with its declaration and JSON schema;
 * ``decisions.refused`` ``{execution_id?}`` → decisions the resume alignment check refused, with why.
@@ -76,6 +76,8 @@ def rpc_table(
         contract = repo.get(execution_id)
         form["contract_status"] = None if contract is None else contract.status.value
         form["proposer"] = None if contract is None else str(contract.proposer)
+        # Why an answered card's contract ended without success (a refused twin says ``duplicate: …``).
+        form["contract_error"] = None if contract is None else contract.error_message
         return form
 
     async def contract_get(payload: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from overseer.events.catalogue import ExecutionTransitioned
-from overseer.events.machines import EXECUTION_MACHINE, TERMINAL_STATUSES
+from overseer.events.machines import EXECUTION_MACHINE, TERMINAL_STATUSES, ExecutionStatus
+from overseer.executor.domain.claims import Twin
 from overseer.executor.domain.contract import ExecutionContract, Outcome
 from overseer.executor.domain.rules import (
     ToolOutcome,
@@ -38,14 +39,18 @@ def happen(c: ExecutionContract, what: tuple, now: float) -> Outcome | str:
     match kind:
         case "verdict":
             return decide_verdict(
-                c, verdict(a), dependency=None, completed_duplicate="x" if b else None, now=now
+                c,
+                verdict(a),
+                dependency=None,
+                twin=Twin("x", ExecutionStatus.COMPLETED) if b else None,
+                now=now,
             )
         case "decision":
             hash_ = "0" * 64 if b == "wrong" else None
             return decide_human_decision(
                 c,
                 human(decision=a, hash_=hash_, by=AGENT if b == "self" else ALICE),
-                completed_duplicate=None,
+                twin=None,
                 now=now,
             )
         case "tool":

@@ -18,6 +18,7 @@ from executor_builders import (
 from overseer.events.catalogue import EcsRequested, ExecutionTransitioned, Principal
 from overseer.events.errors import InvalidTransition
 from overseer.events.machines import ExecutionStatus
+from overseer.executor.domain.claims import Twin
 from overseer.executor.domain.contract import Moves, open_contract
 from overseer.executor.domain.idempotency import args_hash, idempotency_key
 from overseer.executor.domain.rules import (
@@ -91,14 +92,14 @@ def test_a_tool_named_by_service_and_method_in_action_detail_is_understood() -> 
 
 # -- verdicts ---------------------------------------------------------------------------------
 def test_allow_starts_a_tool_call_and_runs_its_tool() -> None:
-    out = decide_verdict(contract(), verdict("allow"), dependency=None, completed_duplicate=None, now=2.0)
+    out = decide_verdict(contract(), verdict("allow"), dependency=None, twin=None, now=2.0)
     assert moves_of(out) == [("pending", "running", "start", "tool_node")]
     assert out.run_tool is True
     assert out.contract.status == ExecutionStatus.RUNNING
 
 
 def test_every_transition_carries_its_seed_003_trace_step() -> None:
-    out = decide_verdict(contract(), verdict("allow"), dependency=None, completed_duplicate=None, now=2.0)
+    out = decide_verdict(contract(), verdict("allow"), dependency=None, twin=None, now=2.0)
     step = out.events[0].trace
     assert step.node_id == "tool_node"
     assert step.action == "transition:exec-001:pending→running"
@@ -113,7 +114,7 @@ def test_every_transition_carries_its_seed_003_trace_step() -> None:
 def test_hold_suspends_and_asks_for_approval_with_the_form() -> None:
     preview = {"rendered": "To: bob@example.com"}
     v = verdict("hold", level="APPROVE", preview=preview)
-    out = decide_verdict(contract(), v, dependency=None, completed_duplicate=None, now=2.0)
+    out = decide_verdict(contract(), v, dependency=None, twin=None, now=2.0)
     assert moves_of(out) == [
         ("pending", "running", "start", "tool_node"),
         ("running", "waiting", "suspend", "tool_node"),
@@ -133,7 +134,7 @@ def test_hold_suspends_and_asks_for_approval_with_the_form() -> None:
 
 def test_deny_rejects_with_the_firewalls_reasons() -> None:
     v = verdict("deny", reasons=("L1: missing required parameter 'to'",))
-    out = decide_verdict(contract(), v, dependency=None, completed_duplicate=None, now=2.0)
+    out = decide_verdict(contract(), v, dependency=None, twin=None, now=2.0)
     assert moves_of(out) == [
         ("pending", "running", "start", "tool_node"),
         ("running", "rejected", "reject", "tool_node"),
@@ -144,7 +145,11 @@ def test_deny_rejects_with_the_firewalls_reasons() -> None:
 
 def test_irreversible_duplicate_is_rejected() -> None:
     out = decide_verdict(
-        contract(), verdict("allow"), dependency=None, completed_duplicate="exec-000", now=2.0
+        contract(),
+        verdict("allow"),
+        dependency=None,
+        twin=Twin("exec-000", ExecutionStatus.COMPLETED),
+        now=2.0,
     )
     assert out.contract.status == ExecutionStatus.REJECTED
     assert "duplicate" in out.contract.error_message
@@ -155,24 +160,24 @@ def test_irreversible_duplicate_is_rejected() -> None:
 def test_a_reversible_action_may_run_again_with_the_same_key() -> None:
     c = contract(proposal(tool="fs.list", args={"path": "."}))
     out = decide_verdict(
-        c, verdict("allow", {"path": "."}), dependency=None, completed_duplicate="exec-000", now=2.0
+        c,
+        verdict("allow", {"path": "."}),
+        dependency=None,
+        twin=Twin("exec-000", ExecutionStatus.COMPLETED),
+        now=2.0,
     )
     assert out.run_tool is True
 
 
 def test_the_firewalls_rewritten_arguments_are_the_ones_that_run() -> None:
     c = contract(proposal(tool="fs.list", args={"path": "../etc"}))
-    out = decide_verdict(
-        c, verdict("allow", {"path": "sandbox/etc"}), dependency=None, completed_duplicate=None, now=2
-    )
+    out = decide_verdict(c, verdict("allow", {"path": "sandbox/etc"}), dependency=None, twin=None, now=2)
     assert out.contract.run_args == {"path": "sandbox/etc"}
 
 
 def test_a_second_verdict_for_a_started_contract_changes_nothing() -> None:
-    started = decide_verdict(
-        contract(), verdict("allow"), dependency=None, completed_duplicate=None, now=2
-    ).contract
-    again = decide_verdict(started, verdict("deny"), dependency=None, completed_duplicate=None, now=3)
+    started = decide_verdict(contract(), verdict("allow"), dependency=None, twin=None, now=2).contract
+    again = decide_verdict(started, verdict("deny"), dependency=None, twin=None, now=3)
     assert again.events == ()
     assert "already running" in again.note
 
@@ -181,7 +186,7 @@ def test_an_ecs_request_always_waits_for_a_confirmation() -> None:
     c = contract(
         proposal("exec-002", tool=None, action_type="ecs_request", action_detail={"message": "Send it?"})
     )
-    out = decide_verdict(c, verdict("allow", {}), dependency=None, completed_duplicate=None, now=2)
+    out = decide_verdict(c, verdict("allow", {}), dependency=None, twin=None, now=2)
     assert moves_of(out) == [
         ("pending", "running", "start", "ecs_node"),
         ("running", "waiting", "suspend", "ecs_node"),
@@ -192,53 +197,43 @@ def test_an_ecs_request_always_waits_for_a_confirmation() -> None:
 
 def test_a_dependent_contract_is_parked_until_its_dependency_completes() -> None:
     c = contract(proposal(depends_on="exec-002"))
-    waiting = decide_verdict(
-        c, verdict("allow"), dependency=ExecutionStatus.WAITING, completed_duplicate=None, now=2
-    )
+    waiting = decide_verdict(c, verdict("allow"), dependency=ExecutionStatus.WAITING, twin=None, now=2)
     assert waiting.events == ()
     assert "parked" in waiting.note
-    unknown = decide_verdict(c, verdict("allow"), dependency=None, completed_duplicate=None, now=2)
+    unknown = decide_verdict(c, verdict("allow"), dependency=None, twin=None, now=2)
     assert unknown.events == ()
-    done = decide_verdict(
-        c, verdict("allow"), dependency=ExecutionStatus.COMPLETED, completed_duplicate=None, now=3
-    )
+    done = decide_verdict(c, verdict("allow"), dependency=ExecutionStatus.COMPLETED, twin=None, now=3)
     assert moves_of(done) == [("pending", "running", "start", "tool_node")]
     assert done.run_tool is True
 
 
 def test_a_dependent_contract_is_rejected_when_its_dependency_does_not_complete() -> None:
     c = contract(proposal(depends_on="exec-002"))
-    out = decide_verdict(
-        c, verdict("allow"), dependency=ExecutionStatus.REJECTED, completed_duplicate=None, now=2
-    )
+    out = decide_verdict(c, verdict("allow"), dependency=ExecutionStatus.REJECTED, twin=None, now=2)
     assert out.contract.status == ExecutionStatus.REJECTED
     assert out.contract.error_message == "dependency exec-002 ended rejected"
 
 
 def test_a_denied_dependent_is_rejected_at_once() -> None:
     c = contract(proposal(depends_on="exec-002"))
-    out = decide_verdict(
-        c, verdict("deny"), dependency=ExecutionStatus.WAITING, completed_duplicate=None, now=2
-    )
+    out = decide_verdict(c, verdict("deny"), dependency=ExecutionStatus.WAITING, twin=None, now=2)
     assert out.contract.status == ExecutionStatus.REJECTED
 
 
 # -- human decisions and the resume alignment check ---------------------------------------------
 def held() -> object:
-    return decide_verdict(
-        contract(), verdict("hold", level="APPROVE"), dependency=None, completed_duplicate=None, now=2
-    )
+    return decide_verdict(contract(), verdict("hold", level="APPROVE"), dependency=None, twin=None, now=2)
 
 
 def test_an_approval_resumes_the_contract_and_runs_the_tool() -> None:
-    out = decide_human_decision(held().contract, human(), completed_duplicate=None, now=3)
+    out = decide_human_decision(held().contract, human(), twin=None, now=3)
     assert moves_of(out) == [("waiting", "running", "resume", "graph_runner")]
     assert out.run_tool is True
 
 
 def test_a_rejection_resumes_then_rejects() -> None:
     out = decide_human_decision(
-        held().contract, human(decision="reject", comment="not now"), completed_duplicate=None, now=3
+        held().contract, human(decision="reject", comment="not now"), twin=None, now=3
     )
     assert moves_of(out) == [
         ("waiting", "running", "resume", "graph_runner"),
@@ -248,64 +243,59 @@ def test_a_rejection_resumes_then_rejects() -> None:
 
 
 def test_a_timeout_decision_cancels_the_waiting_contract() -> None:
-    out = decide_human_decision(held().contract, human(decision="timeout"), completed_duplicate=None, now=3)
+    out = decide_human_decision(held().contract, human(decision="timeout"), twin=None, now=3)
     assert moves_of(out) == [("waiting", "cancelled", "timeout", "graph_runner")]
 
 
 def test_a_decision_with_a_wrong_args_hash_changes_nothing() -> None:
-    out = decide_human_decision(held().contract, human(hash_="0" * 64), completed_duplicate=None, now=3)
+    out = decide_human_decision(held().contract, human(hash_="0" * 64), twin=None, now=3)
     assert out == "args_hash differs from the arguments the human was asked about"
 
 
 def test_a_decision_for_a_contract_not_waiting_changes_nothing() -> None:
-    running = decide_verdict(
-        contract(), verdict("allow"), dependency=None, completed_duplicate=None, now=2
-    ).contract
-    out = decide_human_decision(running, human(), completed_duplicate=None, now=3)
+    running = decide_verdict(contract(), verdict("allow"), dependency=None, twin=None, now=2).contract
+    out = decide_human_decision(running, human(), twin=None, now=3)
     assert isinstance(out, str)
     assert "not waiting" in out
 
 
 def test_a_decision_given_twice_moves_the_contract_once() -> None:
-    first = decide_human_decision(held().contract, human(), completed_duplicate=None, now=3)
-    second = decide_human_decision(first.contract, human(), completed_duplicate=None, now=4)
+    first = decide_human_decision(held().contract, human(), twin=None, now=3)
+    second = decide_human_decision(first.contract, human(), twin=None, now=4)
     assert isinstance(second, str)
     assert "not waiting" in second
 
 
 def test_a_decision_for_an_unknown_contract_changes_nothing() -> None:
-    assert (
-        decide_human_decision(None, human(), completed_duplicate=None, now=3)
-        == "no contract 'exec-001' is known"
-    )
+    assert decide_human_decision(None, human(), twin=None, now=3) == "no contract 'exec-001' is known"
 
 
 def test_the_requester_cannot_approve_its_own_request() -> None:
-    out = decide_human_decision(held().contract, human(by=AGENT), completed_duplicate=None, now=3)
+    out = decide_human_decision(held().contract, human(by=AGENT), twin=None, now=3)
     assert isinstance(out, str)
     assert "cannot decide" in out
 
 
 def test_an_approval_word_does_not_answer_a_reconciliation() -> None:
-    running = decide_verdict(
-        contract(), verdict("allow"), dependency=None, completed_duplicate=None, now=2
-    ).contract
+    running = decide_verdict(contract(), verdict("allow"), dependency=None, twin=None, now=2).contract
     asked = decide_recovery(running, tool_idempotent=False, now=3).contract
-    out = decide_human_decision(asked, human(decision="approve"), completed_duplicate=None, now=4)
+    out = decide_human_decision(asked, human(decision="approve"), twin=None, now=4)
     assert out == "decision 'approve' does not answer a 'reconciliation' request"
 
 
-def test_an_irreversible_approval_is_refused_when_the_same_key_already_completed() -> None:
-    out = decide_human_decision(held().contract, human(), completed_duplicate="exec-000", now=3)
-    assert isinstance(out, str)
-    assert "already completed as exec-000" in out
+def test_an_irreversible_approval_ends_the_contract_when_the_same_key_already_completed() -> None:
+    out = decide_human_decision(
+        held().contract, human(), twin=Twin("exec-000", ExecutionStatus.COMPLETED), now=3
+    )
+    assert not isinstance(out, str)
+    assert out.contract.status == ExecutionStatus.REJECTED
+    assert "already completed as exec-000" in out.contract.error_message
+    assert out.run_tool is False
 
 
 # -- tool outcomes ------------------------------------------------------------------------------
 def running():
-    return decide_verdict(
-        contract(), verdict("allow"), dependency=None, completed_duplicate=None, now=2
-    ).contract
+    return decide_verdict(contract(), verdict("allow"), dependency=None, twin=None, now=2).contract
 
 
 def test_a_tool_result_completes_the_contract() -> None:
@@ -370,9 +360,7 @@ def test_an_interrupted_irreversible_call_is_never_rerun_but_asked_about() -> No
 
 def test_an_interrupted_idempotent_call_runs_again() -> None:
     c = contract(proposal(tool="fs.list", args={"path": "."}))
-    started = decide_verdict(
-        c, verdict("allow", {"path": "."}), dependency=None, completed_duplicate=None, now=2
-    )
+    started = decide_verdict(c, verdict("allow", {"path": "."}), dependency=None, twin=None, now=2)
     out = decide_recovery(started.contract, tool_idempotent=True, now=3)
     assert out.run_tool is True
     assert out.events == ()
@@ -381,7 +369,7 @@ def test_an_interrupted_idempotent_call_runs_again() -> None:
 @pytest.mark.parametrize(("answer", "status"), [("completed", "completed"), ("failed", "failed")])
 def test_the_humans_reconciliation_answer_decides_how_it_ends(answer: str, status: str) -> None:
     asked = decide_recovery(running(), tool_idempotent=False, now=3).contract
-    out = decide_human_decision(asked, human(decision=answer), completed_duplicate=None, now=4)
+    out = decide_human_decision(asked, human(decision=answer), twin=None, now=4)
     assert moves_of(out)[0] == ("waiting", "running", "resume", "graph_runner")
     assert out.contract.status == ExecutionStatus(status)
     assert out.run_tool is False

@@ -6,6 +6,7 @@ from executor_builders import EMAIL, human, proposal, verdict
 
 from overseer.events.catalogue import ExecutionTransitioned
 from overseer.events.machines import ExecutionStatus
+from overseer.executor.domain.claims import BLOCKING, Twin
 from overseer.executor.domain.contract import ExecutionContract, Outcome, open_contract
 from overseer.executor.domain.rules import (
     ToolOutcome,
@@ -36,22 +37,20 @@ class Ledger:
                 self.trace.append((event.trace.node_id, event.trace.action))
         return outcome
 
-    def completed_duplicate(self, c: ExecutionContract) -> str | None:
+    def twin_of(self, c: ExecutionContract) -> Twin | None:
         for other in self.contracts.values():
             if (
                 other.execution_id != c.execution_id
                 and other.idempotency_key == c.idempotency_key
-                and other.status == ExecutionStatus.COMPLETED
+                and other.status in BLOCKING
             ):
-                return other.execution_id
+                return Twin(other.execution_id, other.status)
         return None
 
     def verdict(self, execution_id: str, v) -> Outcome:
         c = self.contracts[execution_id]
         dep = self.contracts[c.depends_on].status if c.depends_on in self.contracts else None
-        return self.record(
-            decide_verdict(c, v, dependency=dep, completed_duplicate=self.completed_duplicate(c), now=2.0)
-        )
+        return self.record(decide_verdict(c, v, dependency=dep, twin=self.twin_of(c), now=2.0))
 
 
 def test_seed_003_worked_example_produces_the_seeds_trace() -> None:
@@ -65,7 +64,7 @@ def test_seed_003_worked_example_produces_the_seeds_trace() -> None:
     assert asked.contract.status == ExecutionStatus.WAITING
 
     answer = decide_human_decision(
-        ledger.contracts["exec-002"], human("exec-002", args={}), completed_duplicate=None, now=3.0
+        ledger.contracts["exec-002"], human("exec-002", args={}), twin=None, now=3.0
     )
     assert isinstance(answer, Outcome)
     ledger.record(answer)

@@ -38,9 +38,7 @@ def running(timeout_seconds: float | None = None):
         from dataclasses import replace
 
         c = replace(c, timeout_seconds=timeout_seconds)
-    return decide_verdict(
-        c, verdict("allow", {"path": "."}), dependency=None, completed_duplicate=None, now=1
-    ).contract
+    return decide_verdict(c, verdict("allow", {"path": "."}), dependency=None, twin=None, now=1).contract
 
 
 def runner(plugin: ScriptedPlugin, **kw: object) -> ToolRunner:
