@@ -8,10 +8,11 @@ Ownership (who may publish what) lives in :mod:`overseer.events.subjects`.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field, StringConstraints, field_validator
 
+from overseer.events.canonical import MAX_DEPTH, nested_deeper_than
 from overseer.events.envelope import EventData, event, upcaster
 
 JSON = dict[str, Any]
@@ -108,24 +109,57 @@ class CoDecideSuggestionCommand(EventData):
     decision: Literal["confirm", "dismiss"]
 
 
+# What a proposal's ids, tool name and arguments must look like. A proposal that breaks these is
+# malformed: refused when built, and dead-lettered by the runtime when it arrives on the bus, so an
+# empty execution id or arguments too deep to hash never reach the firewall or the executor.
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$"
+ID_MAX = 128
+ProposalId = Annotated[str, StringConstraints(min_length=1, max_length=ID_MAX, pattern=ID_PATTERN)]
+"""An execution, session, CO or dependency id: letters, digits and ``_ . : -``, at most 128."""
+ToolName = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z][A-Za-z0-9_\-]*(\.[A-Za-z0-9_\-]+)*$"),
+]
+"""Dotted words: ``fs.list``, ``email.send``, ``my-server.tool_1``."""
+Key = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f-\x9f]+$")]
+"""An idempotency key: any printable text, at most 256 characters."""
+
+
+def _shallow(value: JSON) -> JSON:
+    if nested_deeper_than(value, MAX_DEPTH):
+        raise ValueError(f"arrays and objects nested more than {MAX_DEPTH} levels deep")
+    return value
+
+
+ShallowJSON = Annotated[JSON, AfterValidator(_shallow)]
+"""A JSON object nested at most :data:`~overseer.events.canonical.MAX_DEPTH` levels deep (it is hashed)."""
+
+
 @event("execution.proposed")
 class ExecutionProposed(EventData):
     """An agent wants a tool to run (or asks a human): the seed 003 contract, not yet PENDING."""
 
-    execution_id: str
-    session_id: str
+    execution_id: ProposalId
+    session_id: ProposalId
     action_type: ActionType = "tool_call"
-    tool: str | None = None
-    args: JSON = Field(default_factory=dict)
-    action_detail: JSON = Field(default_factory=dict)
+    tool: ToolName | None = None
+    args: ShallowJSON = Field(default_factory=dict)
+    action_detail: ShallowJSON = Field(default_factory=dict)
     irreversible: bool | None = None
-    idempotency_key: str | None = None
+    idempotency_key: Key | None = None
     timeout_seconds: float | None = None
     confidence: float | None = None
-    co_id: str | None = None
+    co_id: ProposalId | None = None
     summary: str | None = None
     proposer: Principal
-    depends_on: str | None = None
+    depends_on: ProposalId | None = None
+
+    @field_validator("proposer")
+    @classmethod
+    def _named_proposer(cls, proposer: Principal) -> Principal:
+        if not proposer.kind or not proposer.id:
+            raise ValueError("the proposer needs a kind and an id")
+        return proposer
 
 
 # -------------------------------------------------------------- reasoning --
@@ -251,6 +285,19 @@ class AuditRecorded(EventData):
     prev_hash: str
     hash: str
     record: JSON
+
+
+@event("audit.head_published")
+class AuditHeadPublished(EventData):
+    """The audit chain's head after a commit that appended records: entry ``index`` has hash ``hash``.
+
+    Published on the events stream (which denies delete and purge), it anchors the chain outside
+    the firewall's SQLite file: ``audit verify`` reads every head back from the stream and checks it
+    against the local chain. Aggregate ``audit:head``, version = ``index``: one head per index.
+    """
+
+    index: int
+    hash: str
 
 
 @event("firewall.alert")

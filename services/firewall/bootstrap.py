@@ -24,6 +24,7 @@ from overseer.firewall.adapters.read_models import (
     ProposalQueries,
     ProposalsProjection,
 )
+from overseer.firewall.application.anchoring import DEFAULT_LINGER
 from overseer.firewall.application.handlers import FirewallHandlers, Surroundings
 from overseer.firewall.application.state import PERCEPTION, KernelState
 from overseer.firewall.domain.engine import FirewallEngine
@@ -122,8 +123,12 @@ class FirewallService(Service):
             response_grace_seconds=float(cfg.get("response_grace_seconds", 10.0)),
         )
         conn = runtime.store.conn
+        anchor = self.handlers_.anchor
+        anchor.bind(runtime, float(cfg.get("audit_head_linger_seconds", DEFAULT_LINGER)))
         self.state.load(PolicyQueries(conn).load())
         await self._seed_admin_policy(runtime, cfg)
+        # Records committed before a crash, whose head was not yet published: anchor them now.
+        await anchor.flush()
         warmed = self.state.warm(
             recent_events(runtime.store, PERCEPTION, int(cfg.get("warm_events", 20_000))),
             ProposalQueries(conn).get,
@@ -133,6 +138,10 @@ class FirewallService(Service):
         )
         self.runtime = runtime
         runtime.spawn(self._timer(runtime, float(cfg.get("timer_interval_seconds", 1.0))))
+
+    async def stop(self) -> None:
+        # Anchor what was appended since the last head; the runtime drains the relay after this.
+        await self.handlers_.anchor.flush()
 
     async def _seed_admin_policy(self, runtime: Runtime, cfg: Mapping[str, Any]) -> None:
         path = self.policy_file or Path(str(cfg.get("policy_file") or DEFAULT_POLICY_FILE))

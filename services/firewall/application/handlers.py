@@ -3,7 +3,8 @@
 Every proposal gets exactly one ``firewall.verdict_issued``; every answer a
 ``human.decision_recorded`` or a ``firewall.response_refused``; every policy
 change an event. :meth:`FirewallHandlers.emit` appends each audited event to
-the hash chain (see :mod:`audit_trail`) and folds it into the in-memory kernel.
+the hash chain (see :mod:`audit_trail`) and folds it into the in-memory kernel;
+once the transaction commits, the chain's head is published (see :mod:`anchoring`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from overseer.firewall.adapters.read_models import (
     ProposalQueries,
     proposal_from_event,
 )
+from overseer.firewall.application.anchoring import AuditAnchor
 from overseer.firewall.application.audit_trail import audit_record
 from overseer.firewall.application.state import ABORT_COMMENT, TERMINAL, KernelState
 from overseer.firewall.domain.adaptive import adapt
@@ -78,6 +80,7 @@ class FirewallHandlers:
     def __init__(self, state: KernelState, surroundings: Surroundings) -> None:
         self.state = state
         self.env = surroundings
+        self.anchor = AuditAnchor()
 
     # -- the two ways out: an event, and its audit record ------------------------------------------
     def emit(
@@ -106,6 +109,7 @@ class FirewallHandlers:
             actor=ACTOR,
             aggregate_version=entry.index,
         )
+        self.anchor.appended(uow)
 
     # -- execution.proposed -------------------------------------------------------------------------
     def on_proposed(self, uow: UnitOfWork, event: Envelope) -> None:

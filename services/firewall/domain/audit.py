@@ -6,12 +6,21 @@ Changing, deleting or reordering any entry breaks the chain at that entry;
 :func:`verify_chain` reports the first broken index. A deletion at the very
 end leaves a valid but shorter chain, so verification also compares with the
 expected head (the last ``audit.recorded`` event in the append-only store).
+
+Both checks read the firewall's own SQLite file, so someone who rewrites a
+record, re-hashes every later entry and rewrites the stored ``audit.recorded``
+events consistently passes them. The chain is therefore also anchored outside
+that file: after each commit that appended records the firewall publishes the
+head (``audit.head_published``) on the events stream, which denies delete and
+purge. :func:`verify_chain` checks every published head against the local
+chain, and :func:`first_difference` names the first rewritten entry from the
+stream's copies of the records.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +82,10 @@ class VerifyResult:
     records: int
     first_broken: int | None = None
     reason: str | None = None
+    anchored: int | None = None  # published heads checked; None: not checked against the stream
+    anchored_through: int = 0  # the highest index a published head confirms
+    published_through: int = 0  # the highest index a head was published for
+    anchor_mismatch: int | None = None  # the index of the first published head the local chain contradicts
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -80,35 +93,99 @@ class VerifyResult:
             "records": self.records,
             "first_broken": self.first_broken,
             "reason": self.reason,
+            "anchored": self.anchored,
+            "anchored_through": self.anchored_through,
+            "published_through": self.published_through,
+            "anchor_mismatch": self.anchor_mismatch,
         }
 
 
 def verify_chain(
-    rows: Iterable[tuple[int, str, str, str]], expected_head: AuditHead | None = None
+    rows: Iterable[tuple[int, str, str, str]],
+    expected_head: AuditHead | None = None,
+    published: Sequence[AuditHead] | None = None,
 ) -> VerifyResult:
-    """Walk ``(index, prev_hash, hash, record_text)`` rows in index order; report the first broken index."""
+    """Walk ``(index, prev_hash, hash, record_text)`` rows in index order; report the first broken index.
+
+    ``published`` are the heads read back from the events stream (None: not checked). Each one's
+    entry must be in the local chain with the same hash: the chain is hash-linked, so a head that
+    matches vouches for every entry up to it, and one that does not means the chain was rewritten
+    at or before that entry. A local chain that ends before the last published head lost entries.
+    """
+    anchors: dict[int, set[str]] = {}
+    for head in published or ():
+        anchors.setdefault(head.index, set()).add(head.hash)
+    top = max(anchors, default=0)
+    checked = 0
+    through = 0
     expected_index = FIRST_INDEX
     previous = GENESIS
     count = 0
+
+    def broken(index: int, reason: str, mismatch: int | None = None) -> VerifyResult:
+        return VerifyResult(
+            False,
+            count,
+            index,
+            reason,
+            checked if published is not None else None,
+            through,
+            top,
+            mismatch,
+        )
+
     for index, prev_hash, stored_hash, text in rows:
         count += 1
         if index != expected_index:
-            return VerifyResult(
-                False, count, expected_index, f"entry {expected_index} is missing or out of order"
-            )
+            return broken(expected_index, f"entry {expected_index} is missing or out of order")
         if prev_hash != previous:
-            return VerifyResult(False, count, index, f"entry {index} does not follow entry {index - 1}")
+            return broken(index, f"entry {index} does not follow entry {index - 1}")
         if chain_hash(prev_hash, text) != stored_hash:
-            return VerifyResult(False, count, index, f"entry {index} was changed after it was written")
+            return broken(index, f"entry {index} was changed after it was written")
+        heads = anchors.get(index)
+        if heads is not None:
+            checked += len(heads)
+            if heads != {stored_hash}:
+                return broken(
+                    index,
+                    f"entry {index} is not the one whose hash was published on the stream: "
+                    "the chain was rewritten at or before it",
+                    index,
+                )
+            through = index
         previous = stored_hash
         expected_index += 1
+    last = expected_index - 1
+    if last < top:
+        return broken(
+            expected_index, f"entries from {expected_index} on are missing (a head was published for {top})"
+        )
     if expected_head is not None:
-        last = expected_index - 1
         if last < expected_head.index:
-            return VerifyResult(False, count, expected_index, f"entries from {expected_index} on are missing")
+            return broken(expected_index, f"entries from {expected_index} on are missing")
         if last == expected_head.index and previous != expected_head.hash:
-            return VerifyResult(False, count, last, f"entry {last} differs from the recorded head")
-    return VerifyResult(True, count)
+            return broken(last, f"entry {last} differs from the recorded head")
+    return VerifyResult(True, count, None, None, checked if published is not None else None, through, top)
+
+
+def first_difference(
+    local: Mapping[int, str], published: Iterable[AuditHead], after: int, through: int
+) -> int:
+    """The first index in ``(after, through]`` whose local hash is not the one the stream holds.
+
+    ``published`` are the stream's copies of the entries (index and hash of each ``audit.recorded``);
+    an entry the stream has no single copy of, or the local chain lacks, cannot be confirmed and
+    counts as different. ``through`` when every entry agrees.
+    """
+    copies: dict[int, set[str]] = {}
+    for entry in published:
+        if after < entry.index <= through:
+            copies.setdefault(entry.index, set()).add(entry.hash)
+    for index in range(after + 1, through + 1):
+        digest = local.get(index)
+        if digest is None or copies.get(index) != {digest}:
+            return index
+    return through
 
 
 def proposal_record(proposal: Proposal) -> dict[str, Any]:

@@ -15,8 +15,8 @@ from pydantic import ValidationError
 from overseer.events.catalogue import Principal
 from overseer.events.runtime import RpcError, RpcMethod, Runtime
 from overseer.firewall.adapters.read_models import AuditQueries, PolicyQueries, ProposalQueries
+from overseer.firewall.application.anchoring import AuditVerifier
 from overseer.firewall.application.handlers import FirewallHandlers
-from overseer.firewall.domain.audit import verify_chain
 from overseer.firewall.domain.decision import parse_decision
 from overseer.firewall.domain.modes import parse_mode
 from overseer.firewall.domain.policy import AdminPolicy, PolicyError, parse_admin_policy
@@ -142,8 +142,8 @@ class FirewallRpc:
         return AuditQueries(self.conn).page(after, limit)
 
     async def audit_verify(self, payload: dict[str, Any]) -> dict[str, Any]:
-        queries = AuditQueries(self.conn)
-        return verify_chain(queries.rows(), queries.recorded_head()).as_dict()
+        """The local chain recomputed, and checked against every head published on the events stream."""
+        return await AuditVerifier(self._runtime()).verify()
 
     # -- prompt, decisions, perception ---------------------------------------------------------------
     async def prompt_system(self, payload: dict[str, Any]) -> dict[str, Any]:

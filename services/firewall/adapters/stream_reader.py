@@ -1,0 +1,93 @@
+"""Reading one subject of the events stream back, through JetStream Direct Get.
+
+No consumer is created (no service may create one): each request is a
+``$JS.API.DIRECT.GET.<stream>`` with ``next_by_subj``, answered by any
+replica. A server that batches direct gets (2.11 and later) answers up to
+``batch`` messages and an end-of-batch status per request; an older one answers
+a single message, which the reader notices (no ``Nats-Num-Pending`` header) and
+then asks once per message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import orjson
+from nats.aio.client import Client
+from nats.js.api import Header
+
+API_PREFIX = "$JS.API"
+
+
+class StreamReadError(Exception):
+    """The stream could not be read (no answer, or an error status)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamMessage:
+    seq: int
+    subject: str
+    data: bytes
+
+
+class StreamReader:
+    def __init__(
+        self, nc: Client, stream: str, *, batch: int = 256, timeout: float = 5.0, api_prefix: str = API_PREFIX
+    ) -> None:
+        self.nc = nc
+        self.stream = stream
+        self.batch = batch
+        self.timeout = timeout
+        self.request_subject = f"{api_prefix}.DIRECT.GET.{stream}"
+
+    async def messages(
+        self, subject: str, *, after: int = 0, through: int | None = None
+    ) -> AsyncIterator[StreamMessage]:
+        """The messages on ``subject`` with a stream sequence above ``after`` (and up to ``through``), in order."""
+        seq = after + 1
+        while through is None or seq <= through:
+            found, more = await self._batch(subject, seq)
+            for message in found:
+                if through is not None and message.seq > through:
+                    return
+                yield message
+            if not found or not more:
+                return
+            seq = found[-1].seq + 1
+
+    async def _batch(self, subject: str, seq: int) -> tuple[list[StreamMessage], bool]:
+        """One direct get from ``seq``: the messages answered, and whether more may follow."""
+        request = orjson.dumps({"seq": seq, "next_by_subj": subject, "batch": self.batch})
+        inbox = self.nc.new_inbox()
+        sub = await self.nc.subscribe(inbox)
+        found: list[StreamMessage] = []
+        try:
+            await self.nc.publish(self.request_subject, request, reply=inbox)
+            while True:
+                try:
+                    msg = await sub.next_msg(timeout=self.timeout)
+                except TimeoutError as exc:
+                    raise StreamReadError(
+                        f"{self.stream}: no answer to a direct get within {self.timeout}s"
+                    ) from exc
+                headers = msg.headers or {}
+                status = headers.get("Status")
+                if status == "404":  # nothing (more) on the subject
+                    return found, False
+                if status == "204":  # end of batch
+                    pending = headers.get("Nats-Num-Pending")
+                    return found, pending is None or int(pending) > 0
+                if status:
+                    raise StreamReadError(
+                        f"{self.stream}: direct get answered {status} {headers.get(Header.DESCRIPTION, '')}"
+                    )
+                found.append(
+                    StreamMessage(
+                        int(headers["Nats-Sequence"]), headers.get("Nats-Subject", subject), msg.data
+                    )
+                )
+                if "Nats-Num-Pending" not in headers:  # a server that does not batch: one message per request
+                    return found, True
+        finally:
+            await sub.unsubscribe()
