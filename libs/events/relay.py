@@ -16,6 +16,11 @@ acknowledgement costs no task wake-up. :meth:`run` only supervises: it
 publishes what a commit could not (the backlog at start, a full window, an
 append outside a unit of work), and on a failed or overdue PubAck rewinds to
 the cursor and publishes again from the store.
+
+Progress is written lazily, and a store that refuses the write (a full disk,
+an immutable file: :func:`~overseer.events.store.is_unwritable`) only delays
+it: the cursor in memory goes on, the write is tried again with backoff, and
+until it is taken a restart would re-publish what JetStream already has.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import random
+import sqlite3
 from collections.abc import Sequence
 
 import orjson
@@ -30,7 +37,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js.errors import APIError, NoStreamResponseError
 
-from overseer.events.store import EventStore, OutboxEntry
+from overseer.events.store import EventStore, OutboxEntry, is_unwritable
 
 log = logging.getLogger("overseer.relay")
 
@@ -95,6 +102,8 @@ class OutboxRelay:
     RECORD_EVERY = 0.2
     # How often run() looks at the store and at the oldest PubAck when nothing wakes it.
     WATCH_EVERY = 1.0
+    # The longest wait before writing progress again after the store refused it.
+    RECORD_RETRY_MAX = 5.0
 
     def __init__(
         self,
@@ -113,6 +122,8 @@ class OutboxRelay:
         self._cursor = store.relay_position()
         self._recorded = self._cursor
         self._record_timer: asyncio.TimerHandle | None = None
+        self._record_refused = 0  # progress writes refused in a row (the store is not writable)
+        self._record_retry = False  # counted among the store's writers waiting to try again
         # Handed to the connection up to here; (position, PubAck future, monotonic time sent) in order.
         self._sent = self._cursor
         self._in_flight: collections.deque[tuple[int, asyncio.Future[int], float]] = collections.deque()
@@ -249,10 +260,39 @@ class OutboxRelay:
         if self._record_timer is not None:
             self._record_timer.cancel()
             self._record_timer = None
+        self._retrying(False)
         if self._cursor != self._recorded:
             # Its own statement between units of work (none is open while a callback runs).
-            self.store.mark_published(self._cursor)
+            try:
+                self.store.mark_published(self._cursor)
+            except sqlite3.Error as exc:
+                if not is_unwritable(exc):
+                    raise
+                self._retry_record(exc)
+                return
             self._recorded = self._cursor
+        self._record_refused = 0
+
+    def _retry_record(self, exc: sqlite3.Error) -> None:
+        """The store refused the progress write: try again later, with exponential backoff and jitter.
+
+        Nothing is lost meanwhile: events go on being published and acknowledged; only a
+        restart before the write is taken would publish some again (dropped as duplicates).
+        """
+        self._record_refused += 1
+        if self._stopping:
+            return
+        ceiling = min(self.RECORD_EVERY * 2**self._record_refused, self.RECORD_RETRY_MAX)
+        delay = random.uniform(ceiling / 2, ceiling)
+        log.debug("relay: progress not recorded (%s); trying again in %.2f s", exc, delay)
+        self._retrying(True)
+        self._record_timer = asyncio.get_running_loop().call_later(delay, self._record_now)
+
+    def _retrying(self, waiting: bool) -> None:
+        """Count this relay among the store's writers waiting to try again (see ``WriteHealth``), or not."""
+        if waiting != self._record_retry:
+            self._record_retry = waiting
+            self.store.writes.retrying += 1 if waiting else -1
 
     def backlog(self) -> int:
         """Own events committed but not yet acknowledged by JetStream."""
@@ -271,4 +311,5 @@ class OutboxRelay:
         if self._record_timer is not None:
             self._record_timer.cancel()
             self._record_timer = None
+        self._retrying(False)
         self._wake.set()

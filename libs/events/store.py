@@ -11,15 +11,24 @@ One file per service. Its ``events`` table holds
 ``UNIQUE(event_id)`` makes every append idempotent, triggers make the table
 append-only, and ``position`` (the rowid) is the global order of the file.
 All writes go through one connection; a transaction never spans an ``await``.
+
+A write can also be refused because of where the file lives rather than what
+is written: a full disk, a read-only or immutable file, an I/O error, the write
+lock held by another process. :func:`is_unwritable` tells those apart; the store
+keeps the last such refusal in :attr:`EventStore.writes` (``health`` reports it)
+until a write is taken again, and the runtime retries such writes with backoff
+instead of treating them as the event's fault.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -28,6 +37,88 @@ import orjson
 from overseer.events.envelope import Envelope, decode
 from overseer.events.errors import ConcurrencyError
 from overseer.events.schema import store_ddl
+
+log = logging.getLogger("overseer.store")
+
+# SQLite's primary result codes for a write refused because of the file or the disk, not the data:
+# the write lock still held by another process after the busy timeout, a read-only or immutable
+# file, an I/O error (an immutable WAL fails this way), a full disk, a file that cannot be opened,
+# a WAL locking protocol error. Each may pass without the event or command changing.
+_UNWRITABLE_CODES = frozenset(
+    {
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_READONLY,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_PROTOCOL,
+    }
+)
+# The same, by message, for an error that carries no code (raised by hand, or by an older sqlite3).
+_UNWRITABLE_TEXTS = (
+    "database is locked",
+    "readonly database",
+    "disk i/o error",
+    "database or disk is full",
+    "unable to open database file",
+    "locking protocol",
+)
+
+
+def is_unwritable(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite refusing a write because of the file or the disk (it may pass)."""
+    if not isinstance(exc, sqlite3.Error):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in _UNWRITABLE_CODES  # extended codes (SQLITE_IOERR_WRITE …) keep the primary
+    text = str(exc).lower()
+    return any(t in text for t in _UNWRITABLE_TEXTS)
+
+
+class WriteHealth:
+    """Whether the store takes writes: the last refusal (:func:`is_unwritable`) until one is taken again.
+
+    ``retrying`` counts the writers waiting to try again (a batch, a command, the relay's progress):
+    while one is, its next attempt tells whether the store heals, so a probe is not needed.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.writable = True
+        self.error: str | None = None
+        self.since: float | None = None  # wall clock of the first refusal of this spell
+        self.refused = 0  # writes refused in this spell
+        self.last_try = time.monotonic()  # the last write tried, taken or refused
+        self.retrying = 0
+
+    def note_refused(self, exc: BaseException) -> None:
+        self.last_try = time.monotonic()
+        self.refused += 1
+        self.error = f"{type(exc).__name__}: {exc}"
+        if self.writable:
+            self.writable = False
+            self.since = time.time()
+            log.error("store %s refuses writes: %s; retrying with backoff", self.path, self.error)
+
+    def note_taken(self) -> None:
+        self.last_try = time.monotonic()
+        if not self.writable:
+            log.warning(
+                "store %s takes writes again after %.1f s (%d refused)",
+                self.path,
+                time.time() - (self.since or time.time()),
+                self.refused,
+            )
+        self.writable = True
+        self.error = None
+        self.since = None
+        self.refused = 0
+
+    def report(self) -> dict[str, Any]:
+        """What ``health`` shows as ``store``."""
+        since = None if self.since is None else datetime.fromtimestamp(self.since, UTC).isoformat()
+        return {"writable": self.writable, "error": self.error, "since": since, "refused": self.refused}
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +173,7 @@ class EventStore:
     ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.writes = WriteHealth(self.path)
         # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a batch is exactly one transaction.
         self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
@@ -99,25 +191,67 @@ class EventStore:
     # -- transactions ------------------------------------------------------
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """``BEGIN IMMEDIATE`` … ``COMMIT``; rolls back on any exception. Never hold it across an await."""
-        if self.conn.in_transaction:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``; rolls back on any exception. Never hold it across an await.
+
+        A write refused because of the file or the disk (:func:`is_unwritable`) is noted in
+        :attr:`writes`; a commit that changed something notes that the store takes writes again.
+        """
+        conn = self.conn
+        if conn.in_transaction:
             # Nested use joins the outer unit of work through a savepoint.
-            self.conn.execute("SAVEPOINT nested")
+            conn.execute("SAVEPOINT nested")
             try:
-                yield self.conn
+                yield conn
             except BaseException:
-                self.conn.execute("ROLLBACK TO nested")
-                self.conn.execute("RELEASE nested")
+                # A full disk or an I/O error may have rolled the whole transaction back already.
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK TO nested")
+                    conn.execute("RELEASE nested")
                 raise
-            self.conn.execute("RELEASE nested")
+            conn.execute("RELEASE nested")
             return
-        self.conn.execute("BEGIN IMMEDIATE")
+        changes = conn.total_changes
         try:
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                self._abandon()
+                raise
+            try:
+                conn.execute("COMMIT")
+            except BaseException:
+                self._abandon()
+                raise
+        except sqlite3.Error as exc:
+            if is_unwritable(exc):
+                self.writes.note_refused(exc)
             raise
-        self.conn.execute("COMMIT")
+        if conn.total_changes != changes:
+            self.writes.note_taken()
+
+    def _abandon(self) -> None:
+        """Roll back what is open, if SQLite has not already (it does after some I/O errors)."""
+        if self.conn.in_transaction:
+            try:
+                self.conn.execute("ROLLBACK")
+            except sqlite3.Error as exc:  # never hide the error that brought us here
+                log.error("store %s: rollback failed: %s", self.path, exc)
+
+    def probe(self) -> bool:
+        """Try a write no reader can see (the relay's progress, set to itself); True when it is taken.
+
+        For ``health``: whether the store takes writes even when nothing else has written lately,
+        and whether it heals when no writer is waiting to try again.
+        """
+        try:
+            with self.transaction() as conn:
+                conn.execute("UPDATE relay_progress SET position = position WHERE id = 1")
+        except sqlite3.Error as exc:
+            if not is_unwritable(exc):
+                raise
+            return False
+        return True
 
     # -- appends -----------------------------------------------------------
     def append(
@@ -255,7 +389,16 @@ class EventStore:
 
     def mark_published(self, position: int) -> None:
         """Record relay progress; called only after JetStream acknowledged every event up to ``position``."""
-        self.conn.execute("UPDATE relay_progress SET position = MAX(position, ?) WHERE id = 1", (position,))
+        try:
+            self.conn.execute(
+                "UPDATE relay_progress SET position = MAX(position, ?) WHERE id = 1", (position,)
+            )
+        except sqlite3.Error as exc:
+            if is_unwritable(exc):
+                self.writes.note_refused(exc)
+            raise
+        if not self.conn.in_transaction:  # on its own: committed, so the store took it
+            self.writes.note_taken()
 
     def relay_backlog(self) -> int:
         return int(
