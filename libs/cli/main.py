@@ -253,16 +253,40 @@ app.add_typer(audit_app, name="audit")
 @audit_app.command("verify")
 @friendly
 def audit_verify(url: Url = None, token: Token = None) -> None:
-    """Recompute the hash chain; exit 1 when it is broken."""
+    """Recompute the hash chain and check it against the heads published on the event stream.
+
+    Exit 1 when it is broken, 2 when it is intact in the file but could not be checked against
+    the published heads."""
     with Gateway(resolve(url, token, "operator")) as gateway:
         result = gateway.get("/v1/audit/verify")
-    if result.get("ok"):
-        console.print(f"[green]audit chain intact[/]: {result.get('records')} records")
+    if not result.get("ok"):
+        console.print(
+            f"[bold red]audit chain BROKEN[/] at record {result.get('first_broken')} (of {result.get('records')})"
+        )
+        if result.get("reason"):
+            console.print(f"  {result['reason']}")
+        if result.get("anchor_mismatch") is not None:
+            console.print(
+                f"  the head the firewall published on the event stream for record {result['anchor_mismatch']} "
+                "does not match the chain in its file: the history there was rewritten"
+            )
+        raise typer.Exit(1)
+    console.print(f"[green]audit chain intact[/]: {result.get('records')} records")
+    anchored = result.get("anchored")
+    if anchored is None:
+        console.print(
+            f"[yellow]not checked against the published heads[/]: {result.get('anchor_error') or 'no answer'}"
+        )
+        raise typer.Exit(2)
+    if anchored == 0:
+        console.print("  anchored: no head published on the event stream yet")
         return
+    through = result.get("anchored_through")
+    unanchored = int(result.get("records") or 0) - int(through or 0)
+    tail = f"; {unanchored} later records not anchored yet" if unanchored > 0 else ""
     console.print(
-        f"[bold red]audit chain BROKEN[/] at record {result.get('first_broken')} (of {result.get('records')})"
+        f"  anchored: {anchored} heads published on the event stream match, through record {through}{tail}"
     )
-    raise typer.Exit(1)
 
 
 # ---------------------------------------------------------------- demo, bench --

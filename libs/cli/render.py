@@ -107,6 +107,8 @@ def _facts(event_type: str, data: dict[str, Any]) -> Text:
                 out.append(" irreversible", style="yellow")
         case "audit.recorded":
             out.append(f"#{data.get('index')} {str(data.get('hash', ''))[:12]}")
+        case "audit.head_published":
+            out.append(f"head #{data.get('index')} {str(data.get('hash', ''))[:12]}")
         case "conversation.message_received" | "conversation.replied":
             out.append(compact(data.get("text", ""), 90))
         case _:

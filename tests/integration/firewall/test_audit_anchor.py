@@ -1,0 +1,189 @@
+"""The audit chain anchored on the events stream: a history rewritten whole inside the SQLite file is found.
+
+Real nats-server, real SQLite file. The attack is the one the file alone cannot
+see: one record rewritten, every later entry re-hashed, and the stored
+``audit.recorded`` (and ``audit.head_published``) events rewritten to match, so
+the chain, its recorded head and a rebuild all agree with each other.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from fw_harness import one as one_emitted
+from fw_harness import propose, respond, verdict
+
+from overseer.events.runtime import Runtime, rebuild
+from overseer.events.testing import Stack, eventually
+from overseer.firewall.adapters.read_models import AuditQueries
+from overseer.firewall.adapters.stream_reader import StreamReader
+from overseer.firewall.bootstrap import FirewallService
+from overseer.firewall.domain.audit import chain_hash, record_text, verify_chain
+
+HELD_WRITES = '[defaults]\n"fs.write" = "CONFIRM"\n'
+
+
+async def make_history(stack: Stack, tmp_path: Path, rejections: int = 4) -> Path:
+    """Held writes, each rejected by a person: proposal, verdict and decision records, in several commits."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text(HELD_WRITES, encoding="utf-8")
+    async with stack.runtime(FirewallService(policy_file=policy)) as rt:
+        for i in range(rejections):
+            execution_id = await propose(stack, "fs.write", {"path": f"d{i}.md", "content": "x"})
+            await respond(stack, execution_id, "reject", (await verdict(rt, execution_id))["args_hash"])
+            await one_emitted(rt, "human.decision_recorded", execution_id=execution_id)
+            await eventually(lambda: published_head(rt) == chain_head(rt))
+    return policy
+
+
+def chain_head(rt: Runtime) -> int:
+    head = AuditQueries(rt.store.conn).head()
+    return head.index if head else 0
+
+
+def published_head(rt: Runtime) -> int:
+    return rt.store.last_version("audit:head")
+
+
+async def on_stream(rt: Runtime, stack: Stack, event_type: str) -> list[tuple[int, dict[str, Any]]]:
+    """(stream sequence, data) of the firewall's ``event_type`` events on the events stream, read with Direct Get."""
+    reader = StreamReader(rt.nc, stack.subjects.events_stream)
+    return [
+        (m.seq, orjson.loads(m.data)["data"])
+        async for m in reader.messages(stack.subjects.event("firewall", event_type))
+    ]
+
+
+def approve_instead(record: dict[str, Any]) -> None:
+    assert record["decision"] == "reject"
+    record["decision"] = "approve"  # "the person approved it"
+
+
+def another_path(record: dict[str, Any]) -> None:
+    record["args"]["path"] = "innocent.md"  # "the agent asked for something else"
+
+
+Forge = Callable[[dict[str, Any]], None]
+
+
+def rewrite_history(db: Path, index: int, forge: Forge) -> None:
+    """What someone with write access to firewall.db does: forge entry ``index`` and make everything agree."""
+    conn = sqlite3.connect(db)
+    conn.execute("DROP TRIGGER events_are_append_only_update")
+    rows = conn.execute(
+        "SELECT position, body FROM events WHERE origin = 'local' AND type = 'audit.recorded'"
+    ).fetchall()
+    recorded = sorted(
+        ((orjson.loads(body), position) for position, body in rows), key=lambda r: r[0]["data"]["index"]
+    )
+    rewritten: dict[int, str] = {}
+    previous = "0" * 64
+    for body, position in recorded:
+        data = body["data"]
+        if data["index"] == index:
+            forge(data["record"])
+        data["prev_hash"] = previous
+        data["hash"] = previous = chain_hash(previous, record_text(data["record"]))
+        rewritten[data["index"]] = data["hash"]
+        conn.execute("UPDATE events SET body = ? WHERE position = ?", (orjson.dumps(body), position))
+    # The firewall's own copies of the heads it published are in the file too: rewritten as well.
+    for position, raw in conn.execute(
+        "SELECT position, body FROM events WHERE origin = 'local' AND type = 'audit.head_published'"
+    ).fetchall():
+        body = orjson.loads(raw)
+        body["data"]["hash"] = rewritten[body["data"]["index"]]
+        conn.execute("UPDATE events SET body = ? WHERE position = ?", (orjson.dumps(body), position))
+    conn.commit()
+    conn.close()
+
+
+def first_of(db: Path, kind: str) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        row = conn.execute("SELECT MIN(idx) FROM fw_audit WHERE kind = ?", (kind,)).fetchone()
+        return int(row[0])
+    finally:
+        conn.close()
+
+
+def file_alone_verifies(db: Path) -> bool:
+    """The checks that read only the file: the chain recomputed, and its end against the recorded head."""
+    conn = sqlite3.connect(db)
+    try:
+        queries = AuditQueries(conn)
+        return verify_chain(queries.rows(), queries.recorded_head()).ok
+    finally:
+        conn.close()
+
+
+async def test_an_untouched_chain_verifies_against_every_head_published_after_its_records(
+    stack: Stack, tmp_path: Path
+) -> None:
+    policy = await make_history(stack, tmp_path)
+    async with stack.runtime(FirewallService(policy_file=policy)) as rt:
+        result = await stack.rpc("firewall", "audit.verify")
+        records = await on_stream(rt, stack, "audit.recorded")
+        heads = await on_stream(rt, stack, "audit.head_published")
+        stored_heads = published_head(rt)
+    assert result["ok"] is True, result
+    assert result["first_broken"] is None
+    assert result["anchor_mismatch"] is None
+    assert result["anchored"] == len(heads) >= 4
+    assert result["anchored_through"] == result["published_through"] == result["records"]
+    # One head per commit that appended records (or per burst of them), not one per record.
+    assert len(heads) < len(records)
+    # A head follows, on the stream, the records it covers; heads only move forward.
+    seq_of_record = {data["index"]: seq for seq, data in records}
+    for seq, head in heads:
+        assert seq > seq_of_record[head["index"]]
+    assert [h["index"] for _, h in heads] == sorted({h["index"] for _, h in heads})
+    # A restart with nothing new appended publishes no second head for the same entry.
+    async with stack.runtime(FirewallService(policy_file=policy)) as rt:
+        assert published_head(rt) == stored_heads
+        assert len(await on_stream(rt, stack, "audit.head_published")) == len(heads)
+
+
+# A decision is committed alone, so a head names it; a proposal shares its commit (and head) with
+# its verdict, so the stream's copies of the records between two heads must name it.
+@pytest.mark.parametrize(("kind", "forge"), [("decision", approve_instead), ("proposal", another_path)])
+async def test_a_history_rewritten_rehashed_and_rebuilt_in_the_sqlite_file_is_found_against_the_stream(
+    stack: Stack, tmp_path: Path, kind: str, forge: Forge
+) -> None:
+    policy = await make_history(stack, tmp_path)
+    settings = stack.settings()
+    db = settings.db_path("firewall")
+    forged = first_of(db, kind)
+
+    rewrite_history(db, forged, forge)
+    rebuild(FirewallService(policy_file=policy), settings)  # fw_audit now agrees with the rewritten events
+    assert file_alone_verifies(db)  # what `audit verify` could see before the chain was anchored
+
+    async with stack.runtime(FirewallService(policy_file=policy)):
+        result = await stack.rpc("firewall", "audit.verify")
+    assert result["ok"] is False, result
+    assert result["first_broken"] == forged  # named from the stream's copies of the records
+    assert result["anchor_mismatch"] >= forged > result["anchored_through"]
+    assert f"entry {forged}" in result["reason"]
+
+
+async def test_records_committed_before_a_crash_are_anchored_at_the_next_start(
+    stack: Stack, tmp_path: Path
+) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(HELD_WRITES, encoding="utf-8")
+    service = FirewallService(policy_file=policy)
+    async with stack.runtime(service, firewall={"audit_head_linger_seconds": 3600}) as rt:
+        execution_id = await propose(stack, "fs.write", {"path": "a.md", "content": "x"})
+        await verdict(rt, execution_id)
+        committed = chain_head(rt)
+        assert published_head(rt) < committed  # the head is still waiting when the firewall "crashes"
+        service.handlers_.anchor.runtime = None  # no head at stop either: as if killed
+    async with stack.runtime(FirewallService(policy_file=policy)) as rt:
+        assert published_head(rt) == committed
+        result = await stack.rpc("firewall", "audit.verify")
+    assert (result["ok"], result["anchored_through"]) == (True, committed)
