@@ -40,7 +40,11 @@ sys.path.insert(0, str(ROOT))
 
 from bench.common import cpu_per_action, cpu_seconds, drive, emit, event_loop_runner, latency_summary  # noqa: E402
 from bench.lean_http import LeanClient  # noqa: E402
+from overseer.cli.supervisor import provision_stack  # noqa: E402
+from overseer.events.config import load_settings  # noqa: E402
 from overseer.events.launcher import EmbeddedNats, free_port  # noqa: E402
+from overseer.events.permissions import PROVISIONER  # noqa: E402
+from overseer.events.subjects import Subjects  # noqa: E402
 from overseer.gateway.adapters.tokens import ensure_tokens_file  # noqa: E402
 
 SERVICES = ("observer", "col", "firewall", "executor", "reasoning", "gateway")
@@ -72,6 +76,12 @@ class LocalStack:
 
     def start(self) -> None:
         self.nats.start()
+        settings = load_settings(env={"OVERSEER_HOME": str(self.home)})
+        asyncio.run(
+            provision_stack(
+                self.nats.url, self.nats.credential(PROVISIONER), Subjects(), settings.section("nats")
+            )
+        )
         self.tokens = ensure_tokens_file(self.home)
         logs = self.home / "logs"
         logs.mkdir(parents=True, exist_ok=True)

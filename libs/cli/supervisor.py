@@ -20,14 +20,18 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from overseer.events.bus import connect
+from overseer.events.bus import NatsCredential, connect, credentials_for
 from overseer.events.config import Settings, load_settings
-from overseer.events.launcher import READER, EmbeddedNats, free_port, reachable
-from overseer.events.runtime import rpc_request
+from overseer.events.home import private_umask, secure_home
+from overseer.events.launcher import EmbeddedNats, Keyring, free_port, reachable
+from overseer.events.permissions import PROVISIONER, READER
+from overseer.events.provisioning import Subscription, provision_when_ready
+from overseer.events.runtime import Service, rpc_request
 from overseer.events.subjects import SERVICES, Subjects
 from overseer.gateway.adapters.tokens import ensure_tokens_file
 
@@ -123,9 +127,8 @@ class Stack:
         return self.nats.url
 
     def base_env(self, url: str) -> dict[str, str]:
-        env = {
-            k: v for k, v in os.environ.items() if k not in ("OVERSEER_NATS_USER", "OVERSEER_NATS_PASSWORD")
-        }
+        # No credential is inherited: each child is handed its own below, and no other.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSEER_NATS_")}
         env |= {
             "NATS_URL": url,
             "OVERSEER_HOME": str(self.home),
@@ -135,6 +138,22 @@ class Stack:
         if self.smtp_port:
             env["OVERSEER_TOOLS__SMTP_PORT"] = str(self.smtp_port)
         return env
+
+    def credential(self, user: str) -> NatsCredential:
+        """``user``'s credential: the embedded server's keyring, else the environment (an external server)."""
+        if self.nats is not None:
+            return self.nats.credential(user)
+        return credentials_for(self.settings, user)
+
+    async def provision(self, url: str) -> None:
+        """Streams and every service's durable consumers, as the provisioner, before any service starts."""
+        nc = await connect(url, name="overseer-provisioner", credential=self.credential(PROVISIONER))
+        try:
+            await provision_when_ready(
+                nc, self.subjects, stack_subscriptions(), self.settings.section("nats")
+            )
+        finally:
+            await nc.close()
 
     def build_children(self, url: str) -> None:
         logs = self.home / "logs"
@@ -189,6 +208,39 @@ class Stack:
             with_stack.unlink()
 
 
+def stack_services() -> list[Service]:
+    """The six services, as declared by their packages (``overseer.<name>.bootstrap``)."""
+    import importlib
+
+    found: list[Service] = []
+    for name in SERVICES:
+        module = importlib.import_module(f"overseer.{name}.bootstrap")
+        classes = [
+            value
+            for value in vars(module).values()
+            if isinstance(value, type) and issubclass(value, Service) and value.name == name
+        ]
+        if len(classes) != 1:
+            raise RuntimeError(f"overseer.{name}.bootstrap declares {len(classes)} services named {name}")
+        found.append(classes[0]())
+    return found
+
+
+def stack_subscriptions() -> dict[str, Sequence[Subscription]]:
+    return {service.name: service.subscriptions() for service in stack_services()}
+
+
+async def provision_stack(
+    url: str, provisioner: NatsCredential, subjects: Subjects, nats_settings: Mapping[str, Any]
+) -> None:
+    """Streams and every service's durable consumers, as the provisioner, before any service starts."""
+    nc = await connect(url, name="overseer-provisioner", credential=provisioner)
+    try:
+        await provision_when_ready(nc, subjects, stack_subscriptions(), nats_settings)
+    finally:
+        await nc.close()
+
+
 def _module_exists(name: str) -> bool:
     import importlib.util
 
@@ -199,9 +251,9 @@ def _module_exists(name: str) -> bool:
 
 
 async def _health_all(
-    url: str, user: str | None, password: str | None, subjects: Subjects, timeout: float = 1.0
+    url: str, credential: NatsCredential, subjects: Subjects, timeout: float = 1.0
 ) -> dict[str, Any]:
-    nc = await connect(url, name="overseer-supervisor", user=user, password=password)
+    nc = await connect(url, name="overseer-supervisor", credential=credential, connect_timeout=timeout)
     try:
 
         async def one(service: str) -> tuple[str, Any]:
@@ -218,13 +270,13 @@ async def _health_all(
 
 
 async def _supervise(stack: Stack, url: str, stop: asyncio.Event, ready_timeout: float) -> int:
-    reader, password = (READER, stack.nats.creds.passwords[READER]) if stack.nats else (None, None)
+    reader = stack.credential(READER)
     for child in stack.children:
         child.start()
     deadline = time.monotonic() + ready_timeout
     health: dict[str, Any] = {}
     while time.monotonic() < deadline and not stop.is_set():
-        health = await _health_all(url, reader, password, stack.subjects, timeout=0.5)
+        health = await _health_all(url, reader, stack.subjects, timeout=0.5)
         if all(h.get("ready") for h in health.values()):
             break
         await asyncio.sleep(0.2)
@@ -274,7 +326,8 @@ def run_stack(
         int(port or gateway.get("port", 8080)),
         nats_url,
     )
-    stack.home.mkdir(parents=True, exist_ok=True)
+    private_umask()  # every file the stack writes under OVERSEER_HOME is owner-only
+    secure_home(stack.home)
     ensure_tokens_file(stack.home)  # the gateway's own writer: one definition of tokens.json
     configured_smtp = int(settings.get("tools.smtp_port", 0) or 0)
     stack.smtp_port = (
@@ -287,6 +340,7 @@ def run_stack(
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         url = stack.start_nats()
+        await stack.provision(url)
         stack.build_children(url)
         stack.write_stack_file(url)
         try:
@@ -313,16 +367,9 @@ def collect_status(settings: Settings | None = None) -> dict[str, Any]:
     info = read_stack_file(settings)
     if info is None:
         return {"running": False, "services": {s: {"status": "down"} for s in SERVICES}}
-    users = settings.home / "nats" / "users.json"
-    password = json.loads(users.read_text(encoding="utf-8")).get(READER) if users.is_file() else None
-    health = asyncio.run(
-        _health_all(
-            info["nats_url"],
-            READER if password else None,
-            password,
-            Subjects(info.get("namespace", "overseer")),
-        )
-    )
+    keys = Keyring(settings.home / "nats" / "keys")
+    reader = keys.credential(READER) if keys.seed_file(READER).is_file() else NatsCredential()
+    health = asyncio.run(_health_all(info["nats_url"], reader, Subjects(info.get("namespace", "overseer"))))
     return {
         "running": True,
         "gateway_url": info.get("gateway_url"),

@@ -1,46 +1,71 @@
-"""Connecting to NATS as a service and provisioning the JetStream streams."""
+"""Connecting to NATS as one user: its credential, its inbox prefix, endless reconnects."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import nats
 from nats.aio.client import Client
-from nats.js import JetStreamContext
-from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
-from nats.js.errors import BadRequestError, NotFoundError
 
 from overseer.events.config import Settings
-from overseer.events.subjects import DEFAULT_SUBJECTS, Subjects
+from overseer.events.permissions import inbox_prefix
 
 log = logging.getLogger("overseer.bus")
 
 
-def credentials_for(settings: Settings, user: str) -> tuple[str | None, str | None]:
-    """(user, password): ``OVERSEER_NATS_USER``/``_PASSWORD``, else the embedded server's users.json.
+@dataclass(frozen=True)
+class NatsCredential:
+    """How one NATS user proves who it is: an nkey seed file (the embedded server) or a password.
 
-    A server without authorization ignores credentials, so passing them is always safe.
+    ``user`` also names the connection's inbox prefix (``_INBOX.<user>``): the permissions let a
+    user receive only under its own prefix. No user (an external server without authorization)
+    means an anonymous connection with the default prefix.
     """
-    if os.environ.get("OVERSEER_NATS_PASSWORD"):
-        return os.environ.get("OVERSEER_NATS_USER") or user, os.environ["OVERSEER_NATS_PASSWORD"]
-    users_file = settings.home / "nats" / "users.json"
-    if users_file.is_file():
-        passwords = json.loads(users_file.read_text(encoding="utf-8"))
-        if user in passwords:
-            return user, passwords[user]
-    return None, None
+
+    user: str | None = None
+    password: str | None = None
+    seed_file: Path | None = None
+
+    def env(self) -> dict[str, str]:
+        """The environment that hands this credential to a child process (a path, never the seed)."""
+        env: dict[str, str] = {}
+        if self.user:
+            env["OVERSEER_NATS_USER"] = self.user
+        if self.seed_file is not None:
+            env["OVERSEER_NATS_NKEY_SEED_FILE"] = str(self.seed_file)
+        if self.password:
+            env["OVERSEER_NATS_PASSWORD"] = self.password
+        return env
+
+
+def credentials_for(settings: Settings, user: str) -> NatsCredential:
+    """``user``'s credential: from the environment (``OVERSEER_NATS_USER`` with ``_NKEY_SEED_FILE``
+    or ``_PASSWORD``), else the embedded server's keyring under ``OVERSEER_HOME``.
+
+    A server without authorization ignores the user name, so passing one is always safe.
+    """
+    seed = os.environ.get("OVERSEER_NATS_NKEY_SEED_FILE")
+    password = os.environ.get("OVERSEER_NATS_PASSWORD")
+    if seed or password:
+        return NatsCredential(
+            os.environ.get("OVERSEER_NATS_USER") or user, password, Path(seed) if seed else None
+        )
+    seed_file = settings.home / "nats" / "keys" / f"{user}.nk"
+    if seed_file.is_file():
+        return NatsCredential(user, seed_file=seed_file)
+    return NatsCredential()
 
 
 async def connect(
     url: str,
     *,
     name: str,
-    user: str | None = None,
-    password: str | None = None,
+    credential: NatsCredential | None = None,
     on_reconnect: Callable[[], Awaitable[None]] | None = None,
     on_disconnect: Callable[[], Awaitable[None]] | None = None,
     connect_timeout: float = 5.0,
@@ -72,53 +97,12 @@ async def connect(
         "disconnected_cb": disconnected_cb,
         "pending_size": 64 * 1024 * 1024,
     }
-    if user:
-        options["user"] = user
-        options["password"] = password
+    credential = credential or NatsCredential()
+    if credential.user:
+        options["inbox_prefix"] = inbox_prefix(credential.user)
+    if credential.seed_file is not None:
+        options["nkeys_seed"] = str(credential.seed_file)
+    elif credential.password:
+        options["user"] = credential.user
+        options["password"] = credential.password
     return await nats.connect(**options)
-
-
-async def provision_streams(
-    js: JetStreamContext,
-    subjects: Subjects = DEFAULT_SUBJECTS,
-    *,
-    duplicate_window: float = 600.0,
-    replicas: int = 1,
-) -> None:
-    """Create or update every stream. Idempotent; every service runs it at start."""
-    await _remove_legacy_streams(js, subjects)
-    for spec in subjects.stream_specs():
-        config = StreamConfig(
-            name=spec.name,
-            subjects=list(spec.subjects) or None,
-            storage=StorageType.FILE,
-            retention=RetentionPolicy.LIMITS,
-            discard=DiscardPolicy.OLD,
-            duplicate_window=duplicate_window,
-            deny_delete=True,
-            deny_purge=True,
-            allow_direct=True,
-            num_replicas=replicas,
-        )
-        try:
-            await js.add_stream(config)
-        except BadRequestError as exc:
-            # Already there (perhaps created concurrently by another service): bring its config up to date.
-            if exc.err_code not in (10058, 10065):  # stream name in use / subjects overlap
-                raise
-            await js.update_stream(config)
-
-
-async def _remove_legacy_streams(js: JetStreamContext, subjects: Subjects) -> None:
-    """Delete the per-owner streams of the earlier layout: their subjects now belong to the events stream.
-
-    Nothing is lost: every event is in its owner's SQLite store, and the
-    consumers' effects in theirs; the events stream starts empty and the
-    durable consumers are created afresh on it.
-    """
-    for name in subjects.legacy_streams():
-        try:
-            await js.delete_stream(name)
-        except NotFoundError:
-            continue
-        log.warning("removed the legacy stream %s (events now travel on %s)", name, subjects.events_stream)

@@ -9,9 +9,10 @@ pull protocol directly on core NATS:
 * pull requests (``batch``, ``expires``, ``idle_heartbeat``) are re-issued
   whenever fewer than half a batch is outstanding;
 * the server's idle heartbeats prove the pull is alive; three missed
-  heartbeats, a reconnect or a ``409`` re-create the durable consumer
-  (``CONSUMER.CREATE`` is create-or-update) and re-issue the pull, always
-  on the same inbox, so nothing an older pull delivers is ever orphaned;
+  heartbeats, a reconnect or a ``409`` check that the durable consumer is
+  still there (``CONSUMER.INFO``: the provisioner creates durables, a
+  service may only read its own) and re-issue the pull, always on the same
+  inbox, so nothing an older pull delivers is ever orphaned;
 * messages are handed to ``on_batch`` as they come, up to ``batch`` at a
   time (or, with ``linger``, after waiting that long for a burst to gather;
   or, when ``gathers(first)`` says the first message is usually followed
@@ -32,7 +33,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.errors import NotFoundError
 
 log = logging.getLogger("overseer.consumer")
 
@@ -73,8 +74,6 @@ class DurablePullConsumer:
         batch: int = 256,
         heartbeat: float = 1.0,
         expires: float = 30.0,
-        ack_wait: float = 30.0,
-        max_deliver: int = 20,
         linger: float = 0.0,
         gather: float = 0.0,
         gathers: Gathers | None = None,
@@ -88,8 +87,6 @@ class DurablePullConsumer:
         self.batch = batch
         self.heartbeat = heartbeat
         self.expires = expires
-        self.ack_wait = ack_wait
-        self.max_deliver = max_deliver
         self.linger = linger
         self.gather = gather
         self.gathers = gathers
@@ -103,6 +100,7 @@ class DurablePullConsumer:
         self._outstanding = 0
         self._stopping = False
         self._reset = asyncio.Event()
+        self.missing: str | None = None  # why the durable cannot be read, while it cannot
         self.last_pending = 0  # the server's count of messages not yet delivered, from the last message
         self.delivered = 0
         self.batches = 0  # how many times on_batch ran (delivered / batches = the mean burst)
@@ -111,27 +109,14 @@ class DurablePullConsumer:
     def name(self) -> str:
         return f"{self.durable}@{self.stream}"
 
-    async def ensure_consumer(self) -> None:
-        config = ConsumerConfig(
-            name=self.durable,
-            durable_name=self.durable,
-            deliver_policy=DeliverPolicy.ALL,
-            ack_policy=AckPolicy.EXPLICIT,
-            ack_wait=self.ack_wait,
-            max_deliver=self.max_deliver,
-            max_ack_pending=max(1000, self.batch * 4),
-            max_waiting=64,
-        )
-        version = self.nc.connected_server_version
-        if len(self.filter_subjects) == 1:
-            config.filter_subject = self.filter_subjects[0]
-        elif (version.major, version.minor) >= (2, 10):
-            config.filter_subjects = self.filter_subjects
-        else:
-            # Before 2.10 a consumer has one filter: take the whole stream; the runtime skips the
-            # subjects it did not ask for.
-            config.filter_subject = None
-        await self.js.add_consumer(self.stream, config)
+    async def check_consumer(self) -> None:
+        """Make sure the durable exists; the provisioner creates it, a service may only read it."""
+        try:
+            await self.js.consumer_info(self.stream, self.durable, timeout=2.0)
+        except NotFoundError:
+            self.missing = f"the durable consumer {self.durable} on {self.stream} is not provisioned"
+            raise
+        self.missing = None
 
     async def _on_message(self, msg: Msg) -> None:
         self._inbox_messages.append(msg)
@@ -164,7 +149,7 @@ class DurablePullConsumer:
         self._outstanding += count
 
     async def _restart_pull(self) -> None:
-        """Re-create the consumer if needed, then pull a full batch.
+        """Wait until the durable exists, then pull a full batch.
 
         The inbox stays the same for the consumer's whole life: a pull request
         issued earlier may still be alive on the server, and what it delivers
@@ -173,10 +158,10 @@ class DurablePullConsumer:
         """
         while not self._stopping:
             try:
-                await self.ensure_consumer()
+                await self.check_consumer()
                 break
             except Exception as exc:
-                log.info("consumer %s: waiting for JetStream (%s)", self.name, exc)
+                log.info("consumer %s: waiting for its durable (%s)", self.name, exc or type(exc).__name__)
                 await asyncio.sleep(0.5)
         if self._sub is None:
             self._inbox = self.nc.new_inbox()

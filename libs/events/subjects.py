@@ -139,10 +139,6 @@ class Subjects:
             StreamSpec(self.dlq_stream, (f"{self.namespace}.dlq.>",)),
         ]
 
-    def legacy_streams(self) -> list[str]:
-        """Streams of the earlier layout (one per owner plus a sourcing ``_ALL``), removed at provisioning."""
-        return [f"{self.namespace.upper()}_{s.upper()}" for s in (*SERVICES, "all")]
-
 
 DEFAULT_SUBJECTS = Subjects()
 
@@ -182,17 +178,3 @@ READ_ONLY_RPC = ("*.rpc.*.health", "*.rpc.observer.>")
 
 def rpc_permissions(user: str) -> list[str]:
     return [*RPC_CALLS.get(user, ()), *READ_ONLY_RPC]
-
-
-def publish_permissions(service: str) -> list[str]:
-    """Subjects ``service``'s NATS user may publish: its own events, its dead letters, its RPC calls,
-    replies, and the JetStream API (streams deny delete and purge)."""
-    return [
-        f"*.{service}.>",
-        f"*.dlq.{service}",
-        *rpc_permissions(service),
-        "_INBOX.>",
-        "$JS.API.>",
-        "$JS.ACK.>",
-        "$JS.FC.>",
-    ]

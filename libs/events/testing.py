@@ -13,7 +13,7 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,21 +22,23 @@ from typing import Any
 import orjson
 from nats.aio.client import Client
 
-from overseer.events.bus import connect, provision_streams
+from overseer.events.bus import NatsCredential, connect
 from overseer.events.config import Settings, load_settings
 from overseer.events.envelope import Envelope
 from overseer.events.ids import uuid7
-from overseer.events.launcher import EmbeddedNats, reachable
+from overseer.events.launcher import EmbeddedNats, Keyring, reachable
+from overseer.events.permissions import PROVISIONER
+from overseer.events.provisioning import Subscription, provision_when_ready
 from overseer.events.runtime import Runtime, Service, rpc_request
 from overseer.events.subjects import Subjects, owner_of_subject
 
 
 @dataclass
 class NatsUnderTest:
-    """The server the tests talk to: its URL and, when embedded, per-user passwords."""
+    """The server the tests talk to: its URL and, when it enforces permissions, every user's nkey."""
 
     url: str
-    passwords: dict[str, str] = field(default_factory=dict)
+    keyring: Keyring | None = None
     embedded: EmbeddedNats | None = None
     container: Any = None
 
@@ -48,19 +50,28 @@ class NatsUnderTest:
 
     @property
     def enforces_permissions(self) -> bool:
-        return bool(self.passwords)
+        return self.keyring is not None
 
-    def credentials(self, user: str) -> tuple[str | None, str | None]:
-        if user in self.passwords:
-            return user, self.passwords[user]
-        return None, None
+    def credential(self, user: str) -> NatsCredential:
+        """``user``'s nkey on a server that enforces permissions; anonymous on one that does not."""
+        return self.keyring.credential(user) if self.keyring is not None else NatsCredential()
 
     def env_for(self, user: str) -> dict[str, str]:
-        env = {"NATS_URL": self.url}
-        name, password = self.credentials(user)
-        if name and password:
-            env |= {"OVERSEER_NATS_USER": name, "OVERSEER_NATS_PASSWORD": password}
-        return env
+        return {"NATS_URL": self.url, **self.credential(user).env()}
+
+    async def provision(
+        self,
+        subjects: Subjects,
+        services: Mapping[str, Sequence[Subscription]],
+        nats_settings: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Streams and the durables of ``services`` (name → subscriptions), as the provisioner."""
+        nc = await connect(self.url, name="test-provisioner", credential=self.credential(PROVISIONER))
+        try:
+            settings = load_settings(env={}).section("nats") if nats_settings is None else nats_settings
+            await provision_when_ready(nc, subjects, services, settings)
+        finally:
+            await nc.close()
 
 
 def start_nats_under_test(workdir: Path) -> NatsUnderTest:
@@ -71,7 +82,7 @@ def start_nats_under_test(workdir: Path) -> NatsUnderTest:
     if os.environ.get("OVERSEER_TEST_DOCKER") == "1":
         return _nats_in_container()
     server = EmbeddedNats(workdir).start()
-    return NatsUnderTest(url=server.url, passwords=dict(server.creds.passwords), embedded=server)
+    return NatsUnderTest(url=server.url, keyring=server.keyring, embedded=server)
 
 
 def _nats_in_container() -> NatsUnderTest:
@@ -107,10 +118,11 @@ class Stack:
         env["OVERSEER_HOME"] = str(self.home)
         return load_settings(env=env, overrides=overrides)
 
-    def env(self, service: str) -> dict[str, str]:
-        """Environment for running ``service`` as a separate process in this stack."""
+    def env(self, service: str, *, user: str | None = None) -> dict[str, str]:
+        """Environment for running ``service`` as a separate process in this stack (as ``user``, by
+        default the service itself)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERSEER_", "NATS_"))}
-        env |= self.nats.env_for(service)
+        env |= self.nats.env_for(user or service)
         env |= {"OVERSEER_HOME": str(self.home), "OVERSEER_NATS__NAMESPACE": self.namespace}
         for section, values in self.overrides.items():
             for key, value in values.items():
@@ -119,10 +131,16 @@ class Stack:
 
     @asynccontextmanager
     async def runtime(self, service: Service, **section_overrides: Any) -> AsyncIterator[Runtime]:
-        """Run ``service`` in this process, on the real server, with its own credentials."""
-        user, password = self.nats.credentials(service.name)
+        """Run ``service`` in this process, on the real server, with its own credential (provisioned first)."""
+        settings = self.settings(**section_overrides)
+        await self.nats.provision(
+            self.subjects, {service.name: service.subscriptions()}, settings.section("nats")
+        )
         runtime = Runtime(
-            service, self.settings(**section_overrides), nats_url=self.nats.url, user=user, password=password
+            service,
+            settings,
+            nats_url=self.nats.url,
+            credential=self.nats.credential(service.name),
         )
         await runtime.start()
         try:
@@ -132,14 +150,18 @@ class Stack:
 
     @asynccontextmanager
     async def client(self, user: str) -> AsyncIterator[Client]:
-        """A NATS connection as ``user`` (a service name or ``reader``), streams provisioned."""
-        name, password = self.nats.credentials(user)
-        nc = await connect(self.nats.url, name=f"test-{user}", user=name, password=password)
+        """A NATS connection as ``user`` (a service name, ``reader`` or ``provisioner``), streams provisioned."""
+        await self.nats.provision(self.subjects, {}, self.settings().section("nats"))
+        nc = await connect(self.nats.url, name=f"test-{user}", credential=self.nats.credential(user))
         try:
-            await provision_streams(nc.jetstream(), self.subjects)
             yield nc
         finally:
             await nc.close()
+
+    async def delete_events_stream(self) -> None:
+        """Delete this stack's events stream, as the provisioner (no service may)."""
+        async with self.client(PROVISIONER) as nc:
+            await nc.jetstream().delete_stream(self.subjects.events_stream)
 
     async def publish_as(self, service: str, event: Envelope, *, subject: str | None = None) -> int:
         """Publish ``event`` with ``service``'s credentials; returns its stream sequence."""
@@ -152,10 +174,20 @@ class Stack:
             return int(ack.seq)
 
     def spawn(self, service: str, *args: str, log_name: str | None = None) -> subprocess.Popen[bytes]:
-        """``python -m overseer.<service>`` as a child process of this stack."""
+        """``python -m overseer.<service>`` as a child process of this stack, provisioned first
+        (``python -m overseer.<service> provision`` as the provisioner, as a deployment would)."""
         logs = self.home / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         out = (logs / f"{log_name or service}.log").open("ab")
+        if args in ((), ("run",)):
+            subprocess.run(
+                [sys.executable, "-m", f"overseer.{service}", "provision"],
+                env=self.env(service, user=PROVISIONER),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                check=True,
+                timeout=60,
+            )
         return subprocess.Popen(
             [sys.executable, "-m", f"overseer.{service}", *args],
             env=self.env(service),

@@ -24,7 +24,7 @@ def cluster(tmp_path: Path) -> Iterator[EmbeddedCluster]:
 async def test_services_carry_on_when_a_node_of_a_three_node_cluster_dies(
     tmp_path: Path, cluster: EmbeddedCluster
 ) -> None:
-    nats = NatsUnderTest(url=cluster.url, passwords=dict(cluster.creds.passwords))
+    nats = NatsUnderTest(url=cluster.url, keyring=cluster.keyring)
     stack = Stack(
         home=tmp_path / "home", nats=nats, overrides={"nats": {"replicas": 3, "heartbeat_seconds": 0.3}}
     )

@@ -30,7 +30,7 @@ def own_nats(tmp_path: Path) -> Iterator[EmbeddedNats]:
 
 @pytest.fixture
 def own_stack(tmp_path: Path, own_nats: EmbeddedNats) -> Stack:
-    nats = NatsUnderTest(url=own_nats.url, passwords=dict(own_nats.creds.passwords), embedded=own_nats)
+    nats = NatsUnderTest(url=own_nats.url, keyring=own_nats.keyring, embedded=own_nats)
     return Stack(home=tmp_path / "home", nats=nats, overrides={"nats": {"heartbeat_seconds": 0.2}})
 
 

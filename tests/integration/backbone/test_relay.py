@@ -24,7 +24,7 @@ async def test_a_puback_future_carries_the_stream_sequence(stack: Stack) -> None
 
 async def test_a_publish_no_stream_takes_fails_its_future(stack: Stack) -> None:
     async with stack.runtime(Sender()) as gw:
-        await gw.js.delete_stream(stack.subjects.events_stream)
+        await stack.delete_events_stream()
         publisher = PubAckPublisher(gw.nc)
         await publisher.start()
         future = await publisher.publish(

@@ -6,7 +6,6 @@ import asyncio
 
 import orjson
 
-from overseer.events.bus import provision_streams
 from overseer.events.catalogue import MessageReceived
 from overseer.events.envelope import new_event
 from overseer.events.testing import Stack, eventually
@@ -26,7 +25,7 @@ async def test_an_event_travels_from_outbox_to_consumer_and_back(stack: Stack) -
 
 
 async def _dlq_messages(stack: Stack) -> list:
-    async with stack.client("reader") as nc:
+    async with stack.client("provisioner") as nc:
         js = nc.jetstream()
         sub = await js.pull_subscribe(stack.subjects.dlq(">"), stream=stack.subjects.dlq_stream)
         try:
@@ -92,12 +91,12 @@ async def test_events_committed_while_their_stream_is_gone_are_published_once_it
 ) -> None:
     sender = Sender()
     async with stack.runtime(sender) as gw:
-        await gw.js.delete_stream(stack.subjects.events_stream)
+        await stack.delete_events_stream()
         for i in range(3):  # each PubAck fails ("no responders"): the relay rewinds and retries
             await gw.execute(lambda uow, i=i: sender.say(uow, "s", f"m{i}"))
         await asyncio.sleep(0.3)
         assert gw.relay.backlog() == 3
-        await provision_streams(gw.js, stack.subjects)
+        await stack.nats.provision(stack.subjects, {})
         await eventually(lambda: gw.relay.backlog() == 0, timeout=15)
         async with stack.runtime(Replier()) as rs:
             await eventually(lambda: replies(rs.store.conn) == 3)

@@ -34,7 +34,7 @@ async def reaches(rt: Runtime, execution_id: str, expected: str) -> None:
 
 async def published(stack: Stack, expected: int) -> list[Envelope]:
     """The executor's events as they arrived on its JetStream stream (in stream order)."""
-    async with stack.client("reader") as nc:
+    async with stack.client("provisioner") as nc:
         js = nc.jetstream()
         sub = await js.pull_subscribe(
             stack.subjects.events_of("executor"), stream=stack.subjects.events_stream

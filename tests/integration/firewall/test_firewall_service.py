@@ -66,7 +66,7 @@ async def test_verdicts_reach_jetstream(stack: Stack) -> None:
     async with stack.runtime(FirewallService()) as rt:
         execution_id = await propose(stack, "fs.list", {})
         await verdict(rt, execution_id)
-        async with stack.client("reader") as nc:
+        async with stack.client("provisioner") as nc:
             js = nc.jetstream()
             sub = await js.subscribe(
                 stack.subjects.events_of("firewall", "firewall.verdict_issued"), ordered_consumer=True

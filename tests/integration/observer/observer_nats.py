@@ -40,7 +40,7 @@ class ExamplePublisher:
 
 async def published_by_observer(stack: Stack, event_type: str) -> list[dict]:
     """Every ``event_type`` event on the observer's stream, read through a fresh ephemeral consumer."""
-    async with stack.client("reader") as nc:
+    async with stack.client("provisioner") as nc:
         return await _read_all(
             nc, stack.subjects.events_stream, stack.subjects.events_of("observer", event_type)
         )
