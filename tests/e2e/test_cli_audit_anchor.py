@@ -1,0 +1,91 @@
+"""``overseer audit verify`` against the heads published on the event stream, with the whole stack running.
+
+The firewall's file is rewritten the way that passes every check inside it: one
+record forged, every later entry re-hashed, the stored ``audit.recorded`` events
+and the ``fw_audit`` rows rewritten to agree. The published heads are on the
+stream, out of the file's reach, and the CLI says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from e2e_support import FullStack
+
+from overseer.firewall.adapters.read_models import AuditQueries
+from overseer.firewall.domain.audit import GENESIS, chain_hash, record_text, verify_chain
+
+pytestmark = pytest.mark.slow
+
+
+async def settled_verification(full_stack: FullStack) -> dict[str, Any]:
+    """The verify answer once every record (outcomes arrive last) is covered by a published head."""
+    previous: dict[str, Any] = {}
+    async with full_stack.client("operator") as operator:
+        for _ in range(200):
+            answer: dict[str, Any] = (await operator.get("/v1/audit/verify")).json()
+            if answer.get("anchored_through") == answer["records"] and answer == previous:
+                return answer
+            previous = answer
+            await asyncio.sleep(0.25)
+    raise TimeoutError(f"the audit chain did not settle: {previous}")
+
+
+def rewrite_everything(db: Path, index: int) -> None:
+    conn = sqlite3.connect(db, timeout=10)
+    with conn:
+        conn.execute("DROP TRIGGER IF EXISTS events_are_append_only_update")
+        rows = conn.execute(
+            "SELECT position, body FROM events WHERE origin = 'local' AND type = 'audit.recorded'"
+        ).fetchall()
+        previous = GENESIS
+        for body, position in sorted(
+            ((orjson.loads(raw), position) for position, raw in rows), key=lambda r: r[0]["data"]["index"]
+        ):
+            data = body["data"]
+            if data["index"] == index:
+                data["record"]["tool"] = "time.get_current_time"  # "the agent only asked the time"
+            text = record_text(data["record"])
+            data["prev_hash"] = previous
+            data["hash"] = chain_hash(previous, text)
+            conn.execute("UPDATE events SET body = ? WHERE position = ?", (orjson.dumps(body), position))
+            conn.execute(
+                "UPDATE fw_audit SET prev_hash = ?, hash = ?, record = ? WHERE idx = ?",
+                (previous, data["hash"], text, data["index"]),
+            )
+            previous = data["hash"]
+        queries = AuditQueries(conn)
+        assert verify_chain(queries.rows(), queries.recorded_head()).ok  # the file agrees with itself
+    conn.close()
+
+
+async def test_audit_verify_reports_the_anchoring_and_finds_a_history_rewritten_whole(
+    full_stack: FullStack,
+) -> None:
+    async with full_stack.client("agent") as agent:
+        for i in range(3):
+            accepted = await agent.post(
+                "/v1/actions", json={"session_id": f"anchor-{i}", "tool": "fs.list", "args": {}}
+            )
+            await agent.get(f"/v1/actions/{accepted.json()['execution_id']}", params={"wait": 20})
+    settled = await settled_verification(full_stack)
+    assert settled["ok"] is True
+    intact = await full_stack.cli("audit", "verify")
+    assert intact.returncode == 0, intact.stdout + intact.stderr
+    assert "heads published on the event stream match" in intact.stdout
+
+    db = full_stack.home / "firewall.db"
+    conn = sqlite3.connect(db)
+    (forged,) = conn.execute("SELECT MIN(idx) FROM fw_audit WHERE kind = 'proposal'").fetchone()
+    conn.close()
+    rewrite_everything(db, forged)
+
+    broken = await full_stack.cli("audit", "verify")
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert f"BROKEN at record {forged}" in broken.stdout
+    assert "published on the event stream" in broken.stdout
