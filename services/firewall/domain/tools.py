@@ -76,12 +76,16 @@ def _object(properties: JSON, required: Iterable[str] = ()) -> JSON:
 
 _STRING = {"type": "string"}
 _PATH = {"type": "string", "minLength": 1, "maxLength": 4096}
-_ADDRESSES = {
-    "anyOf": [
-        {"type": "string", "minLength": 3},
-        {"type": "array", "items": {"type": "string", "minLength": 3}, "minItems": 1},
-    ]
+# One bare address per string: no spaces, one @, and no control characters (C0, DEL, C1): a NUL or a
+# CRLF in a recipient could cut the SMTP command short or smuggle in a recipient nobody approved.
+_ADDRESS = {
+    "type": "string",
+    "minLength": 3,
+    "maxLength": 320,
+    "pattern": r"^[^@\s\x00-\x1f\x7f-\x9f]+@[^@\s\x00-\x1f\x7f-\x9f]+$",
 }
+_ADDRESSES = {"anyOf": [_ADDRESS, {"type": "array", "items": _ADDRESS, "minItems": 1}]}
+_HEADER_TEXT = {"type": "string", "maxLength": 998, "pattern": r"^[^\x00-\x1f\x7f-\x9f]*$"}
 
 BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -118,9 +122,9 @@ BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
             {
                 "to": _ADDRESSES,
                 "cc": _ADDRESSES,
-                "subject": _STRING,
+                "subject": _HEADER_TEXT,
                 "body": _STRING,
-                "reply_to": {"type": "string", "minLength": 3},
+                "reply_to": _ADDRESS,
             },
             ["to", "subject", "body"],
         ),

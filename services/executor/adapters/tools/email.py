@@ -7,12 +7,22 @@ not keep talking to the server long after the contract ended.
 Failure classes matter for retries: a refused or failed *connection* means
 nothing was sent, so it is transient (retried with backoff); a refusal after
 the message was handed over is final.
+
+Every address (``to``, ``cc``, ``reply_to`` and the configured sender) must be one bare address
+(``local@domain``, as :class:`email.headerregistry.Address` parses it, nothing left over), and no
+header value may hold a control character (C0, DEL or C1: NUL, CR, LF, tab…). A call that breaks
+this fails before any connection is made, with the reason: an address with a NUL or a CRLF in it
+could otherwise cut the SMTP command short or smuggle in a recipient or header nobody approved.
+The input schema says the same, so the registry refuses such a call even earlier.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import smtplib
+from email.errors import HeaderDefect, HeaderParseError
+from email.headerregistry import Address
 from email.message import EmailMessage
 from email.utils import formatdate
 from typing import Any
@@ -20,8 +30,16 @@ from typing import Any
 from overseer.executor.adapters.tools.base import StaticToolPlugin
 from overseer.executor.domain.tools import ToolCall, ToolError, ToolSpec, TransientToolError
 
-ADDRESS = {"type": "string", "pattern": r"^[^@\s]+@[^@\s]+$"}
+# C0 controls, DEL and C1 controls: never in a header (NUL, CR and LF least of all).
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_NO_CONTROL = r"[^\x00-\x1f\x7f-\x9f]"
+ADDRESS = {
+    "type": "string",
+    "maxLength": 320,
+    "pattern": r"^[^@\s\x00-\x1f\x7f-\x9f]+@[^@\s\x00-\x1f\x7f-\x9f]+$",
+}
 ADDRESSES = {"anyOf": [ADDRESS, {"type": "array", "items": ADDRESS, "minItems": 1}]}
+HEADER_TEXT = {"type": "string", "maxLength": 998, "pattern": f"^{_NO_CONTROL}*$"}
 
 SEND = ToolSpec(
     name="email.send",
@@ -30,7 +48,7 @@ SEND = ToolSpec(
         "type": "object",
         "properties": {
             "to": ADDRESSES,
-            "subject": {"type": "string"},
+            "subject": HEADER_TEXT,
             "body": {"type": "string"},
             "cc": ADDRESSES,
             "reply_to": ADDRESS,
@@ -50,6 +68,61 @@ def _as_list(value: Any) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
+def control_characters(value: str) -> list[str]:
+    """The control characters in ``value``, as escapes (``'\\x00'``, ``'\\r'``), first ones first."""
+    return [repr(c)[1:-1] for c in dict.fromkeys(CONTROL.findall(value))]
+
+
+def address_problem(value: Any) -> str | None:
+    """Why ``value`` is not one bare e-mail address, or None when it is one."""
+    if not isinstance(value, str):
+        return f"{value!r} is not a string"
+    bad = control_characters(value)
+    if bad:
+        return f"{value!r} contains control characters ({', '.join(bad)})"
+    try:
+        parsed = Address(addr_spec=value)
+    except (ValueError, IndexError, HeaderParseError, HeaderDefect) as exc:
+        return f"{value!r} is not an e-mail address: {exc}"
+    if not parsed.username or not parsed.domain or parsed.addr_spec != value:
+        return f"{value!r} is not one bare e-mail address (local@domain)"
+    return None
+
+
+def header_problem(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return f"{value!r} is not a string"
+    bad = control_characters(value)
+    return f"{value!r} contains control characters ({', '.join(bad)})" if bad else None
+
+
+def refusal(args: dict[str, Any], sender: str) -> str | None:
+    """Why this call must not be sent (the first reason found), or None."""
+    for name in ("to", "cc"):
+        values = args.get(name)
+        if values is None and name == "cc":
+            continue
+        if not isinstance(values, str | list) or not values:
+            return f"{name}: an address or a non-empty list of addresses is required"
+        for value in _as_list(values):
+            problem = address_problem(value)
+            if problem:
+                return f"{name}: {problem}"
+    if args.get("reply_to") is not None:
+        problem = address_problem(args["reply_to"])
+        if problem:
+            return f"reply_to: {problem}"
+    problem = header_problem(args.get("subject"))
+    if problem:
+        return f"subject: {problem}"
+    if not isinstance(args.get("body"), str):
+        return "body: a string is required"
+    problem = address_problem(sender)
+    if problem:
+        return f"the configured sender (tools.email.sender): {problem}"
+    return None
+
+
 class EmailTool(StaticToolPlugin):
     def __init__(self, host: str, port: int, sender: str, timeout_seconds: float = 10.0) -> None:
         super().__init__()
@@ -60,6 +133,10 @@ class EmailTool(StaticToolPlugin):
         self.add(SEND, self.send)
 
     def compose(self, args: dict[str, Any], tc: ToolCall) -> EmailMessage:
+        """The message to send; raises :class:`ToolError` when an address or a header is malformed."""
+        problem = refusal(args, self.sender)
+        if problem:
+            raise ToolError(f"email.send refused, nothing was sent: {problem}")
         message = EmailMessage()
         message["From"] = self.sender
         message["To"] = ", ".join(_as_list(args["to"]))
