@@ -27,6 +27,7 @@ from overseer.gateway.adapters.peers import Peers
 from overseer.gateway.adapters.responses import RecordedResponses
 from overseer.gateway.adapters.tokens import TokenRegistry
 from overseer.gateway.entrypoints.http import build_app, build_asgi
+from overseer.gateway.entrypoints.limits import MAX_JSON_DEPTH
 
 log = logging.getLogger("overseer.gateway")
 
@@ -81,13 +82,16 @@ class GatewayService(Service):
         )
         self.max_wait = float(cfg.get("max_wait_seconds", 60.0))
         max_body_bytes = int(cfg.get("max_body_bytes", 1 << 20))
+        max_json_depth = int(cfg.get("max_json_depth", MAX_JSON_DEPTH))
         exporter = str(runtime.settings.get("telemetry.exporter", "none"))
-        self.app = build_app(self, max_body_bytes=max_body_bytes, telemetry=exporter != "none")
+        self.app = build_app(
+            self, max_body_bytes=max_body_bytes, max_json_depth=max_json_depth, telemetry=exporter != "none"
+        )
         self.host = str(cfg.get("host", "127.0.0.1"))
         sock = _bind(self.host, int(cfg.get("port", 8080)))
         self.port = int(sock.getsockname()[1])
         config = uvicorn.Config(
-            build_asgi(self, self.app, max_body_bytes=max_body_bytes),
+            build_asgi(self, self.app, max_body_bytes=max_body_bytes, max_json_depth=max_json_depth),
             loop="none",
             lifespan="off",
             log_level=str(cfg.get("log_level", "warning")),

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+from typing import Any
+
+from overseer.events.canonical import MAX_DEPTH, nested_deeper_than
 
 # ``fs.write``, ``time.get_current_time``, ``email.send``, ``my-server.tool_1``: dotted names of
 # word characters and dashes. Anything else (spaces, slashes, control characters) is refused with a
@@ -26,4 +29,53 @@ def session_id_problem(session_id: str) -> str | None:
         return f"a session id has at most {SESSION_ID_MAX} characters"
     if not SESSION_ID.fullmatch(session_id):
         return f"{session_id!r} is not a session id: letters, digits and _ . : - only"
+    return None
+
+
+# Ids an agent may name (``co_id``): as the events require (``overseer.events.catalogue.ProposalId``).
+ID = SESSION_ID
+ID_MAX = 128
+# C0 controls, DEL and C1 controls: never in an e-mail header (NUL, CR and LF least of all).
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# The header arguments of ``email.send``; the firewall (L1) and the executor check the addresses
+# properly, this is only the cheap early refusal of what can never be right.
+EMAIL_HEADERS = ("to", "cc", "reply_to", "subject")
+
+
+def id_problem(what: str, value: str) -> str | None:
+    if len(value) > ID_MAX:
+        return f"a {what} has at most {ID_MAX} characters"
+    if not ID.fullmatch(value):
+        return f"{value!r} is not a {what}: letters, digits and _ . : - only"
+    return None
+
+
+def key_problem(value: str) -> str | None:
+    if CONTROL.search(value):
+        return f"{value!r} contains control characters"
+    return None
+
+
+def args_problem(tool: str | None, args: dict[str, Any]) -> str | None:
+    """Why these arguments can never be run, or None: nested deeper than the events allow, a NUL
+    anywhere (in a key or a value), or a control character in an e-mail header of ``email.send``."""
+    if nested_deeper_than(args, MAX_DEPTH):
+        return f"arrays and objects nested more than {MAX_DEPTH} levels deep"
+    pending: list[Any] = [args]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                return f"{value[:40]!r} contains a NUL character"
+        elif isinstance(value, dict):
+            pending.extend(value.keys())
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    if tool == "email.send":
+        for name in EMAIL_HEADERS:
+            value = args.get(name)
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, str) and CONTROL.search(item):
+                    return f"{name}: {item!r} contains control characters (no NUL, CR, LF… in a mail header)"
     return None

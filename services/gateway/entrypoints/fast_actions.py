@@ -9,13 +9,14 @@ on top of uvicorn, most of it the middleware chain, routing and dependency solvi
 action went from ~1.6 to ~0.85 ms.
 
 It answers exactly as the FastAPI routes do, because it does the same things with the same parts:
-the body limit and strict-JSON rules (:class:`BodyLimit`), the token check (:func:`auth.check`,
-constant time), the request model (:class:`ActionRequest`), the work (:func:`accept_action`,
-:func:`settled_view`) and the problem documents (``problems.py``). Anything it is not sure to answer
-the same way goes to FastAPI unchanged (a body already read is replayed): other paths and methods,
-repeated headers, content types other than ``application/json``, empty bodies or bodies the model
-refuses (FastAPI then writes its 422), query values other than plain numbers and the two ``until``
-words. The FastAPI routes stay declared, so ``/openapi.json`` does not change.
+the body limit, strict-JSON rules and depth limit (:class:`BodyLimit`), the token check
+(:func:`auth.check`, constant time), the request model (:class:`ActionRequest`), the work
+(:func:`accept_action`, :func:`settled_view`) and the problem documents (``problems.py``). Anything it
+is not sure to answer the same way goes to FastAPI unchanged (a body already read is replayed): other
+paths and methods, repeated headers, content types other than ``application/json``, empty bodies or
+bodies the model refuses (FastAPI then writes its 422), malformed execution ids (422 too), query
+values other than plain numbers and the two ``until`` words. The FastAPI routes stay declared, so
+``/openapi.json`` does not change.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from overseer.events.runtime import RpcError
 from overseer.gateway.domain.access import Role
+from overseer.gateway.domain.actions import ID
 from overseer.gateway.entrypoints.auth import bearer_token, check
-from overseer.gateway.entrypoints.limits import BodyLimit, replay, replay_body
+from overseer.gateway.entrypoints.limits import MAX_JSON_DEPTH, BodyLimit, replay, replay_body
 from overseer.gateway.entrypoints.problems import ProblemError, crash, peer_refusal, refusal
 from overseer.gateway.entrypoints.routes_actions import (
     MAX_EXECUTION_ID,
@@ -51,10 +53,12 @@ JSON = b"application/json"
 
 
 class FastActions:
-    def __init__(self, app: ASGIApp, gateway: Any, *, max_body_bytes: int) -> None:
+    def __init__(
+        self, app: ASGIApp, gateway: Any, *, max_body_bytes: int, max_json_depth: int = MAX_JSON_DEPTH
+    ) -> None:
         self.app = app  # FastAPI: everything this does not answer itself
         self.gateway = gateway
-        self.limit = BodyLimit(max_body_bytes)
+        self.limit = BodyLimit(max_body_bytes, max_json_depth)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not scope.get("root_path"):
@@ -65,7 +69,7 @@ class FastActions:
                 return
             if method == "GET" and path.startswith(ONE_ACTION):
                 execution_id = path[len(ONE_ACTION) :]
-                if execution_id and len(execution_id) <= MAX_EXECUTION_ID and "/" not in execution_id:
+                if len(execution_id) <= MAX_EXECUTION_ID and ID.fullmatch(execution_id):
                     await self._consequence(scope, receive, send, execution_id)
                     return
         await self.app(scope, receive, send)

@@ -12,7 +12,7 @@ from starlette.types import ASGIApp
 from overseer.gateway.entrypoints import problems, routes_actions, routes_views, routes_ws
 from overseer.gateway.entrypoints.docs import problem_media_types
 from overseer.gateway.entrypoints.fast_actions import FastActions
-from overseer.gateway.entrypoints.limits import RequestBodyGuard
+from overseer.gateway.entrypoints.limits import MAX_JSON_DEPTH, RequestBodyGuard
 
 log = logging.getLogger("overseer.gateway.http")
 
@@ -38,7 +38,13 @@ def cos_router() -> Any | None:
     return router
 
 
-def build_app(gateway: Any, *, max_body_bytes: int = 1 << 20, telemetry: bool = False) -> FastAPI:
+def build_app(
+    gateway: Any,
+    *,
+    max_body_bytes: int = 1 << 20,
+    max_json_depth: int = MAX_JSON_DEPTH,
+    telemetry: bool = False,
+) -> FastAPI:
     """The FastAPI application. ``telemetry``: FastAPI's own OpenTelemetry hooks, for when an exporter
     is configured; without one they only cost time (three global-provider lookups, each reading
     ``os.environ``, on every request)."""
@@ -58,7 +64,7 @@ def build_app(gateway: Any, *, max_body_bytes: int = 1 << 20, telemetry: bool = 
     if cos is not None:
         app.include_router(cos)
     app.include_router(routes_ws.router)
-    app.add_middleware(RequestBodyGuard, max_bytes=max_body_bytes)
+    app.add_middleware(RequestBodyGuard, max_bytes=max_body_bytes, max_depth=max_json_depth)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -74,7 +80,9 @@ def build_app(gateway: Any, *, max_body_bytes: int = 1 << 20, telemetry: bool = 
     return app
 
 
-def build_asgi(gateway: Any, app: FastAPI, *, max_body_bytes: int = 1 << 20) -> ASGIApp:
+def build_asgi(
+    gateway: Any, app: FastAPI, *, max_body_bytes: int = 1 << 20, max_json_depth: int = MAX_JSON_DEPTH
+) -> ASGIApp:
     """What uvicorn serves: ``POST /v1/actions`` and ``GET /v1/actions/{id}`` on a fast path, the rest
     (and whatever the fast path is not sure of) by ``app``."""
-    return FastActions(app, gateway, max_body_bytes=max_body_bytes)
+    return FastActions(app, gateway, max_body_bytes=max_body_bytes, max_json_depth=max_json_depth)

@@ -18,6 +18,7 @@ from overseer.gateway.application.commands import (
 )
 from overseer.gateway.application.queries import consequence_when_settled
 from overseer.gateway.domain.access import Caller, Role
+from overseer.gateway.domain.actions import ID, ID_MAX
 from overseer.gateway.domain.approvals import Refusal
 from overseer.gateway.entrypoints.auth import require
 from overseer.gateway.entrypoints.docs import READ, READ_ONE, WRITE, problems
@@ -32,9 +33,18 @@ from overseer.gateway.entrypoints.schemas import (
 
 router = APIRouter()
 
-MAX_EXECUTION_ID = 128
+MAX_EXECUTION_ID = ID_MAX
 MAX_WAIT = 60.0  # the largest ``?wait=``; the gateway's max_wait_seconds may cap it further
-ExecutionId = Annotated[str, Path(min_length=1, max_length=MAX_EXECUTION_ID, description="an execution id")]
+# Well-formed as the events require it (a UUIDv7 in practice): anything else is 422, not a lookup.
+ExecutionId = Annotated[
+    str,
+    Path(
+        min_length=1,
+        max_length=MAX_EXECUTION_ID,
+        pattern=ID.pattern,
+        description="an execution id: letters, digits and `_ . : -` (a UUIDv7 as the gateway makes them)",
+    ),
+]
 
 
 def json_response(body: Any, status: int = 200) -> Response:

@@ -9,9 +9,19 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from overseer.gateway.domain.actions import SESSION_ID, TOOL_NAME, session_id_problem, tool_name_problem
+from overseer.events.canonical import MAX_DEPTH
+from overseer.gateway.domain.actions import (
+    ID,
+    SESSION_ID,
+    TOOL_NAME,
+    args_problem,
+    id_problem,
+    key_problem,
+    session_id_problem,
+    tool_name_problem,
+)
 
 MAX_TEXT = 4000
 
@@ -97,15 +107,34 @@ class ActionRequest(Strict):
         description="a tool name such as fs.list or email.send",
         json_schema_extra={"pattern": "^" + TOOL_NAME.pattern + "$"},
     )
-    args: dict[str, Any] = Field(default_factory=dict, description="the tool's arguments")
+    args: dict[str, Any] = Field(
+        default_factory=dict,
+        description=(
+            "the tool's arguments. The whole body may nest arrays and objects at most "
+            "`gateway.max_json_depth` levels deep (32 by default, so `args` 31; never more than "
+            f"{MAX_DEPTH}), else 422; no NUL character anywhere, and for `email.send` no control "
+            "character (NUL, CR, LF…) in `to`, `cc`, `reply_to` or `subject`"
+        ),
+    )
     irreversible: bool | None = Field(default=None, description="the agent's own claim; the tool's flag wins")
     confidence: float | None = Field(default=None, ge=0.0, le=1.0, description="the agent's confidence, 0..1")
-    co_id: str | None = Field(default=None, max_length=128, description="the Cognitive Object this serves")
+    co_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        description="the Cognitive Object this serves",
+        json_schema_extra={"pattern": ID.pattern},
+    )
     summary: str | None = Field(default=None, max_length=500, description="what this does, in words")
     timeout_seconds: float | None = Field(
         default=None, gt=0, le=3600, description="tool time limit (addition)"
     )
-    idempotency_key: str | None = Field(default=None, max_length=256, description="explicit key (addition)")
+    idempotency_key: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        description="explicit key (addition): printable text, no control characters",
+    )
 
     @field_validator("tool")
     @classmethod
@@ -119,6 +148,30 @@ class ActionRequest(Strict):
     @classmethod
     def _session(cls, value: str) -> str:
         problem = session_id_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("args")
+    @classmethod
+    def _args(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        problem = args_problem(info.data.get("tool"), value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("co_id")
+    @classmethod
+    def _co_id(cls, value: str | None) -> str | None:
+        problem = id_problem("CO id", value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("idempotency_key")
+    @classmethod
+    def _key(cls, value: str | None) -> str | None:
+        problem = key_problem(value) if value is not None else None
         if problem:
             raise ValueError(problem)
         return value
