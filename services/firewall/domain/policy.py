@@ -10,8 +10,16 @@ Admin rules match a tool glob **and** the call's arguments::
 
 The first matching rule decides the admin level; when none matches, the tool's
 default (``[defaults]``, else the catalogue's) applies. A rule may ``deny``.
-A rule that would *lower* a shell command below the tool's default never
-matches a command with shell metacharacters (``ls; rm -rf ~`` is not ``ls *``).
+
+Shell commands are matched two ways. ``invocations`` (``["rm -r -f", "sudo"]``)
+are patterns over the *parsed* command (``overseer.firewall.domain.shell``):
+any program it would run, wrappers and substitutions included, with its
+options however spelled (``rm -fr``, ``rm --recursive --force``, ``/bin/rm -Rf``,
+``xargs rm -rf`` all match ``rm -r -f``). ``commands`` are globs over the
+whitespace-normalised text, kept for old policies. A rule that would *lower* a
+shell command below the tool's default matches only when every program the
+command runs matches (invocations) and nothing unknown runs, or (commands) the
+text has no shell metacharacters: ``ls; rm -rf ~`` is not ``ls *``.
 """
 
 from __future__ import annotations
@@ -23,6 +31,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from overseer.firewall.domain.levels import Level, stricter
+from overseer.firewall.domain.shell import (
+    InvocationPattern,
+    ParsedCommand,
+    all_match,
+    matching,
+    parse_command,
+    parse_pattern,
+)
 from overseer.firewall.domain.tools import BUILTIN_CATALOGUE, ToolCatalogue, ToolSpec, spec_from_mapping
 
 JSON = dict[str, Any]
@@ -55,6 +71,7 @@ class CallFacts:
     recipients: tuple[str, ...] = ()
     command: str | None = None
     command_has_meta: bool = False
+    parsed: ParsedCommand | None = None
 
 
 def recipient_address(raw: str) -> str:
@@ -80,12 +97,14 @@ def call_facts(spec: ToolSpec | None, args: Mapping[str, Any]) -> CallFacts:
             recipients.extend(recipient_address(v) for v in value if isinstance(v, str))
     command = None
     has_meta = False
+    parsed = None
     if spec.command_arg is not None:
         raw = args.get(spec.command_arg)
         if isinstance(raw, str):
             command = " ".join(raw.split())
             has_meta = _SHELL_META.search(raw) is not None
-    return CallFacts(tuple(paths), tuple(recipients), command, has_meta)
+            parsed = parse_command(raw)
+    return CallFacts(tuple(paths), tuple(recipients), command, has_meta, parsed)
 
 
 def normalise_match_path(path: str) -> str:
@@ -105,12 +124,14 @@ class PolicyRule:
     paths: tuple[str, ...] = ()
     recipients: tuple[str, ...] = ()
     commands: tuple[str, ...] = ()
+    invocations: tuple[str, ...] = ()
     name: str = ""
     reason: str = ""
     _tool: Matcher = field(init=False, repr=False, compare=False)
     _paths: tuple[Matcher, ...] = field(init=False, repr=False, compare=False)
     _recipients: tuple[Matcher, ...] = field(init=False, repr=False, compare=False)
     _commands: tuple[Matcher, ...] = field(init=False, repr=False, compare=False)
+    _invocations: tuple[InvocationPattern, ...] = field(init=False, repr=False, compare=False)
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:  # cached: rules key the permission layer's finding cache
@@ -120,13 +141,25 @@ class PolicyRule:
         object.__setattr__(
             self,
             "_hash",
-            hash((self.tool, self.level, self.deny, self.paths, self.recipients, self.commands, self.name)),
+            hash(
+                (
+                    self.tool,
+                    self.level,
+                    self.deny,
+                    self.paths,
+                    self.recipients,
+                    self.commands,
+                    self.invocations,
+                    self.name,
+                )
+            ),
         )
         object.__setattr__(self, "_tool", glob_matcher(self.tool))
         object.__setattr__(self, "_paths", tuple(glob_matcher(normalise_match_path(p)) for p in self.paths))
         recipients = tuple(r if "@" in r else f"*@{r}" for r in self.recipients)
         object.__setattr__(self, "_recipients", tuple(glob_matcher(r, ignore_case=True) for r in recipients))
         object.__setattr__(self, "_commands", tuple(glob_matcher(" ".join(c.split())) for c in self.commands))
+        object.__setattr__(self, "_invocations", tuple(parse_pattern(p) for p in self.invocations))
 
     @property
     def label(self) -> str:
@@ -138,7 +171,7 @@ class PolicyRule:
     @property
     def conditional(self) -> bool:
         """Whether the rule looks at arguments, not only at the tool name."""
-        return bool(self.paths or self.recipients or self.commands)
+        return bool(self.paths or self.recipients or self.commands or self.invocations)
 
     def matches(self, tool: str, facts: CallFacts, default: Level) -> bool:
         return self._tool(tool) is not None and self.matches_args(facts, default)
@@ -155,10 +188,19 @@ class PolicyRule:
         if self._commands:
             if facts.command is None or not any(m(facts.command) for m in self._commands):
                 return False
-            lowers = not self.deny and self.level is not None and self.level < default
-            if lowers and facts.command_has_meta:
+            if self._lowers(default) and facts.command_has_meta:
                 return False
+        if self._invocations:
+            parsed = facts.parsed
+            if parsed is None:
+                return False
+            if self._lowers(default):
+                return all_match(self._invocations, parsed)
+            return matching(self._invocations, parsed) is not None
         return True
+
+    def _lowers(self, default: Level) -> bool:
+        return not self.deny and self.level is not None and self.level < default
 
     def as_dict(self) -> JSON:
         out: JSON = {"tool": self.tool}
@@ -168,7 +210,7 @@ class PolicyRule:
             out["deny"] = True
         if self.level is not None:
             out["level"] = self.level.name
-        for key in ("paths", "recipients", "commands"):
+        for key in ("paths", "recipients", "commands", "invocations"):
             if getattr(self, key):
                 out[key] = list(getattr(self, key))
         if self.reason:
@@ -320,7 +362,7 @@ def _fields(obj: Any) -> JSON:
 
 
 _TOP_KEYS = {"version", "defaults", "rules", "tools", "sandbox", "loops", "breaker", "adaptive", "timeouts"}
-_RULE_KEYS = {"tool", "level", "deny", "paths", "recipients", "commands", "name", "reason"}
+_RULE_KEYS = {"tool", "level", "deny", "paths", "recipients", "commands", "invocations", "name", "reason"}
 
 
 def _section(raw: Mapping[str, Any], key: str, cls: Any, problems: list[str]) -> Any:
@@ -412,6 +454,16 @@ def parse_admin_policy(raw: Mapping[str, Any], *, version: int = 0) -> AdminPoli
         if deny == (level is not None):
             problems.append(f"{where} needs exactly one of level or deny = true")
             continue
+        invocations = _strings(item.get("invocations"), f"{where}.invocations", problems)
+        bad = False
+        for pattern in invocations:
+            try:
+                parse_pattern(pattern)
+            except ValueError as exc:
+                problems.append(f"{where}.invocations: {exc}")
+                bad = True
+        if bad:
+            continue
         rules.append(
             PolicyRule(
                 tool=tool,
@@ -422,6 +474,7 @@ def parse_admin_policy(raw: Mapping[str, Any], *, version: int = 0) -> AdminPoli
                     r.lower() for r in _strings(item.get("recipients"), f"{where}.recipients", problems)
                 ),
                 commands=_strings(item.get("commands"), f"{where}.commands", problems),
+                invocations=invocations,
                 name=str(item.get("name", "")),
                 reason=str(item.get("reason", "")),
             )
