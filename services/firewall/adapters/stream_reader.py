@@ -68,6 +68,8 @@ class StreamReader:
                 try:
                     msg = await sub.next_msg(timeout=self.timeout)
                 except TimeoutError as exc:
+                    if found:  # an answer without an end-of-batch mark: carry on from the last message
+                        return found, True
                     raise StreamReadError(
                         f"{self.stream}: no answer to a direct get within {self.timeout}s"
                     ) from exc

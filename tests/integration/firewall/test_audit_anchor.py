@@ -130,6 +130,12 @@ async def test_an_untouched_chain_verifies_against_every_head_published_after_it
         records = await on_stream(rt, stack, "audit.recorded")
         heads = await on_stream(rt, stack, "audit.head_published")
         stored_heads = published_head(rt)
+        # Read in batches of two, and between two sequences: the same messages.
+        small = StreamReader(rt.nc, stack.subjects.events_stream, batch=2)
+        subject = stack.subjects.event("firewall", "audit.head_published")
+        assert [m.seq async for m in small.messages(subject)] == [seq for seq, _ in heads]
+        between = small.messages(subject, after=heads[0][0], through=heads[3][0])
+        assert [m.seq async for m in between] == [seq for seq, _ in heads[1:4]]
     assert result["ok"] is True, result
     assert result["first_broken"] is None
     assert result["anchor_mismatch"] is None
