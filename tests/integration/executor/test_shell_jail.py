@@ -65,6 +65,11 @@ def shell(home: Home) -> ShellTool:
     return ShellTool(home.sandbox, time_limit_seconds=5)
 
 
+def host_file(path: str) -> Path:
+    """A path on the host, as the test (outside the jail) sees it."""
+    return Path(path)
+
+
 def processes_with(needle: str) -> list[int]:
     """Host processes whose command line contains ``needle``."""
     found = []
@@ -72,7 +77,9 @@ def processes_with(needle: str) -> list[int]:
         if not entry.isdigit():
             continue
         try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cmdline = (
+                Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            )
         except OSError:
             continue
         if needle in cmdline:
@@ -110,7 +117,7 @@ async def test_an_approved_shell_sees_only_the_sandbox_of_overseer_home(shell: S
 
 
 async def test_an_approved_shell_does_not_see_the_hosts_passwd_or_shadow(shell: ShellTool) -> None:
-    host_root_line = Path("/etc/passwd").read_text().splitlines()[0]
+    host_root_line = host_file("/etc/passwd").read_text().splitlines()[0]
     passwd = await run(shell, "cat /etc/passwd")
     assert host_root_line not in str(passwd["stdout"])
     assert passwd["stdout"] == f"overseer:x:65534:65534:overseer shell:{shell.root}:/bin/sh\n"
@@ -175,23 +182,32 @@ async def test_an_approved_shell_reads_and_writes_inside_the_sandbox(shell: Shel
 
 @pytest.mark.parametrize(
     "target",
-    ["../escape.txt", "{home}/escape.txt", "{home}/tokens.json", "/usr/escape.txt", "/escape.txt", "/etc/escape"],
+    [
+        "../escape.txt",
+        "{home}/escape.txt",
+        "{home}/tokens.json",
+        "/usr/escape.txt",
+        "/escape.txt",
+        "/etc/escape",
+    ],
 )
-async def test_an_approved_shell_cannot_write_outside_the_sandbox(shell: ShellTool, home: Home, target: str) -> None:
+async def test_an_approved_shell_cannot_write_outside_the_sandbox(
+    shell: ShellTool, home: Home, target: str
+) -> None:
     path = target.replace("{home}", str(home.root))
     await run_any(shell, f"echo pwned > {path}")
     assert not (home.root / "escape.txt").exists()
     assert home.secret in (home.root / "tokens.json").read_text()
-    assert not Path("/usr/escape.txt").exists()
-    assert not Path("/escape.txt").exists()
-    assert not Path("/etc/escape").exists()
+    assert not host_file("/usr/escape.txt").exists()
+    assert not host_file("/escape.txt").exists()
+    assert not host_file("/etc/escape").exists()
 
 
 async def test_tmp_inside_the_jail_is_private_and_gone_afterwards(shell: ShellTool) -> None:
     marker = f"overseer-jail-{secrets.token_hex(4)}"
     result = await run(shell, f"echo x > /tmp/{marker} && cat /tmp/{marker}")
     assert result["stdout"] == "x\n"
-    assert not Path("/tmp", marker).exists()
+    assert not host_file(f"/tmp/{marker}").exists()
     assert str((await run(shell, f"ls /tmp/{marker} 2>&1 || echo gone"))["stdout"]).endswith("gone\n")
 
 
@@ -199,13 +215,15 @@ async def test_tmp_inside_the_jail_is_private_and_gone_afterwards(shell: ShellTo
 async def test_a_setsid_child_is_killed_at_the_time_limit(home: Home) -> None:
     shell = ShellTool(home.sandbox, time_limit_seconds=0.5)
     needle = "987.6543"  # a sleep nobody else runs
-    task = asyncio.create_task(shell.execute(call(f"setsid sleep {needle} & setsid sh -c 'sleep {needle}' & wait")))
+    task = asyncio.create_task(
+        shell.execute(call(f"setsid sleep {needle} & setsid sh -c 'sleep {needle}' & wait"))
+    )
     for _ in range(100):  # the children did start, outside the command's own process group
         if len(processes_with(f"sleep {needle}")) >= 2:
             break
         await asyncio.sleep(0.01)
     assert len(processes_with(f"sleep {needle}")) >= 2
-    with pytest.raises(ToolError, match="time limit of 0.5s"):
+    with pytest.raises(ToolError, match=r"time limit of 0\.5s"):
         await task
     assert processes_with(f"sleep {needle}") == []
 
@@ -237,18 +255,20 @@ async def test_a_cancelled_call_kills_the_whole_jail(shell: ShellTool) -> None:
 # -- no jail, no command -------------------------------------------------------------------------
 async def test_without_bwrap_the_command_fails_and_never_runs_unjailed(home: Home) -> None:
     shell = ShellTool(home.sandbox, bwrap="overseer-no-such-bwrap")
-    with pytest.raises(JailUnavailable, match="did not run.*bubblewrap"):
+    with pytest.raises(JailUnavailable, match=r"did not run.*bubblewrap"):
         await shell.execute(call("touch ran.txt"))
     assert not (home.sandbox / "ran.txt").exists()
 
 
-async def test_a_jail_that_cannot_be_created_fails_the_call_and_runs_nothing(home: Home, tmp_path: Path) -> None:
+async def test_a_jail_that_cannot_be_created_fails_the_call_and_runs_nothing(
+    home: Home, tmp_path: Path
+) -> None:
     # A bwrap that fails the way it does without user namespaces.
     fake = tmp_path / "bwrap"
     fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     shell = ShellTool(home.sandbox, bwrap=str(fake))
-    with pytest.raises(JailUnavailable, match="could not create its jail.*No permissions"):
+    with pytest.raises(JailUnavailable, match=r"could not create its jail.*No permissions"):
         await shell.execute(call("touch ran.txt"))
     assert not (home.sandbox / "ran.txt").exists()
 
