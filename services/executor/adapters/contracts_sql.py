@@ -260,7 +260,6 @@ _CONTRACT_FROM = (
     "LEFT JOIN executor_approvals a ON a.execution_id = c.execution_id AND a.status = 'pending'"
 )
 _SELECT_CONTRACT = f"SELECT {_CONTRACT_COLUMNS} {_CONTRACT_FROM}"
-_COMPLETED = "'completed'"
 _CLAIMING = ", ".join(f"'{status.value}'" for status in sorted(CLAIMING))
 
 
@@ -350,15 +349,23 @@ class ContractRepository:
         transaction, so a twin that started earlier in the same batch is seen."""
         if contract is None or not contract.irreversible or not contract.idempotency_key:
             return None
-        for statuses in (_COMPLETED, _CLAIMING):
-            row = self.conn.execute(
-                "SELECT execution_id, status FROM executor_contracts WHERE idempotency_key = ? "
-                f"AND status IN ({statuses}) AND execution_id != ? LIMIT 1",
-                (contract.idempotency_key, contract.execution_id),
-            ).fetchone()
-            if row is not None:
-                return Twin(str(row[0]), ExecutionStatus(row[1]))
-        return None
+        key, execution_id = contract.idempotency_key, contract.execution_id
+        row = self.conn.execute(
+            "SELECT execution_id FROM executor_contracts WHERE idempotency_key = ? AND status = 'completed' "
+            "AND execution_id != ? LIMIT 1",
+            (key, execution_id),
+        ).fetchone()
+        if row is not None:
+            return Twin(str(row[0]), ExecutionStatus.COMPLETED)
+        # The most binding holder first: RUNNING, then WAITING on a reconciliation, then on a form.
+        row = self.conn.execute(
+            "SELECT c.execution_id, c.status, a.kind FROM executor_contracts c "
+            "LEFT JOIN executor_approvals a ON a.execution_id = c.execution_id AND a.status = 'pending' "
+            f"WHERE c.idempotency_key = ? AND c.status IN ({_CLAIMING}) AND c.execution_id != ? "
+            "ORDER BY c.status = 'running' DESC, a.kind = 'reconciliation' DESC LIMIT 1",
+            (key, execution_id),
+        ).fetchone()
+        return None if row is None else Twin(str(row[0]), ExecutionStatus(row[1]), row[2])
 
     def pending_dependents(self, execution_id: str) -> list[ExecutionContract]:
         return self._many("c.depends_on = ? AND c.status = 'pending'", (execution_id,))

@@ -17,6 +17,12 @@ The guard refuses rather than waits: the refused contract ends REJECTED with
 a reason that names the twin (``duplicate: …``), so the proposer learns at
 once and may propose again once the twin ended without effect.
 
+Two contracts can hold one key only in a store written before the claim
+existed (both twins WAITING on an approval card). Then the one approved first
+runs: at resume, a twin that only waits on its own approval has done nothing
+and cannot run unless approved, and that approval will meet this one RUNNING
+or COMPLETED and end its card.
+
 The claim is the contract's own status in the executor's store, written in the
 transaction that journals the transition; nothing here is in-memory state.
 """
@@ -34,23 +40,35 @@ CLAIMING = frozenset({ExecutionStatus.RUNNING, ExecutionStatus.WAITING})
 BLOCKING = CLAIMING | {ExecutionStatus.COMPLETED}
 
 
+# Forms a WAITING twin may wait on without having done anything (not a reconciliation).
+_NOTHING_DONE_YET = frozenset({"approval", "confirmation"})
+
+
 @dataclass(frozen=True, slots=True)
 class Twin:
-    """Another contract with the same idempotency key, in flight (RUNNING / WAITING) or COMPLETED."""
+    """Another contract with the same idempotency key, in flight (RUNNING / WAITING) or COMPLETED.
+
+    ``waiting_on`` is the kind of form a WAITING twin waits on (``approval``, ``reconciliation`` …).
+    """
 
     execution_id: str
     status: ExecutionStatus
+    waiting_on: str | None = None
 
 
-def twin_refusal(contract: ExecutionContract, twin: Twin | None) -> str | None:
+def twin_refusal(contract: ExecutionContract, twin: Twin | None, *, resuming: bool = False) -> str | None:
     """Why ``contract`` may not enter RUNNING because of ``twin`` (None when it may).
 
     Only an irreversible contract is guarded; a twin whose status does not
-    block (FAILED, REJECTED, CANCELLED, PENDING) is no reason.
+    block (FAILED, REJECTED, CANCELLED, PENDING) is no reason. ``resuming``: the
+    contract is approved out of WAITING; a twin that only waits on its own
+    approval then does not block it (see the module's last paragraph).
     """
     if not contract.irreversible or twin is None or twin.status not in BLOCKING:
         return None
     if twin.execution_id == contract.execution_id:
+        return None
+    if resuming and twin.status == ExecutionStatus.WAITING and twin.waiting_on in _NOTHING_DONE_YET:
         return None
     key = contract.idempotency_key
     if twin.status == ExecutionStatus.COMPLETED:

@@ -143,7 +143,7 @@ def decide_human_decision(
     if refusal is not None or contract is None or contract.open_request is None:
         return refusal or "no open request"
     answer = ANSWERS[(contract.open_request.kind, decision.decision)]
-    duplicate = twin_refusal(contract, twin) if answer.run_tool else None
+    duplicate = twin_refusal(contract, twin, resuming=True) if answer.run_tool else None
     if duplicate is not None:
         text = f"{duplicate}; approved by {decision.decided_by} but not run"
         moves = _fire(Moves(contract, now), REFUSE_APPROVED_TWIN.triggers, REFUSE_APPROVED_TWIN.actor, text)

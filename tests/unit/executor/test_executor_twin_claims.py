@@ -125,6 +125,29 @@ def test_approving_a_card_whose_twin_is_in_flight_or_done_ends_the_card_rejected
     assert out.contract.error_message.endswith(f"approved by {ALICE} but not run")
 
 
+def test_approving_a_card_whose_twin_awaits_a_reconciliation_ends_the_card() -> None:
+    twin = Twin("exec-000", S.WAITING, "reconciliation")
+    out = decide_human_decision(held(), human(), twin=twin, now=3)
+    assert isinstance(out, Outcome)
+    assert out.contract.status == S.REJECTED
+    assert "in flight as exec-000 (waiting" in out.contract.error_message
+
+
+@pytest.mark.parametrize("form", ["approval", "confirmation"])
+def test_of_two_cards_left_open_by_an_earlier_version_the_first_approved_runs(form: str) -> None:
+    out = decide_human_decision(held(), human(), twin=Twin("exec-000", S.WAITING, form), now=3)
+    assert isinstance(out, Outcome)
+    assert out.run_tool is True
+    assert out.contract.status == S.RUNNING
+
+
+def test_a_twin_waiting_on_its_approval_still_keeps_a_new_verdict_from_opening_a_second_card() -> None:
+    twin = Twin("exec-000", S.WAITING, "approval")
+    out = decide_verdict(contract(), verdict("hold", level="APPROVE"), dependency=None, twin=twin, now=2)
+    assert out.contract.status == S.REJECTED
+    assert out.contract.open_request is None
+
+
 def test_rejecting_a_card_whose_twin_is_in_flight_is_an_ordinary_rejection() -> None:
     out = decide_human_decision(held(), human(decision="reject"), twin=Twin("exec-000", S.RUNNING), now=3)
     assert isinstance(out, Outcome)
@@ -154,12 +177,18 @@ class Ledger:
         self.sent = 0
 
     def twin_of(self, c: ExecutionContract) -> Twin | None:
+        """As the repository: a COMPLETED twin, else the most binding holder of the claim."""
         others = [o for o in self.contracts.values() if o.execution_id != c.execution_id]
-        for statuses in ({S.COMPLETED}, CLAIMING):
-            for other in others:
-                if other.status in statuses:
-                    return Twin(other.execution_id, other.status)
-        return None
+
+        def binding(o: ExecutionContract) -> tuple[bool, bool, bool]:
+            form = o.open_request.kind if o.open_request else None
+            return (o.status == S.COMPLETED, o.status == S.RUNNING, form == "reconciliation")
+
+        found = sorted((o for o in others if o.status in BLOCKING), key=binding, reverse=True)
+        if not found:
+            return None
+        first = found[0]
+        return Twin(first.execution_id, first.status, first.open_request.kind if first.open_request else None)
 
     def happen(self, what: str, execution_id: str, now: float) -> None:
         c = self.contracts[execution_id]
@@ -184,7 +213,7 @@ class Ledger:
         if isinstance(out, str):
             return
         if out.run_tool:
-            assert twin_refusal(out.contract, twin) is None
+            assert twin_refusal(out.contract, twin, resuming=what == "approve") is None
             self.sent += 1
         self.contracts[execution_id] = out.contract
 
