@@ -274,13 +274,40 @@ class AuditRecord(Answer):
 
 
 class AuditVerification(Answer):
+    """The firewall's audit chain recomputed, and checked against the heads it published on the event stream."""
+
     model_config = ConfigDict(
-        extra="allow", json_schema_extra={"examples": [{"ok": True, "records": 12, "first_broken": None}]}
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "ok": True,
+                    "records": 12,
+                    "first_broken": None,
+                    "reason": None,
+                    "anchored": 4,
+                    "anchored_through": 12,
+                    "published_through": 12,
+                    "anchor_mismatch": None,
+                    "anchor_error": None,
+                }
+            ]
+        },
     )
 
     ok: bool
     records: int
     first_broken: int | None
+    reason: str | None = None
+    anchored: int | None = Field(
+        None, description="published heads checked; null: the stream could not be read"
+    )
+    anchored_through: int = Field(0, description="the last record a matching published head vouches for")
+    published_through: int = Field(0, description="the last record a head was published for")
+    anchor_mismatch: int | None = Field(
+        None, description="the record of the first published head the chain contradicts"
+    )
+    anchor_error: str | None = Field(None, description="why the published heads could not be read")
 
 
 class PolicyDocument(Answer):
