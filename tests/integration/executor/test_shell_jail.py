@@ -171,6 +171,21 @@ async def test_an_approved_shell_has_no_network(shell: ShellTool) -> None:
     assert [line.split(":")[0].strip() for line in str(interfaces["stdout"]).splitlines()[2:]] == ["lo"]
 
 
+async def test_a_shell_given_the_network_reaches_the_host(home: Home) -> None:
+    shell = ShellTool(home.sandbox, network=True)
+    connected = asyncio.Event()
+
+    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connected.set()
+        writer.close()
+
+    server = await asyncio.start_server(accept, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        await run(shell, f"bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'")
+        await asyncio.wait_for(connected.wait(), 5)
+
+
 # -- where the command can write -----------------------------------------------------------------
 async def test_an_approved_shell_reads_and_writes_inside_the_sandbox(shell: ShellTool, home: Home) -> None:
     (home.sandbox / "given.txt").write_text("from the host\n")
