@@ -22,7 +22,9 @@ instead of treating them as the event's fault.
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -184,6 +186,7 @@ class EventStore:
         self.conn.execute("PRAGMA temp_store = MEMORY")
         for statement in store_ddl():
             self.conn.execute(statement)
+        self._page_size = int(self.conn.execute("PRAGMA page_size").fetchone()[0])
 
     def close(self) -> None:
         self.conn.close()
@@ -239,19 +242,40 @@ class EventStore:
                 log.error("store %s: rollback failed: %s", self.path, exc)
 
     def probe(self) -> bool:
-        """Try a write no reader can see (the relay's progress, set to itself); True when it is taken.
+        """Try a write no reader can see (the relay's progress, moved and moved back); True when taken.
 
         For ``health``: whether the store takes writes even when nothing else has written lately,
-        and whether it heals when no writer is waiting to try again.
+        and whether it heals when no writer is waiting to try again. A filesystem without a free
+        page counts as refusing: a small write may still fit in the WAL's slack, the next batch
+        will not.
         """
+        free = self._free_bytes()
+        if free is not None and free < self._page_size:
+            self.writes.note_refused(
+                OSError(
+                    errno.ENOSPC, f"{os.strerror(errno.ENOSPC)} ({free} bytes free)", str(self.path.parent)
+                )
+            )
+            return False
         try:
             with self.transaction() as conn:
-                conn.execute("UPDATE relay_progress SET position = position WHERE id = 1")
+                # Up and back down: SQLite skips an update that leaves the row as it was, and then
+                # writes nothing; this one dirties the page, so the commit writes it to the WAL.
+                conn.execute("UPDATE relay_progress SET position = position + 1 WHERE id = 1")
+                conn.execute("UPDATE relay_progress SET position = position - 1 WHERE id = 1")
         except sqlite3.Error as exc:
             if not is_unwritable(exc):
                 raise
             return False
         return True
+
+    def _free_bytes(self) -> int | None:
+        """Space left on the store's filesystem for this process (root may use the reserved blocks too)."""
+        try:
+            st = os.statvfs(self.path.parent)
+        except OSError:
+            return None
+        return (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
 
     # -- appends -----------------------------------------------------------
     def append(

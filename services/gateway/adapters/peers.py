@@ -23,11 +23,12 @@ class Peers:
         return await self.runtime.request(service, method, payload or {}, timeout=timeout or self.timeout)
 
     async def health(self) -> dict[str, str]:
-        """Every service's one-word state, asked in parallel: ``ok``, ``starting`` or ``down``."""
+        """Every service's one-word state, asked in parallel: ``ok``, ``starting``, ``degraded`` (its store
+        refuses writes) or ``down``."""
 
         async def one(service: str) -> str:
             if service == self.runtime.service.name:
-                return "ok" if self.runtime.ready else "starting"
+                return self.runtime.status()
             try:
                 answer = await self.ask(service, "health", {"detailed": False}, timeout=self.health_timeout)
             except RpcError:
