@@ -218,8 +218,10 @@ class ShellTool(StaticToolPlugin):
         group_r, group_w = os.pipe()
         try:
             for fd, data in ((passwd_w, self.jail.passwd()), (group_w, self.jail.group())):
-                os.write(fd, data)  # a few dozen bytes: the pipe holds them
-                os.close(fd)
+                try:
+                    os.write(fd, data)  # a few dozen bytes: the pipe holds them
+                finally:
+                    os.close(fd)
             argv = self.jail.argv(
                 bwrap, args["command"], info_fd=info_w, passwd_fd=passwd_r, group_fd=group_r
             )
@@ -255,7 +257,7 @@ class ShellTool(StaticToolPlugin):
         out = stdout.decode("utf-8", errors="replace")[-MAX_OUTPUT_CHARS:]
         err = stderr.decode("utf-8", errors="replace")[-MAX_OUTPUT_CHARS:]
         if process.returncode != 0:
-            if not init.started and err.startswith("bwrap:"):
+            if err.startswith("bwrap:"):  # bwrap's own complaint: the jail was not made
                 raise JailUnavailable(
                     f"shell.run could not create its jail, so the command did not run: {err.strip()[:500]}"
                 )
