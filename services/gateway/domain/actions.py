@@ -61,6 +61,12 @@ def args_problem(tool: str | None, args: dict[str, Any]) -> str | None:
     anywhere (in a key or a value), or a control character in an e-mail header of ``email.send``."""
     if nested_deeper_than(args, MAX_DEPTH):
         return f"arrays and objects nested more than {MAX_DEPTH} levels deep"
+    if tool == "email.send":
+        for name in EMAIL_HEADERS:
+            value = args.get(name)
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, str) and CONTROL.search(item):
+                    return f"{name}: {item!r} contains control characters (no NUL, CR, LF… in a mail header)"
     pending: list[Any] = [args]
     while pending:
         value = pending.pop()
@@ -72,10 +78,4 @@ def args_problem(tool: str | None, args: dict[str, Any]) -> str | None:
             pending.extend(value.values())
         elif isinstance(value, list):
             pending.extend(value)
-    if tool == "email.send":
-        for name in EMAIL_HEADERS:
-            value = args.get(name)
-            for item in value if isinstance(value, list) else [value]:
-                if isinstance(item, str) and CONTROL.search(item):
-                    return f"{name}: {item!r} contains control characters (no NUL, CR, LF… in a mail header)"
     return None
