@@ -252,7 +252,8 @@ async def test_no_credential_can_publish_a_reply_into_another_users_inbox(own_st
                 await nc.publish(inbox, b'{"ok": true}')
                 await nc.flush()
                 await asyncio.sleep(0.05)
-                assert nc.last_error is not None and "permissions violation" in str(nc.last_error).lower()
+                assert nc.last_error is not None
+                assert "permissions violation" in str(nc.last_error).lower()
         await asyncio.sleep(0.2)
     assert received == []
 
