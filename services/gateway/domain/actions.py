@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from overseer.events.canonical import MAX_DEPTH, nested_deeper_than
+from overseer.events.canonical import MAX_DEPTH
 
 # ``fs.write``, ``time.get_current_time``, ``email.send``, ``my-server.tool_1``: dotted names of
 # word characters and dashes. Anything else (spaces, slashes, control characters) is refused with a
@@ -57,25 +57,34 @@ def key_problem(value: str) -> str | None:
 
 
 def args_problem(tool: str | None, args: dict[str, Any]) -> str | None:
-    """Why these arguments can never be run, or None: nested deeper than the events allow, a NUL
-    anywhere (in a key or a value), or a control character in an e-mail header of ``email.send``."""
-    if nested_deeper_than(args, MAX_DEPTH):
-        return f"arrays and objects nested more than {MAX_DEPTH} levels deep"
+    """Why these arguments can never be run, or None: a control character in an e-mail header of
+    ``email.send``, a NUL anywhere (in a key or a value), or nested deeper than the events allow.
+    One walk, level by level (no recursion, whatever the depth)."""
     if tool == "email.send":
         for name in EMAIL_HEADERS:
             value = args.get(name)
             for item in value if isinstance(value, list) else [value]:
                 if isinstance(item, str) and CONTROL.search(item):
                     return f"{name}: {item!r} contains control characters (no NUL, CR, LF… in a mail header)"
-    pending: list[Any] = [args]
-    while pending:
-        value = pending.pop()
-        if isinstance(value, str):
-            if "\x00" in value:
-                return f"{value[:40]!r} contains a NUL character"
-        elif isinstance(value, dict):
-            pending.extend(value.keys())
-            pending.extend(value.values())
-        elif isinstance(value, list):
-            pending.extend(value)
+    level: list[Any] = [args]
+    depth = 0  # levels seen that hold an array or an object
+    while level:
+        below: list[Any] = []
+        containers = False
+        for value in level:
+            if isinstance(value, str):
+                if "\x00" in value:
+                    return f"{value[:40]!r} contains a NUL character"
+            elif isinstance(value, dict):
+                below.extend(value)
+                below.extend(value.values())
+                containers = True
+            elif isinstance(value, list):
+                below.extend(value)
+                containers = True
+        if containers:
+            depth += 1
+            if depth > MAX_DEPTH:
+                return f"arrays and objects nested more than {MAX_DEPTH} levels deep"
+        level = below
     return None

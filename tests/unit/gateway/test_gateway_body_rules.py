@@ -91,11 +91,13 @@ def test_line_breaks_are_fine_outside_mail_headers() -> None:
     assert args_problem("fs.write", {"path": "a", "content": "l1\r\n\x1b"}) is None
 
 
-def test_arguments_deeper_than_the_events_allow_are_named() -> None:
-    value: Any = 1
-    for _ in range(MAX_DEPTH):
-        value = [value]
-    assert (
-        args_problem("fs.list", {"x": value})
-        == f"arrays and objects nested more than {MAX_DEPTH} levels deep"
+@pytest.mark.parametrize("innermost", [1, [], {}], ids=["a number", "an empty array", "an empty object"])
+def test_arguments_deeper_than_the_events_allow_are_named(innermost: Any) -> None:
+    value: Any = innermost
+    for level in range(MAX_DEPTH - depth_of(innermost) - 1):
+        value = [value] if level % 2 else {"k": value}
+    assert depth_of({"x": value}) == MAX_DEPTH
+    assert args_problem("fs.list", {"x": value}) is None
+    assert args_problem("fs.list", {"x": [value]}) == (
+        f"arrays and objects nested more than {MAX_DEPTH} levels deep"
     )
