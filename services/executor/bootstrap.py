@@ -2,8 +2,9 @@
 
 On start it connects the tools (starting the configured MCP servers), then
 recovers contracts a crash left RUNNING (re-run when idempotent, otherwise a
-reconciliation question for a human), then starts the approval-TTL sweeper;
-only after that does the runtime begin consuming.
+reconciliation question for a human), closes approval cards an earlier version
+left open for an irreversible twin that already completed, then starts the
+approval-TTL sweeper; only after that does the runtime begin consuming.
 """
 
 from __future__ import annotations
@@ -75,6 +76,9 @@ class ExecutorService(Service):
         recovered = await runtime.execute(self.execution.recover)
         if recovered:
             log.warning("recovered %d contract(s) left RUNNING by the previous run", recovered)
+        closed = await runtime.execute(self.execution.close_stale_twin_cards)
+        if closed:
+            log.warning("closed %d approval card(s) whose identical twin already completed", closed)
         self._sweeper = runtime.spawn(
             self._sweep(
                 runtime,

@@ -367,6 +367,15 @@ class ContractRepository:
         ).fetchone()
         return None if row is None else Twin(str(row[0]), ExecutionStatus(row[1]), row[2])
 
+    def waiting_with_completed_twin(self) -> list[ExecutionContract]:
+        """Irreversible contracts WAITING on an approval while a twin with their key COMPLETED."""
+        return self._many(
+            "c.status = 'waiting' AND c.irreversible = 1 AND a.kind = 'approval' AND EXISTS ("
+            "SELECT 1 FROM executor_contracts t WHERE t.idempotency_key = c.idempotency_key "
+            "AND t.status = 'completed' AND t.execution_id != c.execution_id)",
+            (),
+        )
+
     def pending_dependents(self, execution_id: str) -> list[ExecutionContract]:
         return self._many("c.depends_on = ? AND c.status = 'pending'", (execution_id,))
 

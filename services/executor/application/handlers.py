@@ -32,6 +32,7 @@ from overseer.executor.domain.rules import (
     decide_human_decision,
     decide_recovery,
     decide_session_cancel,
+    decide_stale_twin_card,
     decide_tool_outcome,
     decide_verdict,
 )
@@ -146,6 +147,20 @@ class ExecutionHandlers:
             )
             self._commit(uow, repo, contract, outcome)
         return len(found)
+
+    def close_stale_twin_cards(self, uow: UnitOfWork) -> int:
+        """At start: end approval cards an earlier version left open for a twin that already completed."""
+        repo = ContractRepository(uow.conn)
+        stale = repo.waiting_with_completed_twin()
+        for contract in stale:
+            outcome = decide_stale_twin_card(contract, repo.twin_of(contract), now=self.clock())
+            log.warning(
+                "closing the approval card of %s: %s",
+                contract.execution_id,
+                outcome.note or "a twin completed",
+            )
+            self._commit(uow, repo, contract, outcome)
+        return len(stale)
 
     # -- shared steps --------------------------------------------------------------------
     def _apply_verdict(

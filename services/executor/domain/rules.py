@@ -152,6 +152,29 @@ def decide_human_decision(
     return moves.outcome(run_tool=answer.run_tool)
 
 
+def decide_stale_twin_card(contract: ExecutionContract, twin: Twin | None, *, now: float) -> Outcome:
+    """At start: an approval card whose irreversible call can never run ends REJECTED.
+
+    Only a store written before the claim on idempotency keys holds one: two
+    twins both got a card, one completed, and the other's approval was refused
+    while its card stayed pending (a second answer to it is refused upstream).
+    Its approval would now end it anyway (``decide_human_decision``), so it is
+    ended at once and leaves every pending list.
+    """
+    form = contract.open_request
+    if contract.status != ExecutionStatus.WAITING or form is None or form.kind != "approval":
+        return Outcome(contract, note="not an open approval")
+    if twin is None or twin.status != ExecutionStatus.COMPLETED:
+        return Outcome(contract, note="no completed twin")
+    reason = twin_refusal(contract, twin, resuming=True)
+    if reason is None:
+        return Outcome(contract, note="not guarded")
+    text = f"{reason}; its approval card was closed"
+    return _fire(
+        Moves(contract, now), REFUSE_APPROVED_TWIN.triggers, REFUSE_APPROVED_TWIN.actor, text
+    ).outcome()
+
+
 def _answer_text(decision: HumanDecisionRecorded) -> str:
     by = str(decision.decided_by)
     comment = f": {decision.comment}" if decision.comment else ""

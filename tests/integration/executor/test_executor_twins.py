@@ -237,6 +237,24 @@ async def test_approving_a_card_whose_twin_already_completed_ends_the_card_with_
     assert len(sink.messages()) == 1
 
 
+async def test_a_card_left_pending_by_an_earlier_version_after_its_twin_completed_is_closed_at_start(
+    stack: Stack, sink: SmtpSink, run_executor: RunExecutor
+) -> None:
+    async with run_executor() as rt:
+        await held_and_waiting(stack, rt, "e-first", INVITE)
+        await rt.execute(lambda uow: open_twin_card_as_before(uow, "e-twin", SESSION, dict(INVITE), AGENT))
+        await stack.publish_as("firewall", decided("e-first"))
+        await reaches(rt, "e-first", "completed")
+        assert [c["execution_id"] for c in await stack.rpc("executor", "approvals.pending")] == ["e-twin"]
+    # The earlier version refused the twin's approval and left its card pending; a second answer to it
+    # is refused upstream. The next start closes it.
+    async with run_executor() as rt:
+        await reaches(rt, "e-twin", "rejected")
+        assert error(rt, "e-twin").endswith("its approval card was closed")
+        assert await stack.rpc("executor", "approvals.pending") == []
+    assert len(sink.messages()) == 1
+
+
 # -- after a crash ---------------------------------------------------------------------------------
 def kill_hard(proc: subprocess.Popen[bytes]) -> None:
     proc.send_signal(signal.SIGKILL)

@@ -17,6 +17,7 @@ from overseer.executor.domain.rules import (
     decide_human_decision,
     decide_recovery,
     decide_session_cancel,
+    decide_stale_twin_card,
     decide_tool_outcome,
     decide_verdict,
 )
@@ -166,6 +167,34 @@ def test_reconciling_an_interrupted_call_is_not_refused_for_a_twin() -> None:
 def test_a_misaligned_approval_is_still_refused_before_the_twin_is_considered() -> None:
     out = decide_human_decision(held(), human(hash_="0" * 64), twin=Twin("exec-000", S.RUNNING), now=3)
     assert out == "args_hash differs from the arguments the human was asked about"
+
+
+# -- cards an earlier version left open -----------------------------------------------------------------
+def test_at_start_a_card_whose_twin_completed_is_closed_rejected_with_the_reason() -> None:
+    out = decide_stale_twin_card(held(), Twin("exec-000", S.COMPLETED), now=3)
+    assert moves_of(out) == [
+        ("waiting", "running", "resume", "graph_runner"),
+        ("running", "rejected", "reject", "graph_runner"),
+    ]
+    assert out.run_tool is False
+    assert out.contract.error_message.startswith(
+        "duplicate: an identical irreversible action already completed as exec-000"
+    )
+    assert out.contract.error_message.endswith("its approval card was closed")
+
+
+@pytest.mark.parametrize(
+    "twin", [None, Twin("exec-000", S.RUNNING), Twin("exec-000", S.WAITING, "approval"), Twin("x", S.FAILED)]
+)
+def test_at_start_a_card_without_a_completed_twin_stays_open(twin: Twin | None) -> None:
+    out = decide_stale_twin_card(held(), twin, now=3)
+    assert out.events == ()
+
+
+def test_at_start_a_reconciliation_question_is_never_closed_for_a_twin() -> None:
+    running = decide_verdict(contract(), verdict("allow"), dependency=None, twin=None, now=2).contract
+    asked = decide_recovery(running, tool_idempotent=False, now=3).contract
+    assert decide_stale_twin_card(asked, Twin("exec-000", S.COMPLETED), now=4).events == ()
 
 
 # -- any interleaving of identical actions -------------------------------------------------------------
