@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nats.errors import Error as NatsError
+
 from overseer.events.bus import NatsCredential, connect, credentials_for
 from overseer.events.config import Settings, load_settings
 from overseer.events.home import private_umask, secure_home
@@ -34,6 +36,9 @@ from overseer.events.provisioning import Subscription, provision_when_ready
 from overseer.events.runtime import Service, rpc_request
 from overseer.events.subjects import SERVICES, Subjects
 from overseer.gateway.adapters.tokens import ensure_tokens_file
+
+# `overseer status` answers within this, whatever state the bus is in.
+STATUS_TIMEOUT = 5.0
 
 # Start order: the deciders before the producers, the gateway last.
 START_ORDER = ("observer", "col", "firewall", "executor", "reasoning", "gateway")
@@ -251,9 +256,11 @@ def _module_exists(name: str) -> bool:
 
 
 async def _health_all(
-    url: str, credential: NatsCredential, subjects: Subjects, timeout: float = 1.0
+    url: str, credential: NatsCredential, subjects: Subjects, timeout: float = 1.0, *, reconnect: bool = True
 ) -> dict[str, Any]:
-    nc = await connect(url, name="overseer-supervisor", credential=credential, connect_timeout=timeout)
+    nc = await connect(
+        url, name="overseer-supervisor", credential=credential, connect_timeout=timeout, reconnect=reconnect
+    )
     try:
 
         async def one(service: str) -> tuple[str, Any]:
@@ -267,6 +274,41 @@ async def _health_all(
         return dict(await asyncio.gather(*(one(s) for s in SERVICES)))
     finally:
         await nc.close()
+
+
+@dataclass
+class BusWatch:
+    """The embedded nats-server is supervised like the services: restarted with backoff when it dies
+    (on the same port and store, so every connection comes back by itself), then provisioned again."""
+
+    backoff: float = 0.5
+    next_start: float = 0.0
+    started_at: float = field(default_factory=time.monotonic)
+
+    async def tend(self, stack: Stack, url: str, now: float) -> None:
+        nats = stack.nats
+        assert nats is not None
+        if nats.process is not None and nats.process.poll() is None:
+            if now - self.started_at > 60:
+                self.backoff = 0.5
+            return
+        if self.next_start == 0.0:
+            code = nats.process.returncode if nats.process else None
+            self.next_start = now + self.backoff
+            print(f"nats-server exited ({code}); restarting in {self.backoff:.1f}s")
+            self.backoff = min(self.backoff * 2, 30.0)
+            return
+        if now < self.next_start:
+            return
+        self.next_start = 0.0
+        try:
+            nats.start()
+            await stack.provision(url)
+        except Exception as exc:
+            print(f"nats-server did not come back: {exc}")
+            return
+        self.started_at = time.monotonic()
+        print(f"nats-server is back at {nats.url}")
 
 
 async def _supervise(stack: Stack, url: str, stop: asyncio.Event, ready_timeout: float) -> int:
@@ -291,8 +333,11 @@ async def _supervise(stack: Stack, url: str, stop: asyncio.Event, ready_timeout:
         return 0
     print(f"All six services are ready. Gateway: {stack.gateway_url}  (tokens: {stack.home / 'tokens.json'})")
     print("Press Ctrl-C to stop.")
+    bus = BusWatch()
     while not stop.is_set():
         now = time.monotonic()
+        if stack.nats is not None:
+            await bus.tend(stack, url, now)
         for child in stack.children:
             if child.running:
                 if now - child.started_at > 60:
@@ -369,7 +414,24 @@ def collect_status(settings: Settings | None = None) -> dict[str, Any]:
         return {"running": False, "services": {s: {"status": "down"} for s in SERVICES}}
     keys = Keyring(settings.home / "nats" / "keys")
     reader = keys.credential(READER) if keys.seed_file(READER).is_file() else NatsCredential()
-    health = asyncio.run(_health_all(info["nats_url"], reader, Subjects(info.get("namespace", "overseer"))))
+    subjects = Subjects(info.get("namespace", "overseer"))
+    try:
+        health = asyncio.run(
+            asyncio.wait_for(
+                _health_all(info["nats_url"], reader, subjects, reconnect=False), timeout=STATUS_TIMEOUT
+            )
+        )
+    except (TimeoutError, OSError, NatsError) as exc:
+        reason = f"the event bus at {info['nats_url']} did not answer within {STATUS_TIMEOUT:.0f}s"
+        if not isinstance(exc, TimeoutError):
+            reason = f"the event bus at {info['nats_url']} is unreachable: {exc or type(exc).__name__}"
+        return {
+            "running": True,
+            "gateway_url": info.get("gateway_url"),
+            "nats_url": info["nats_url"],
+            "bus_error": reason,
+            "services": {s: {"status": "down", "error": reason} for s in SERVICES},
+        }
     return {
         "running": True,
         "gateway_url": info.get("gateway_url"),
@@ -390,6 +452,8 @@ def print_status() -> int:
             "[red]No stack is running[/red] (no stack.json under OVERSEER_HOME). Start one with `overseer up`."
         )
         return 1
+    if status.get("bus_error"):
+        console.print(f"[red]{status['bus_error']}[/red]; the supervisor restarts an embedded nats-server.")
     table = Table(title=f"Overseer stack — gateway {status['gateway_url']}, NATS {status['nats_url']}")
     for column in ("service", "state", "pid", "consumer lag", "relay backlog", "events"):
         table.add_column(column)

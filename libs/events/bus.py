@@ -69,6 +69,7 @@ async def connect(
     on_reconnect: Callable[[], Awaitable[None]] | None = None,
     on_disconnect: Callable[[], Awaitable[None]] | None = None,
     connect_timeout: float = 5.0,
+    reconnect: bool = True,
 ) -> Client:
     """Connect with endless reconnects; callbacks let consumers re-issue their pulls (nats.py #504)."""
 
@@ -89,9 +90,10 @@ async def connect(
         "servers": [u.strip() for u in url.split(",")],
         "name": name,
         "connect_timeout": connect_timeout,
-        "max_reconnect_attempts": -1,
+        # A service waits for the bus forever; a one-off caller (``overseer status``) fails at once.
+        "max_reconnect_attempts": -1 if reconnect else 0,
         "reconnect_time_wait": 0.25,
-        "allow_reconnect": True,
+        "allow_reconnect": reconnect,
         "error_cb": error_cb,
         "reconnected_cb": reconnected_cb,
         "disconnected_cb": disconnected_cb,

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp
 
 from overseer.gateway.entrypoints import problems, routes_actions, routes_views, routes_ws
+from overseer.gateway.entrypoints.bus_guard import BusGuard
 from overseer.gateway.entrypoints.docs import problem_media_types
 from overseer.gateway.entrypoints.fast_actions import FastActions
 from overseer.gateway.entrypoints.limits import MAX_JSON_DEPTH, RequestBodyGuard
@@ -83,6 +84,8 @@ def build_app(
 def build_asgi(
     gateway: Any, app: FastAPI, *, max_body_bytes: int = 1 << 20, max_json_depth: int = MAX_JSON_DEPTH
 ) -> ASGIApp:
-    """What uvicorn serves: ``POST /v1/actions`` and ``GET /v1/actions/{id}`` on a fast path, the rest
-    (and whatever the fast path is not sure of) by ``app``."""
-    return FastActions(app, gateway, max_body_bytes=max_body_bytes, max_json_depth=max_json_depth)
+    """What uvicorn serves: writes refused while the bus is down (:class:`BusGuard`), then
+    ``POST /v1/actions`` and ``GET /v1/actions/{id}`` on a fast path, the rest (and whatever the fast
+    path is not sure of) by ``app``."""
+    fast = FastActions(app, gateway, max_body_bytes=max_body_bytes, max_json_depth=max_json_depth)
+    return BusGuard(fast, lambda: bool(gateway.runtime.nc.is_connected))
