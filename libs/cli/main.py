@@ -12,6 +12,7 @@ import asyncio
 import functools
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import orjson
@@ -82,6 +83,56 @@ def status() -> None:
     from overseer.cli.supervisor import print_status
 
     raise typer.Exit(print_status())
+
+
+nats_app = typer.Typer(
+    help="The NATS side of a deployment that does not run `overseer up` (containers, a cluster).",
+    no_args_is_help=True,
+)
+app.add_typer(nats_app, name="nats")
+
+
+@nats_app.command("config")
+def nats_config(
+    directory: Annotated[Path, typer.Option("--dir", help="where the keys and the configuration go")],
+    host: Annotated[str, typer.Option(help="the address nats-server listens on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="the port nats-server listens on")] = 4222,
+    store: Annotated[Path, typer.Option(help="nats-server's JetStream store directory")] = Path(
+        "/data/jetstream"
+    ),
+) -> None:
+    """Write one nkey per credential (DIR/keys/<user>.nk, once) and nats-server.conf with their
+    permissions: hand each service only its own seed file."""
+    from overseer.events.launcher import write_server_config
+
+    config = write_server_config(directory, host=host, port=port, store_dir=store)
+    typer.echo(f"{config} (seeds in {directory / 'keys'})")
+
+
+@nats_app.command("provision")
+def nats_provision(
+    nats_url: Annotated[
+        str | None, typer.Option("--nats-url", help="the NATS server (default: NATS_URL)")
+    ] = None,
+) -> None:
+    """Create the streams and every service's durable consumers, as the provisioner
+    (OVERSEER_NATS_USER=provisioner with OVERSEER_NATS_NKEY_SEED_FILE, or OVERSEER_HOME's keys)."""
+    from overseer.cli.supervisor import provision_stack
+    from overseer.events.bus import credentials_for
+    from overseer.events.config import load_settings
+    from overseer.events.permissions import PROVISIONER
+    from overseer.events.subjects import Subjects
+
+    settings = load_settings()
+    url = nats_url or settings.nats_url or "nats://127.0.0.1:4222"
+    subjects = Subjects(str(settings.get("nats.namespace") or "overseer"))
+    credential = credentials_for(settings, PROVISIONER)
+    try:
+        asyncio.run(provision_stack(url, credential, subjects, settings.section("nats")))
+    except Exception as exc:
+        typer.echo(f"cannot reach NATS at {url} or provision it: {exc or type(exc).__name__}", err=True)
+        raise typer.Exit(1) from exc
+    typer.echo(f"provisioned {subjects.events_stream} and every service's consumers at {url}")
 
 
 # ------------------------------------------------------------------ watching --

@@ -239,7 +239,7 @@ async def provision_stack(
     url: str, provisioner: NatsCredential, subjects: Subjects, nats_settings: Mapping[str, Any]
 ) -> None:
     """Streams and every service's durable consumers, as the provisioner, before any service starts."""
-    nc = await connect(url, name="overseer-provisioner", credential=provisioner)
+    nc = await connect(url, name="overseer-provisioner", credential=provisioner, reconnect=False)
     try:
         await provision_when_ready(nc, subjects, stack_subscriptions(), nats_settings)
     finally:

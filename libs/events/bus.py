@@ -91,7 +91,8 @@ async def connect(
         "name": name,
         "connect_timeout": connect_timeout,
         # A service waits for the bus forever; a one-off caller (``overseer status``) fails at once.
-        "max_reconnect_attempts": -1 if reconnect else 0,
+        # (nats.py tries a server forever at 0: one retry means "fail now")
+        "max_reconnect_attempts": -1 if reconnect else 1,
         "reconnect_time_wait": 0.25,
         "allow_reconnect": reconnect,
         "error_cb": error_cb,

@@ -158,6 +158,7 @@ def server_config(
     keyring: Keyring,
     monitor_port: int | None = None,
     cluster: str = "",
+    host: str = "127.0.0.1",
 ) -> str:
     """nats-server configuration: JetStream, one nkey user per credential with its permissions (see
     :mod:`overseer.events.permissions`), optionally a cluster block. Nothing else may connect."""
@@ -176,11 +177,21 @@ def server_config(
         )
     monitor = f"http_port: {monitor_port}\n" if monitor_port else ""
     return (
-        f"host: 127.0.0.1\nport: {port}\n{monitor}{cluster}"
+        f"host: {host}\nport: {port}\n{monitor}{cluster}"
         f"max_payload: 4MB\n"
         f'jetstream {{\n    store_dir: "{store_dir}"\n    max_memory_store: 256MB\n    max_file_store: 20GB\n}}\n'
         "authorization {\n  users = [\n" + ",\n".join(users) + "\n  ]\n}\n"
     )
+
+
+def write_server_config(directory: Path, *, host: str, port: int, store_dir: Path) -> Path:
+    """The keys (created once) and the server configuration under ``directory``, for a nats-server
+    that is not started from here (a container). Returns the configuration's path."""
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    keyring = Keyring.load_or_create(directory / "keys")
+    config = directory / "nats-server.conf"
+    write_private(config, server_config(port, store_dir, keyring, host=host))
+    return config
 
 
 class EmbeddedNats:

@@ -747,6 +747,7 @@ async def provision_service(service: Service, settings: Settings | None = None) 
         settings.nats_url or "nats://127.0.0.1:4222",
         name=f"overseer-provision-{service.name}",
         credential=credentials_for(settings, "provisioner"),
+        reconnect=False,
     )
     try:
         await provision_when_ready(

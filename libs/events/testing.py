@@ -174,26 +174,31 @@ class Stack:
             return int(ack.seq)
 
     def spawn(self, service: str, *args: str, log_name: str | None = None) -> subprocess.Popen[bytes]:
-        """``python -m overseer.<service>`` as a child process of this stack, provisioned first
-        (``python -m overseer.<service> provision`` as the provisioner, as a deployment would)."""
-        logs = self.home / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        out = (logs / f"{log_name or service}.log").open("ab")
+        """``python -m overseer.<service>`` as a child process of this stack, provisioned first."""
         if args in ((), ("run",)):
-            subprocess.run(
-                [sys.executable, "-m", f"overseer.{service}", "provision"],
-                env=self.env(service, user=PROVISIONER),
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                check=True,
-                timeout=60,
-            )
+            self.provision_by_process(service)
         return subprocess.Popen(
             [sys.executable, "-m", f"overseer.{service}", *args],
             env=self.env(service),
-            stdout=out,
+            stdout=self._log(log_name or service),
             stderr=subprocess.STDOUT,
         )
+
+    def provision_by_process(self, service: str) -> None:
+        """``python -m overseer.<service> provision`` as the provisioner, as a deployment would."""
+        subprocess.run(
+            [sys.executable, "-m", f"overseer.{service}", "provision"],
+            env=self.env(service, user=PROVISIONER),
+            stdout=self._log(f"{service}-provision"),
+            stderr=subprocess.STDOUT,
+            check=True,
+            timeout=60,
+        )
+
+    def _log(self, name: str) -> Any:
+        logs = self.home / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        return (logs / f"{name}.log").open("ab")
 
     async def rpc(
         self,

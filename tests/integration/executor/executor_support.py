@@ -159,7 +159,8 @@ def session_cancelled(session_id: str = "session-abc") -> EventEnvelope:
 def spawn_executor(
     stack: Stack, sink_port: int, extra_env: dict[str, str] | None = None
 ) -> subprocess.Popen[bytes]:
-    """``python -m overseer.executor`` as its own process (for kill -9 tests)."""
+    """``python -m overseer.executor`` as its own process (for kill -9 tests), provisioned first."""
+    stack.provision_by_process("executor")
     env = stack.env("executor")
     env |= {
         "OVERSEER_TOOLS__EMAIL__PORT": str(sink_port),

@@ -271,10 +271,6 @@ async def test_an_identical_send_is_refused_while_the_first_awaits_reconciliatio
     async def is_(execution_id: str, expected: str) -> bool:
         return (await contract_status(execution_id))[0] == expected
 
-    # The executor's durable, as a deployment provisions it before starting the process.
-    await stack.nats.provision(
-        stack.subjects, {"executor": ExecutorService().subscriptions()}, stack.settings().section("nats")
-    )
     async with gated_smtp(stack) as (smtp, drop):
         proc = spawn_executor(stack, smtp.port)
         try:
