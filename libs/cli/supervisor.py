@@ -317,8 +317,14 @@ async def _supervise(stack: Stack, url: str, stop: asyncio.Event, ready_timeout:
         child.start()
     deadline = time.monotonic() + ready_timeout
     health: dict[str, Any] = {}
+    bus = BusWatch()
     while time.monotonic() < deadline and not stop.is_set():
-        health = await _health_all(url, reader, stack.subjects, timeout=0.5)
+        if stack.nats is not None:
+            await bus.tend(stack, url, time.monotonic())
+        try:
+            health = await _health_all(url, reader, stack.subjects, timeout=0.5, reconnect=False)
+        except Exception as exc:  # the bus is not there (yet, or any more): ask again
+            health = {s: {"status": "down", "error": str(exc)} for s in SERVICES}
         if all(h.get("ready") for h in health.values()):
             break
         await asyncio.sleep(0.2)
@@ -333,7 +339,6 @@ async def _supervise(stack: Stack, url: str, stop: asyncio.Event, ready_timeout:
         return 0
     print(f"All six services are ready. Gateway: {stack.gateway_url}  (tokens: {stack.home / 'tokens.json'})")
     print("Press Ctrl-C to stop.")
-    bus = BusWatch()
     while not stop.is_set():
         now = time.monotonic()
         if stack.nats is not None:
