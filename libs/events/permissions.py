@@ -26,12 +26,13 @@ request.** The paths that exist, and how each is closed:
 * **Reading events** needs no subscription to event subjects: a durable pull
   consumer delivers into the service's own inbox.
 
-The gateway additionally creates *ephemeral* ordered consumers for the live
-WebSocket stream (``$JS.API.CONSUMER.CREATE.<stream>`` without a name, so it
-cannot touch a service's durable consumer; the server refuses a deliver
-subject inside the stream). The firewall reads its published audit heads
-back with JetStream Direct Get. The ``reader`` (``overseer status`` and other
-operator tools) may only ask for health and read-only observations.
+No service may create a consumer, not even an ephemeral one: a create
+request that names an existing durable updates it, so that right would let a
+credential change another service's durable. The gateway reads the stream
+for its WebSocket clients, and the firewall reads its published audit heads
+back, with JetStream Direct Get, which changes nothing on the server. The
+``reader`` (``overseer status`` and other operator tools) may only ask for
+health and read-only observations.
 """
 
 from __future__ import annotations
@@ -81,12 +82,15 @@ def _consumer_reading(service: str) -> list[str]:
     return rules
 
 
+# Reading a stream by sequence (JetStream Direct Get): no consumer, nothing changed on the server.
+_DIRECT_GET = ("$JS.API.DIRECT.GET.*", "$JS.API.DIRECT.GET.*.>")
+
 # What a service may do beyond the rules every service has.
 _EXTRA_PUBLISH: dict[str, tuple[str, ...]] = {
-    # Ephemeral ordered consumers for WebSocket clients, and their flow-control replies.
-    "gateway": ("$JS.API.CONSUMER.CREATE.*", "$JS.FC.>"),
+    # The WebSocket clients' live stream, read from each client's cursor.
+    "gateway": _DIRECT_GET,
     # The published audit heads, read back to verify the local chain against them.
-    "firewall": ("$JS.API.DIRECT.GET.*", "$JS.API.DIRECT.GET.*.>"),
+    "firewall": _DIRECT_GET,
 }
 
 

@@ -75,10 +75,12 @@ class GatewayService(Service):
             health_timeout=float(cfg.get("health_timeout_seconds", 1.0)),
         )
         self.live = LiveStream(
+            runtime.nc,
             runtime.js,
             runtime.subjects,
             queue_size=int(cfg.get("ws_queue_size", 1024)),
             slow_seconds=float(cfg.get("ws_slow_client_seconds", 5.0)),
+            poll_seconds=float(cfg.get("ws_poll_seconds", 0.05)),
         )
         self.max_wait = float(cfg.get("max_wait_seconds", 60.0))
         max_body_bytes = int(cfg.get("max_body_bytes", 1 << 20))
@@ -117,6 +119,8 @@ class GatewayService(Service):
         if self._serving is not None:
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(asyncio.shield(self._serving), 5.0)
+        if hasattr(self, "live"):
+            await self.live.close()
 
 
 def _bind(host: str, port: int) -> socket.socket:

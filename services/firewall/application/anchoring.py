@@ -32,8 +32,8 @@ from typing import Any
 from overseer.events.catalogue import AuditHeadPublished, AuditRecorded
 from overseer.events.envelope import decode
 from overseer.events.runtime import Runtime, UnitOfWork
+from overseer.events.stream_reader import StreamReader
 from overseer.firewall.adapters.read_models import AuditQueries
-from overseer.firewall.adapters.stream_reader import StreamReader
 from overseer.firewall.domain.audit import AuditHead, VerifyResult, first_difference, verify_chain
 
 log = logging.getLogger("overseer.firewall.audit")

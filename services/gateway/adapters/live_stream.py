@@ -1,15 +1,23 @@
-"""The live event stream behind ``WS /v1/ws``: one ordered consumer on ``<NAMESPACE>_EVENTS`` per client.
+"""The live event stream behind ``WS /v1/ws``: every client reads ``<NAMESPACE>_EVENTS`` with Direct Get.
 
 Every service publishes into the one events stream, so a client sees one total
 order with one sequence number; reconnecting with ``since=<last seq seen>``
-resumes exactly after it (an ephemeral ordered consumer starting at SEQ+1).
+resumes exactly after it.
 
-Back-pressure: each client has a bounded queue. The consumer's callback waits
-for room in that queue (JetStream flow control then pauses delivery to this
-client alone); a client that leaves its queue full for longer than
-``slow_client_seconds`` is a slow consumer and is dropped with a close reason.
-Nothing a client does can block the gateway's other work: every client has its
-own consumer, its own NATS subscription task and its own sender.
+How a client's events are read: not through a consumer (the gateway's NATS
+credential may neither create nor change one, so it cannot touch any service's
+durable consumer either) but with JetStream Direct Get, in batches of up to
+``batch`` messages, from the client's cursor, asking for the narrowest subject
+its pattern allows. A client that has read everything waits for the stream to
+grow: one watcher per gateway asks for the stream's last sequence every
+``poll_seconds`` while any client waits, and wakes the clients it passed. A
+live event therefore reaches a client within about ``poll_seconds``.
+
+Back-pressure: each client has a bounded queue. Its reader waits for room in
+that queue (and asks the server for nothing meanwhile); a client that leaves
+its queue full for longer than ``slow_client_seconds`` is a slow consumer and is
+dropped with a close reason. Nothing a client does can block the gateway's
+other work: every client has its own reader task and its own sender.
 """
 
 from __future__ import annotations
@@ -18,16 +26,14 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
 
 import orjson
-from nats.aio.msg import Msg
+from nats.aio.client import Client
 from nats.js import JetStreamContext
-from nats.js.api import ConsumerConfig, DeliverPolicy
-from nats.js.errors import BadRequestError
 
 from overseer.events import catalogue  # noqa: F401 - registers every event type
 from overseer.events.envelope import registered_types
+from overseer.events.stream_reader import StreamReader
 from overseer.events.subjects import SERVICES, Subjects, type_of_subject
 from overseer.gateway.domain.patterns import SubjectFilter
 
@@ -53,21 +59,19 @@ class LiveFeed:
         self.slow_seconds = slow_seconds
         self.queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=queue_size)
         self.failure: Exception | None = None
-        self._sub: Any = None
+        self._reader: asyncio.Task[None] | None = None
 
-    def frame(self, msg: Msg) -> bytes | None:
-        subject = msg.subject
+    def frame(self, seq: int, subject: str, data: bytes) -> bytes | None:
         if not self.filter.matches(subject):
             return None
         event_type = type_of_subject(subject) or ""
         if self.session is not None:
             try:
-                correlation = orjson.loads(msg.data).get("correlation_id")
+                correlation = orjson.loads(data).get("correlation_id")
             except (orjson.JSONDecodeError, AttributeError):
                 return None
             if correlation != self.session:
                 return None
-        seq = msg.metadata.sequence.stream
         # The event is already JSON: splice it in rather than decode and re-encode it.
         return b"".join(
             (
@@ -78,17 +82,13 @@ class LiveFeed:
                 b',"type":',
                 orjson.dumps(event_type),
                 b',"event":',
-                msg.data,
+                data,
                 b"}",
             )
         )
 
-    async def on_message(self, msg: Msg) -> None:
-        if self.failure is not None:
-            return
-        frame = self.frame(msg)
-        if frame is None:
-            return
+    async def offer(self, frame: bytes) -> bool:
+        """Queue ``frame``, waiting for room at most ``slow_seconds``; False once the client is dropped."""
         try:
             self.queue.put_nowait(frame)
         except asyncio.QueueFull:
@@ -100,6 +100,8 @@ class LiveFeed:
                         f"slow consumer: fell {self.queue.qsize()} events behind for {self.slow_seconds}s"
                     )
                 )
+                return False
+        return True
 
     def fail(self, exc: Exception) -> None:
         self.failure = exc
@@ -118,54 +120,101 @@ class LiveFeed:
             yield frame
 
     async def close(self) -> None:
-        if self._sub is not None:
-            with contextlib.suppress(Exception):
-                await self._sub.unsubscribe()
-            self._sub = None
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(BaseException):
+                await self._reader
+            self._reader = None
 
 
 class LiveStream:
     def __init__(
-        self, js: JetStreamContext, subjects: Subjects, *, queue_size: int = 1024, slow_seconds: float = 5.0
+        self,
+        nc: Client,
+        js: JetStreamContext,
+        subjects: Subjects,
+        *,
+        queue_size: int = 1024,
+        slow_seconds: float = 5.0,
+        poll_seconds: float = 0.05,
+        batch: int = 256,
     ):
         self.js = js
         self.subjects = subjects
         self.queue_size = queue_size
         self.slow_seconds = slow_seconds
+        self.poll_seconds = poll_seconds
+        self.reader = StreamReader(nc, subjects.events_stream, batch=batch)
+        self._head = 0  # the stream's last sequence, as last seen
+        self._moved = asyncio.Condition()
+        self._waiting = 0  # clients waiting for the stream to grow
+        self._watcher: asyncio.Task[None] | None = None
 
     async def open(self, subject_filter: SubjectFilter, session: str | None, since: int | None) -> LiveFeed:
-        """Start delivering: every event after ``since`` first (when given), then live ones."""
+        """Start delivering: every event after ``since`` first (when given), then live ones.
+
+        Raises when the stream cannot be read (the route answers 503)."""
+        head = await self.last_sequence()
+        self._head = max(self._head, head)
         feed = LiveFeed(subject_filter, session, self.queue_size, self.slow_seconds)
-        if since is None:
-            config = ConsumerConfig(deliver_policy=DeliverPolicy.NEW)
-        else:
-            config = ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=since + 1)
-        # Let the server drop what the pattern cannot match: a client tailing one event type
+        # Let the server skip what the pattern cannot match: a client tailing one event type
         # should not cost the gateway every event of the stack. The feed still filters exactly.
         narrowed = subject_filter.server_filters(self.subjects.namespace, SERVICES, TYPE_HEADS)
-        catch_all = f"{self.subjects.namespace}.>"
-        try:
-            feed._sub = await self._subscribe(feed, config, narrowed)
-        except BadRequestError:
-            if narrowed == [catch_all]:
-                raise
-            # A server before 2.10 has no multi-subject filters: take everything, the feed still filters exactly.
-            config.filter_subjects = None
-            feed._sub = await self._subscribe(feed, config, [catch_all])
+        subject = narrowed[0] if len(narrowed) == 1 else f"{self.subjects.namespace}.>"
+        feed._reader = asyncio.get_running_loop().create_task(
+            self._deliver(feed, subject, head if since is None else since)
+        )
         return feed
 
-    async def _subscribe(self, feed: LiveFeed, config: ConsumerConfig, narrowed: list[str]) -> Any:
-        if len(narrowed) > 1:
-            config.filter_subjects = narrowed
-        return await self.js.subscribe(
-            narrowed[0] if len(narrowed) == 1 else f"{self.subjects.namespace}.>",
-            stream=self.subjects.events_stream,
-            ordered_consumer=True,
-            config=config,
-            cb=feed.on_message,
-            idle_heartbeat=5.0,
-        )
+    async def _deliver(self, feed: LiveFeed, subject: str, cursor: int) -> None:
+        """Read from ``cursor`` on, in order, into ``feed``; then wait for more, forever."""
+        try:
+            while feed.failure is None:
+                # Everything up to the head known now is read by the time the reader runs dry.
+                known = self._head
+                async for message in self.reader.messages(subject, after=cursor):
+                    cursor = message.seq
+                    frame = feed.frame(message.seq, message.subject, message.data)
+                    if frame is not None and not await feed.offer(frame):
+                        return
+                cursor = max(cursor, known)
+                await self._wait_beyond(cursor)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("a live feed stopped: %r", exc)
+            feed.fail(exc)
+
+    async def _wait_beyond(self, seq: int) -> None:
+        async with self._moved:
+            self._waiting += 1
+            try:
+                if self._watcher is None or self._watcher.done():
+                    self._watcher = asyncio.get_running_loop().create_task(self._watch())
+                await self._moved.wait_for(lambda: self._head > seq)
+            finally:
+                self._waiting -= 1
+
+    async def _watch(self) -> None:
+        """Follow the stream's last sequence while any client waits for it to grow."""
+        while self._waiting:
+            await asyncio.sleep(self.poll_seconds)
+            try:
+                head = await self.last_sequence()
+            except Exception as exc:  # the bus is away: the clients wait, the watcher asks again
+                log.debug("live stream: no stream info (%r)", exc)
+                continue
+            if head > self._head:
+                async with self._moved:
+                    self._head = head
+                    self._moved.notify_all()
 
     async def last_sequence(self) -> int:
         info = await self.js.stream_info(self.subjects.events_stream)
         return int(info.state.last_seq)
+
+    async def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(BaseException):
+                await self._watcher

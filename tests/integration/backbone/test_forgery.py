@@ -155,18 +155,29 @@ async def test_no_service_credential_can_create_update_or_read_another_services_
     assert info.config.filter_subject == own_stack.subjects.events_of("gateway", "execution.proposed")
 
 
-async def test_the_gateways_live_consumers_cannot_deliver_into_the_events_stream(own_stack: Stack) -> None:
+async def test_no_credential_can_create_even_an_ephemeral_consumer(own_stack: Stack) -> None:
+    """An unnamed create request naming a durable in its body would update that durable: none may ask."""
     stream = own_stack.subjects.events_stream
-    async with own_stack.client("gateway") as nc:
-        push_into_stream = {
-            "stream_name": stream,
-            "config": {"deliver_subject": _decision_recorded(own_stack), "ack_policy": "none"},
-        }
-        reply = await nc.request(
-            f"$JS.API.CONSUMER.CREATE.{stream}", json.dumps(push_into_stream).encode(), timeout=2
-        )
-        assert "error" in json.loads(reply.data)
+    push_into_stream = {
+        "stream_name": stream,
+        "config": {"deliver_subject": _decision_recorded(own_stack), "ack_policy": "none"},
+    }
+    ephemeral = {"stream_name": stream, "config": {"ack_policy": "none"}}
+    for user in CREDENTIALS:
+        async with own_stack.client(user) as nc:
+            for body in (push_into_stream, ephemeral):
+                request = nc.request(
+                    f"$JS.API.CONSUMER.CREATE.{stream}", json.dumps(body).encode(), timeout=0.5
+                )
+                assert await _refused(request), user
+    async with own_stack.client("provisioner") as nc:
+        assert [c.name async for c in _consumers(nc, stream)] == []
     assert await _firewall_events(own_stack) == 0
+
+
+async def _consumers(nc: Client, stream: str) -> Any:
+    for info in await nc.jetstream().consumers_info(stream):
+        yield info
 
 
 async def test_only_the_firewall_may_publish_a_human_decision(own_stack: Stack) -> None:

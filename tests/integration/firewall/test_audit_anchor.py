@@ -19,9 +19,9 @@ from fw_harness import one as one_emitted
 from fw_harness import propose, respond, verdict
 
 from overseer.events.runtime import Runtime, rebuild
+from overseer.events.stream_reader import StreamReader
 from overseer.events.testing import Stack, eventually
 from overseer.firewall.adapters.read_models import AuditQueries
-from overseer.firewall.adapters.stream_reader import StreamReader
 from overseer.firewall.bootstrap import FirewallService
 from overseer.firewall.domain.audit import chain_hash, record_text, verify_chain
 
