@@ -465,11 +465,18 @@ def print_status() -> int:
     all_up = True
     for service in SERVICES:
         h = status["services"].get(service, {})
-        up = bool(h.get("ready"))
+        up = bool(h.get("ready")) and h.get("status", "ok") == "ok"
         all_up &= up
+        if up:
+            state = "[green]up[/green]"
+        elif h.get("ready"):  # running, but something it needs is failing (its store, say)
+            reason = (h.get("store") or {}).get("error") or h.get("status")
+            state = f"[yellow]degraded[/yellow]: {reason}"
+        else:
+            state = "[red]down[/red]"
         table.add_row(
             service,
-            "[green]up[/green]" if up else "[red]down[/red]",
+            state,
             str(h.get("pid", "-")),
             str(h.get("consumer_lag", "-")),
             str(h.get("relay_backlog", "-")),
