@@ -74,13 +74,11 @@ class LocalStack:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> None:
+    async def start(self) -> None:
         self.nats.start()
         settings = load_settings(env={"OVERSEER_HOME": str(self.home)})
-        asyncio.run(
-            provision_stack(
-                self.nats.url, self.nats.credential(PROVISIONER), Subjects(), settings.section("nats")
-            )
+        await provision_stack(
+            self.nats.url, self.nats.credential(PROVISIONER), Subjects(), settings.section("nats")
         )
         self.tokens = ensure_tokens_file(self.home)
         logs = self.home / "logs"
@@ -309,7 +307,7 @@ async def run_overseer(
     stack = LocalStack(home, profile)
     results: list[dict[str, Any]] = []
     try:
-        stack.start()
+        await stack.start()
         await stack.wait_healthy()
         note(f"stack up under {home}")
         if "pipeline_approval" in scenarios:
