@@ -80,6 +80,9 @@ class LocalStack:
         await provision_stack(
             self.nats.url, self.nats.credential(PROVISIONER), Subjects(), settings.section("nats")
         )
+        self.spawn_services()
+
+    def spawn_services(self) -> None:
         self.tokens = ensure_tokens_file(self.home)
         logs = self.home / "logs"
         logs.mkdir(parents=True, exist_ok=True)
