@@ -60,16 +60,48 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
 
 
 @dataclass
+class Restarts:
+    """When to start a process again that exited: after a backoff (0.5 s doubling to 30 s), which a
+    minute of health resets. Serves the services and the embedded nats-server alike."""
+
+    name: str
+    backoff: float = 0.5
+    next_start: float = 0.0
+    started_at: float = field(default_factory=time.monotonic)
+    count: int = 0
+
+    def due(self, running: bool, exit_code: int | None, now: float) -> bool:
+        """Whether to start it again now; says once that it exited, and when it will be restarted."""
+        if running:
+            if now - self.started_at > 60:
+                self.backoff = 0.5  # healthy for a minute: forget past crashes
+            return False
+        if self.next_start == 0.0:
+            self.next_start = now + self.backoff
+            print(f"{self.name} exited ({exit_code}); restarting in {self.backoff:.1f}s")
+            self.backoff = min(self.backoff * 2, 30.0)
+            return False
+        if now < self.next_start:
+            return False
+        self.next_start = 0.0
+        self.count += 1
+        return True
+
+    def started(self) -> None:
+        self.started_at = time.monotonic()
+
+
+@dataclass
 class Child:
     name: str
     argv: list[str]
     env: dict[str, str]
     log_path: Path
     process: subprocess.Popen[bytes] | None = None
-    restarts: int = 0
-    started_at: float = 0.0
-    backoff: float = 0.5
-    next_start: float = 0.0
+    restarts: Restarts = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.restarts = Restarts(self.name)
 
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -78,7 +110,12 @@ class Child:
             self.argv, env=self.env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
         )
         log.close()
-        self.started_at = time.monotonic()
+        self.restarts.started()
+
+    def tend(self, now: float) -> None:
+        code = self.process.returncode if self.process else None
+        if self.restarts.due(self.running, code, now):
+            self.start()
 
     @property
     def running(self) -> bool:
@@ -281,33 +318,21 @@ class BusWatch:
     """The embedded nats-server is supervised like the services: restarted with backoff when it dies
     (on the same port and store, so every connection comes back by itself), then provisioned again."""
 
-    backoff: float = 0.5
-    next_start: float = 0.0
-    started_at: float = field(default_factory=time.monotonic)
+    restarts: Restarts = field(default_factory=lambda: Restarts("nats-server"))
 
     async def tend(self, stack: Stack, url: str, now: float) -> None:
         nats = stack.nats
         assert nats is not None
-        if nats.process is not None and nats.process.poll() is None:
-            if now - self.started_at > 60:
-                self.backoff = 0.5
+        running = nats.process is not None and nats.process.poll() is None
+        if not self.restarts.due(running, nats.process.returncode if nats.process else None, now):
             return
-        if self.next_start == 0.0:
-            code = nats.process.returncode if nats.process else None
-            self.next_start = now + self.backoff
-            print(f"nats-server exited ({code}); restarting in {self.backoff:.1f}s")
-            self.backoff = min(self.backoff * 2, 30.0)
-            return
-        if now < self.next_start:
-            return
-        self.next_start = 0.0
         try:
             nats.start()
             await stack.provision(url)
         except Exception as exc:
             print(f"nats-server did not come back: {exc}")
             return
-        self.started_at = time.monotonic()
+        self.restarts.started()
         print(f"nats-server is back at {nats.url}")
 
 
@@ -344,19 +369,7 @@ async def _supervise(stack: Stack, url: str, stop: asyncio.Event, ready_timeout:
         if stack.nats is not None:
             await bus.tend(stack, url, now)
         for child in stack.children:
-            if child.running:
-                if now - child.started_at > 60:
-                    child.backoff = 0.5  # healthy for a minute: forget past crashes
-                continue
-            if child.next_start == 0.0:
-                code = child.process.returncode if child.process else None
-                child.next_start = now + child.backoff
-                print(f"{child.name} exited ({code}); restarting in {child.backoff:.1f}s")
-                child.backoff = min(child.backoff * 2, 30.0)
-            elif now >= child.next_start:
-                child.next_start = 0.0
-                child.restarts += 1
-                child.start()
+            child.tend(now)
         try:
             await asyncio.wait_for(stop.wait(), timeout=0.25)
         except TimeoutError:

@@ -94,6 +94,13 @@ _EXTRA_PUBLISH: dict[str, tuple[str, ...]] = {
 }
 
 
+_EXTRA_SUBSCRIBE: dict[str, tuple[str, ...]] = {
+    # The events stream's announcements of what it stored (headers only, sent by the server, so
+    # with no reply subject to answer): the live stream's wake-up.
+    "gateway": ("live.>",),
+}
+
+
 def service_permissions(service: str) -> Permissions:
     """Its own events and dead letters, its RPC calls, its own durables; replies only to its requests."""
     if service not in SERVICES:
@@ -106,7 +113,7 @@ def service_permissions(service: str) -> Permissions:
         "$JS.API.STREAM.INFO.*",
         *_EXTRA_PUBLISH.get(service, ()),
     ]
-    subscribe = [f"*.rpc.{service}.>", f"{inbox_prefix(service)}.>"]
+    subscribe = [f"*.rpc.{service}.>", f"{inbox_prefix(service)}.>", *_EXTRA_SUBSCRIBE.get(service, ())]
     return Permissions(tuple(publish), tuple(subscribe), allow_responses=True)
 
 

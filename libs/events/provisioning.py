@@ -26,6 +26,7 @@ from nats.js.api import (
     ConsumerConfig,
     DeliverPolicy,
     DiscardPolicy,
+    RePublish,
     RetentionPolicy,
     StorageType,
     StreamConfig,
@@ -134,7 +135,12 @@ def consumer_config(
 async def provision_streams(
     js: JetStreamContext, subjects: Subjects, *, duplicate_window: float = 600.0, replicas: int = 1
 ) -> None:
-    """Create or update every stream (idempotent). Streams deny delete and purge."""
+    """Create or update every stream (idempotent). Streams deny delete and purge.
+
+    The events stream announces every event it stores on ``live.<namespace>.<subject>``, headers
+    only (its subject and sequence, no body): whoever follows the stream live (the gateway's
+    WebSocket clients) learns at once that there is more to read, without a consumer.
+    """
     for spec in subjects.stream_specs():
         config = StreamConfig(
             name=spec.name,
@@ -148,6 +154,8 @@ async def provision_streams(
             allow_direct=True,
             num_replicas=replicas,
         )
+        if spec.name == subjects.events_stream:
+            config.republish = RePublish(src=">", dest="live.>", headers_only=True)
         try:
             await js.add_stream(config)
         except BadRequestError as exc:

@@ -118,6 +118,11 @@ class Subjects:
         return f"{self.namespace}.dlq.{service}"
 
     @property
+    def live(self) -> str:
+        """Where the events stream announces each event it stored (headers only: subject, sequence)."""
+        return f"live.{self.namespace}.>"
+
+    @property
     def dlq_stream(self) -> str:
         return f"{self.namespace.upper()}_DLQ"
 

@@ -80,7 +80,7 @@ class GatewayService(Service):
             runtime.subjects,
             queue_size=int(cfg.get("ws_queue_size", 1024)),
             slow_seconds=float(cfg.get("ws_slow_client_seconds", 5.0)),
-            poll_seconds=float(cfg.get("ws_poll_seconds", 0.05)),
+            poll_seconds=float(cfg.get("ws_poll_seconds", 1.0)),
         )
         self.max_wait = float(cfg.get("max_wait_seconds", 60.0))
         max_body_bytes = int(cfg.get("max_body_bytes", 1 << 20))

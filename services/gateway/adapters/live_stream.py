@@ -9,9 +9,13 @@ credential may neither create nor change one, so it cannot touch any service's
 durable consumer either) but with JetStream Direct Get, in batches of up to
 ``batch`` messages, from the client's cursor, asking for the narrowest subject
 its pattern allows. A client that has read everything waits for the stream to
-grow: one watcher per gateway asks for the stream's last sequence every
-``poll_seconds`` while any client waits, and wakes the clients it passed. A
-live event therefore reaches a client within about ``poll_seconds``.
+grow. The events stream announces every event it stores on
+``live.<namespace>.…`` (headers only: subject and sequence), and while any
+client is connected the gateway listens to those announcements and wakes the
+clients they pass. An announcement is at most once, like any core NATS
+message; so while clients wait, the gateway also asks for the stream's last
+sequence every ``poll_seconds``, and a lost announcement delays nobody longer
+than that.
 
 Back-pressure: each client has a bounded queue. Its reader waits for room in
 that queue (and asks the server for nothing meanwhile); a client that leaves
@@ -25,10 +29,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import orjson
 from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 
 from overseer.events import catalogue  # noqa: F401 - registers every event type
@@ -60,6 +66,7 @@ class LiveFeed:
         self.queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=queue_size)
         self.failure: Exception | None = None
         self._reader: asyncio.Task[None] | None = None
+        self._on_close: Callable[[], Awaitable[None]] | None = None
 
     def frame(self, seq: int, subject: str, data: bytes) -> bytes | None:
         if not self.filter.matches(subject):
@@ -125,6 +132,9 @@ class LiveFeed:
             with contextlib.suppress(BaseException):
                 await self._reader
             self._reader = None
+        if self._on_close is not None:
+            on_close, self._on_close = self._on_close, None
+            await on_close()
 
 
 class LiveStream:
@@ -136,9 +146,10 @@ class LiveStream:
         *,
         queue_size: int = 1024,
         slow_seconds: float = 5.0,
-        poll_seconds: float = 0.05,
+        poll_seconds: float = 1.0,
         batch: int = 256,
     ):
+        self.nc = nc
         self.js = js
         self.subjects = subjects
         self.queue_size = queue_size
@@ -147,6 +158,8 @@ class LiveStream:
         self.reader = StreamReader(nc, subjects.events_stream, batch=batch)
         self._head = 0  # the stream's last sequence, as last seen
         self._moved = asyncio.Condition()
+        self._feeds = 0  # clients connected: the announcements are listened to while there are any
+        self._announcements: Subscription | None = None
         self._waiting = 0  # clients waiting for the stream to grow
         self._watcher: asyncio.Task[None] | None = None
 
@@ -154,8 +167,13 @@ class LiveStream:
         """Start delivering: every event after ``since`` first (when given), then live ones.
 
         Raises when the stream cannot be read (the route answers 503)."""
-        head = await self.last_sequence()
-        self._head = max(self._head, head)
+        await self._listen()
+        try:
+            head = await self.last_sequence()
+        except Exception:
+            await self._forget()
+            raise
+        await self._advance(head)
         feed = LiveFeed(subject_filter, session, self.queue_size, self.slow_seconds)
         # Let the server skip what the pattern cannot match: a client tailing one event type
         # should not cost the gateway every event of the stack. The feed still filters exactly.
@@ -164,7 +182,31 @@ class LiveStream:
         feed._reader = asyncio.get_running_loop().create_task(
             self._deliver(feed, subject, head if since is None else since)
         )
+        feed._on_close = self._forget
         return feed
+
+    async def _listen(self) -> None:
+        self._feeds += 1
+        if self._announcements is None:
+            self._announcements = await self.nc.subscribe(self.subjects.live, cb=self._announced)
+
+    async def _forget(self) -> None:
+        self._feeds -= 1
+        if self._feeds == 0 and self._announcements is not None:
+            subscription, self._announcements = self._announcements, None
+            with contextlib.suppress(Exception):
+                await subscription.unsubscribe()
+
+    async def _announced(self, msg: Msg) -> None:
+        sequence = (msg.headers or {}).get("Nats-Sequence")
+        if sequence is not None and sequence.isdigit():
+            await self._advance(int(sequence))
+
+    async def _advance(self, head: int) -> None:
+        if head > self._head:
+            async with self._moved:
+                self._head = max(self._head, head)
+                self._moved.notify_all()
 
     async def _deliver(self, feed: LiveFeed, subject: str, cursor: int) -> None:
         """Read from ``cursor`` on, in order, into ``feed``; then wait for more, forever."""
@@ -196,7 +238,7 @@ class LiveStream:
                 self._waiting -= 1
 
     async def _watch(self) -> None:
-        """Follow the stream's last sequence while any client waits for it to grow."""
+        """While any client waits, ask for the stream's last sequence now and then (a lost announcement)."""
         while self._waiting:
             await asyncio.sleep(self.poll_seconds)
             try:
@@ -204,10 +246,7 @@ class LiveStream:
             except Exception as exc:  # the bus is away: the clients wait, the watcher asks again
                 log.debug("live stream: no stream info (%r)", exc)
                 continue
-            if head > self._head:
-                async with self._moved:
-                    self._head = head
-                    self._moved.notify_all()
+            await self._advance(head)
 
     async def last_sequence(self) -> int:
         info = await self.js.stream_info(self.subjects.events_stream)
@@ -218,3 +257,7 @@ class LiveStream:
             self._watcher.cancel()
             with contextlib.suppress(BaseException):
                 await self._watcher
+        if self._announcements is not None:
+            with contextlib.suppress(Exception):
+                await self._announcements.unsubscribe()
+            self._announcements = None

@@ -21,6 +21,13 @@ def gateway_services() -> tuple[str, ...]:
     return ("reasoning",)
 
 
+@pytest.fixture(scope="module")
+def gateway_settings() -> dict[str, Any]:
+    # The stream's end is asked for only every ten minutes here: every live event in this module
+    # reaches its client because the stream announced it.
+    return {"ws_poll_seconds": 600}
+
+
 def ws_url(gateway: LiveGateway, **params: Any) -> str:
     query = {k: v for k, v in params.items() if v is not None}
     return gateway.ws_url + ("?" + urlencode(query) if query else "")
@@ -57,6 +64,17 @@ async def test_a_client_sees_only_its_session_and_subjects(gateway: LiveGateway)
         assert message["subject"].endswith(".gateway.conversation.message_received")
         assert message["event"]["correlation_id"] == "ws-mine"
     assert messages[0]["seq"] < messages[1]["seq"]
+
+
+async def test_a_live_event_wakes_a_waiting_client_through_the_streams_announcement(
+    gateway: LiveGateway,
+) -> None:
+    url = ws_url(gateway, subjects="conversation.message_received", session="ws-live")
+    async with connect(url, additional_headers=auth(gateway)) as ws:
+        await asyncio.sleep(0.3)  # the client has read everything and waits
+        await say(gateway, "ws-live", ["now"])
+        messages = await receive(ws, 1)
+    assert [m["event"]["data"]["text"] for m in messages] == ["now"]
 
 
 async def test_several_patterns_at_once_are_all_delivered(gateway: LiveGateway) -> None:
