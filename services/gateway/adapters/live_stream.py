@@ -10,9 +10,9 @@ durable consumer either) but with JetStream Direct Get, in batches of up to
 ``batch`` messages, from the client's cursor, asking for the narrowest subject
 its pattern allows. A client that has read everything waits for the stream to
 grow. The events stream announces every event it stores on
-``live.<namespace>.…`` (headers only: subject and sequence), and while any
-client is connected the gateway listens to those announcements and wakes the
-clients they pass. An announcement is at most once, like any core NATS
+``live.<subject>`` (headers only: subject and sequence); the gateway listens
+to the announcements of the subjects its clients read (one subscription per
+subject, while a client reads it) and wakes those clients. An announcement is at most once, like any core NATS
 message; so while clients wait, the gateway also asks for the stream's last
 sequence every ``poll_seconds``, and a lost announcement delays nobody longer
 than that.
@@ -67,6 +67,19 @@ class LiveFeed:
         self.failure: Exception | None = None
         self._reader: asyncio.Task[None] | None = None
         self._on_close: Callable[[], Awaitable[None]] | None = None
+        self._seen = 0  # how far the stream is known to have grown (on this feed's subject)
+        self._grown = asyncio.Event()
+
+    def grown(self, sequence: int) -> None:
+        """The stream holds ``sequence`` (an announcement, or its end as asked for): wake the reader."""
+        if sequence > self._seen:
+            self._seen = sequence
+            self._grown.set()
+
+    async def wait_beyond(self, sequence: int) -> None:
+        while self._seen <= sequence:
+            self._grown.clear()
+            await self._grown.wait()
 
     def frame(self, seq: int, subject: str, data: bytes) -> bytes | None:
         if not self.filter.matches(subject):
@@ -156,89 +169,87 @@ class LiveStream:
         self.slow_seconds = slow_seconds
         self.poll_seconds = poll_seconds
         self.reader = StreamReader(nc, subjects.events_stream, batch=batch)
-        self._head = 0  # the stream's last sequence, as last seen
-        self._moved = asyncio.Condition()
-        self._feeds = 0  # clients connected: the announcements are listened to while there are any
-        self._announcements: Subscription | None = None
-        self._waiting = 0  # clients waiting for the stream to grow
+        # Per subject a feed reads: one subscription to its announcements, and the feeds it wakes.
+        self._listening: dict[str, tuple[Subscription, set[LiveFeed]]] = {}
+        self._waiting: set[LiveFeed] = set()  # feeds that have read everything, for the fallback poll
         self._watcher: asyncio.Task[None] | None = None
 
     async def open(self, subject_filter: SubjectFilter, session: str | None, since: int | None) -> LiveFeed:
         """Start delivering: every event after ``since`` first (when given), then live ones.
 
         Raises when the stream cannot be read (the route answers 503)."""
-        await self._listen()
-        try:
-            head = await self.last_sequence()
-        except Exception:
-            await self._forget()
-            raise
-        await self._advance(head)
         feed = LiveFeed(subject_filter, session, self.queue_size, self.slow_seconds)
         # Let the server skip what the pattern cannot match: a client tailing one event type
         # should not cost the gateway every event of the stack. The feed still filters exactly.
         narrowed = subject_filter.server_filters(self.subjects.namespace, SERVICES, TYPE_HEADS)
         subject = narrowed[0] if len(narrowed) == 1 else f"{self.subjects.namespace}.>"
+        # Listen before asking for the end: nothing stored after that answer goes unannounced.
+        await self._listen(feed, subject)
+        try:
+            head = await self.last_sequence()
+        except Exception:
+            await self._forget(feed, subject)
+            raise
+        feed.grown(head)
+
+        async def forget() -> None:
+            await self._forget(feed, subject)
+
+        feed._on_close = forget
         feed._reader = asyncio.get_running_loop().create_task(
             self._deliver(feed, subject, head if since is None else since)
         )
-        feed._on_close = self._forget
         return feed
 
-    async def _listen(self) -> None:
-        self._feeds += 1
-        if self._announcements is None:
-            self._announcements = await self.nc.subscribe(self.subjects.live, cb=self._announced)
+    async def _listen(self, feed: LiveFeed, subject: str) -> None:
+        if subject not in self._listening:
 
-    async def _forget(self) -> None:
-        self._feeds -= 1
-        if self._feeds == 0 and self._announcements is not None:
-            subscription, self._announcements = self._announcements, None
+            async def announced(msg: Msg) -> None:
+                sequence = (msg.headers or {}).get("Nats-Sequence")
+                if sequence is not None and sequence.isdigit():
+                    for listener in list(self._listening.get(subject, (None, set()))[1]):
+                        listener.grown(int(sequence))
+
+            subscription = await self.nc.subscribe(f"live.{subject}", cb=announced)
+            self._listening.setdefault(subject, (subscription, set()))
+        self._listening[subject][1].add(feed)
+
+    async def _forget(self, feed: LiveFeed, subject: str) -> None:
+        self._waiting.discard(feed)
+        subscription, feeds = self._listening.get(subject, (None, set()))
+        feeds.discard(feed)
+        if subscription is not None and not feeds:
+            del self._listening[subject]
             with contextlib.suppress(Exception):
                 await subscription.unsubscribe()
-
-    async def _announced(self, msg: Msg) -> None:
-        sequence = (msg.headers or {}).get("Nats-Sequence")
-        if sequence is not None and sequence.isdigit():
-            await self._advance(int(sequence))
-
-    async def _advance(self, head: int) -> None:
-        if head > self._head:
-            async with self._moved:
-                self._head = max(self._head, head)
-                self._moved.notify_all()
 
     async def _deliver(self, feed: LiveFeed, subject: str, cursor: int) -> None:
         """Read from ``cursor`` on, in order, into ``feed``; then wait for more, forever."""
         try:
             while feed.failure is None:
-                # Everything up to the head known now is read by the time the reader runs dry.
-                known = self._head
+                # Everything up to what is known now is read by the time the reader runs dry.
+                known = feed._seen
                 async for message in self.reader.messages(subject, after=cursor):
                     cursor = message.seq
                     frame = feed.frame(message.seq, message.subject, message.data)
                     if frame is not None and not await feed.offer(frame):
                         return
                 cursor = max(cursor, known)
-                await self._wait_beyond(cursor)
+                self._waiting.add(feed)
+                if self._watcher is None or self._watcher.done():
+                    self._watcher = asyncio.get_running_loop().create_task(self._watch())
+                try:
+                    await feed.wait_beyond(cursor)
+                finally:
+                    self._waiting.discard(feed)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             log.warning("a live feed stopped: %r", exc)
             feed.fail(exc)
 
-    async def _wait_beyond(self, seq: int) -> None:
-        async with self._moved:
-            self._waiting += 1
-            try:
-                if self._watcher is None or self._watcher.done():
-                    self._watcher = asyncio.get_running_loop().create_task(self._watch())
-                await self._moved.wait_for(lambda: self._head > seq)
-            finally:
-                self._waiting -= 1
-
     async def _watch(self) -> None:
-        """While any client waits, ask for the stream's last sequence now and then (a lost announcement)."""
+        """While any client waits, ask for the stream's end now and then (an announcement was lost)."""
         while self._waiting:
             await asyncio.sleep(self.poll_seconds)
             try:
@@ -246,7 +257,8 @@ class LiveStream:
             except Exception as exc:  # the bus is away: the clients wait, the watcher asks again
                 log.debug("live stream: no stream info (%r)", exc)
                 continue
-            await self._advance(head)
+            for feed in list(self._waiting):
+                feed.grown(head)
 
     async def last_sequence(self) -> int:
         info = await self.js.stream_info(self.subjects.events_stream)
@@ -257,7 +269,7 @@ class LiveStream:
             self._watcher.cancel()
             with contextlib.suppress(BaseException):
                 await self._watcher
-        if self._announcements is not None:
+        for subscription, _ in list(self._listening.values()):
             with contextlib.suppress(Exception):
-                await self._announcements.unsubscribe()
-            self._announcements = None
+                await subscription.unsubscribe()
+        self._listening.clear()
