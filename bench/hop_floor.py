@@ -57,6 +57,7 @@ sys.path.insert(0, str(ROOT))
 from bench.common import cpu_per_action, cpu_seconds, drive, emit, event_loop_runner, latency_summary  # noqa: E402
 from overseer.events.consumer import DurablePullConsumer, stream_position  # noqa: E402
 from overseer.events.launcher import free_port, spawn_server, stop_server, wait_listening  # noqa: E402
+from overseer.events.provisioning import ConsumerPlan, consumer_config  # noqa: E402
 from overseer.events.relay import PubAckPublisher  # noqa: E402
 
 STREAM = "FLOOR"
@@ -339,6 +340,14 @@ async def run_floor(hops: int, concurrency: int, quick: bool, use_sqlite: bool) 
                 num_replicas=1,
             )
         )
+        # The workers' durables, made the way the provisioner makes a service's (a worker only reads its own).
+        version = nc.connected_server_version
+        for hop in range(hops):
+            plan = ConsumerPlan(STREAM, f"hop{hop}", (subject(hop),))
+            config = consumer_config(
+                plan, batch=256, max_deliver=20, ack_wait=30.0, server=(version.major, version.minor)
+            )
+            await js.add_consumer(STREAM, config)
         floor.start_workers()
         await floor.wait_ready(js)
         load = LoadGenerator(nc, js, hops)
