@@ -118,8 +118,8 @@ def nats_provision(
     """Create the streams and every service's durable consumers, as the provisioner
     (OVERSEER_NATS_USER=provisioner with OVERSEER_NATS_NKEY_SEED_FILE, or OVERSEER_HOME's keys)."""
     from overseer.cli.supervisor import provision_stack
-    from overseer.events.bus import credentials_for
     from overseer.events.config import load_settings
+    from overseer.events.credentials import credentials_for
     from overseer.events.permissions import PROVISIONER
     from overseer.events.subjects import Subjects
 

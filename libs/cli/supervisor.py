@@ -27,12 +27,13 @@ from typing import Any
 
 from nats.errors import Error as NatsError
 
-from overseer.events.bus import NatsCredential, connect, credentials_for
+from overseer.events.bus import connect
 from overseer.events.config import Settings, load_settings
+from overseer.events.credentials import Keyring, NatsCredential, credentials_for, keys_dir
 from overseer.events.home import private_umask, secure_home
-from overseer.events.launcher import EmbeddedNats, Keyring, free_port, reachable
+from overseer.events.launcher import EmbeddedNats, free_port, reachable
 from overseer.events.permissions import PROVISIONER, READER
-from overseer.events.provisioning import Subscription, provision_when_ready
+from overseer.events.provisioning import Subscription, provision_at
 from overseer.events.runtime import Service, rpc_request
 from overseer.events.subjects import SERVICES, Subjects
 from overseer.gateway.adapters.tokens import ensure_tokens_file
@@ -188,14 +189,7 @@ class Stack:
         return credentials_for(self.settings, user)
 
     async def provision(self, url: str) -> None:
-        """Streams and every service's durable consumers, as the provisioner, before any service starts."""
-        nc = await connect(url, name="overseer-provisioner", credential=self.credential(PROVISIONER))
-        try:
-            await provision_when_ready(
-                nc, self.subjects, stack_subscriptions(), self.settings.section("nats")
-            )
-        finally:
-            await nc.close()
+        await provision_stack(url, self.credential(PROVISIONER), self.subjects, self.settings.section("nats"))
 
     def build_children(self, url: str) -> None:
         logs = self.home / "logs"
@@ -276,11 +270,7 @@ async def provision_stack(
     url: str, provisioner: NatsCredential, subjects: Subjects, nats_settings: Mapping[str, Any]
 ) -> None:
     """Streams and every service's durable consumers, as the provisioner, before any service starts."""
-    nc = await connect(url, name="overseer-provisioner", credential=provisioner, reconnect=False)
-    try:
-        await provision_when_ready(nc, subjects, stack_subscriptions(), nats_settings)
-    finally:
-        await nc.close()
+    await provision_at(url, provisioner, subjects, stack_subscriptions(), nats_settings)
 
 
 def _module_exists(name: str) -> bool:
@@ -430,8 +420,7 @@ def collect_status(settings: Settings | None = None) -> dict[str, Any]:
     info = read_stack_file(settings)
     if info is None:
         return {"running": False, "services": {s: {"status": "down"} for s in SERVICES}}
-    keys = Keyring(settings.home / "nats" / "keys")
-    reader = keys.credential(READER) if keys.seed_file(READER).is_file() else NatsCredential()
+    reader = Keyring(keys_dir(settings.home)).find(READER)
     subjects = Subjects(info.get("namespace", "overseer"))
     try:
         health = asyncio.run(

@@ -3,62 +3,18 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import nats
 from nats.aio.client import Client
 
-from overseer.events.config import Settings
+from overseer.events.credentials import NatsCredential
 from overseer.events.permissions import inbox_prefix
 
+__all__ = ["NatsCredential", "connect"]
+
 log = logging.getLogger("overseer.bus")
-
-
-@dataclass(frozen=True)
-class NatsCredential:
-    """How one NATS user proves who it is: an nkey seed file (the embedded server) or a password.
-
-    ``user`` also names the connection's inbox prefix (``_INBOX.<user>``): the permissions let a
-    user receive only under its own prefix. No user (an external server without authorization)
-    means an anonymous connection with the default prefix.
-    """
-
-    user: str | None = None
-    password: str | None = None
-    seed_file: Path | None = None
-
-    def env(self) -> dict[str, str]:
-        """The environment that hands this credential to a child process (a path, never the seed)."""
-        env: dict[str, str] = {}
-        if self.user:
-            env["OVERSEER_NATS_USER"] = self.user
-        if self.seed_file is not None:
-            env["OVERSEER_NATS_NKEY_SEED_FILE"] = str(self.seed_file)
-        if self.password:
-            env["OVERSEER_NATS_PASSWORD"] = self.password
-        return env
-
-
-def credentials_for(settings: Settings, user: str) -> NatsCredential:
-    """``user``'s credential: from the environment (``OVERSEER_NATS_USER`` with ``_NKEY_SEED_FILE``
-    or ``_PASSWORD``), else the embedded server's keyring under ``OVERSEER_HOME``.
-
-    A server without authorization ignores the user name, so passing one is always safe.
-    """
-    seed = os.environ.get("OVERSEER_NATS_NKEY_SEED_FILE")
-    password = os.environ.get("OVERSEER_NATS_PASSWORD")
-    if seed or password:
-        return NatsCredential(
-            os.environ.get("OVERSEER_NATS_USER") or user, password, Path(seed) if seed else None
-        )
-    seed_file = settings.home / "nats" / "keys" / f"{user}.nk"
-    if seed_file.is_file():
-        return NatsCredential(user, seed_file=seed_file)
-    return NatsCredential()
 
 
 async def connect(

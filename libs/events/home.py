@@ -34,23 +34,13 @@ def secure_home(home: Path) -> None:
     """Make ``home`` and everything in it but the sandbox owner-only (0700 directories, 0600 files)."""
     home.mkdir(parents=True, exist_ok=True)
     home.chmod(0o700)
-    for entry in home.iterdir():
-        if entry.name == SANDBOX or entry.is_symlink():
-            continue
-        _owner_only(entry)
-        if entry.is_dir():
-            for root, dirs, files in os.walk(entry):
-                for name in dirs:
-                    _owner_only(Path(root) / name)
-                for name in files:
-                    _owner_only(Path(root) / name)
-
-
-def _owner_only(path: Path) -> None:
-    try:
-        if path.is_symlink():
-            return
-        mode = path.stat().st_mode & 0o777
-        path.chmod(mode & 0o700)
-    except FileNotFoundError:  # removed meanwhile (a SQLite journal)
-        pass
+    for root, dirs, files in os.walk(home):
+        if Path(root) == home:
+            dirs[:] = [d for d in dirs if d != SANDBOX]
+        for name in (*dirs, *files):
+            path = Path(root) / name
+            try:
+                if not path.is_symlink():
+                    path.chmod(path.stat().st_mode & 0o700)
+            except FileNotFoundError:  # removed meanwhile (a SQLite journal)
+                pass

@@ -19,9 +19,7 @@ import sysconfig
 import time
 from pathlib import Path
 
-import nkeys
-
-from overseer.events.bus import NatsCredential
+from overseer.events.credentials import Keyring, NatsCredential, keys_dir
 from overseer.events.home import write_private
 from overseer.events.permissions import PROVISIONER, READER, USERS, permissions_for
 
@@ -115,43 +113,6 @@ def reachable(url: str, timeout: float = 0.5) -> bool:
         return False
 
 
-class Keyring:
-    """One NATS nkey per user (every service, the reader and the provisioner) under ``<dir>``.
-
-    A user's seed, its secret, is ``<dir>/<user>.nk`` (0600, in a 0700 directory); the server's
-    configuration holds only public keys, so it reveals nothing that lets anyone connect. Each
-    process is handed the path of its own seed alone.
-    """
-
-    def __init__(self, directory: Path) -> None:
-        self.dir = Path(directory)
-
-    @classmethod
-    def load_or_create(cls, directory: Path) -> Keyring:
-        keyring = cls(directory)
-        keyring.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        keyring.dir.chmod(0o700)
-        for user in USERS:
-            seed = keyring.seed_file(user)
-            if not seed.is_file():
-                write_private(seed, nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_USER).decode())
-        # Passwords of an older layout, in clear: no longer accepted by the server, and removed.
-        legacy = keyring.dir.parent / "users.json"
-        if legacy.is_file():
-            legacy.unlink()
-        return keyring
-
-    def seed_file(self, user: str) -> Path:
-        return self.dir / f"{user}.nk"
-
-    def public_key(self, user: str) -> str:
-        seed = bytearray(self.seed_file(user).read_bytes().strip())
-        return str(nkeys.from_seed(seed).public_key.decode())
-
-    def credential(self, user: str) -> NatsCredential:
-        return NatsCredential(user=user, seed_file=self.seed_file(user))
-
-
 def server_config(
     port: int,
     store_dir: Path,
@@ -201,7 +162,7 @@ class EmbeddedNats:
         self.home = Path(home)
         self.dir = self.home / "nats"
         self.port = port or free_port()
-        self.keyring = Keyring.load_or_create(self.dir / "keys")
+        self.keyring = Keyring.load_or_create(keys_dir(self.home))
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -245,7 +206,7 @@ class EmbeddedCluster:
         self.home = Path(home)
         self.size = size
         self.name = name
-        self.keyring = Keyring.load_or_create(self.home / "nats" / "keys")
+        self.keyring = Keyring.load_or_create(keys_dir(self.home))
         self.client_ports = [free_port() for _ in range(size)]
         self.route_ports = [free_port() for _ in range(size)]
         self.processes: list[subprocess.Popen[bytes] | None] = [None] * size

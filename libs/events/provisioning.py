@@ -33,6 +33,8 @@ from nats.js.api import (
 )
 from nats.js.errors import BadRequestError
 
+from overseer.events.bus import connect
+from overseer.events.credentials import NatsCredential
 from overseer.events.permissions import durable_names
 from overseer.events.subjects import Subjects
 
@@ -199,21 +201,27 @@ async def provision(
     return plans
 
 
-async def provision_when_ready(
-    nc: Client,
+async def provision_at(
+    url: str,
+    provisioner: NatsCredential,
     subjects: Subjects,
     services: Mapping[str, Sequence[Subscription]],
     nats_settings: Mapping[str, Any],
     timeout: float = 60.0,
 ) -> list[ConsumerPlan]:
-    """:func:`provision`, retried while JetStream is not ready yet (a cluster electing its meta leader)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        try:
-            return await provision(nc, subjects, services, nats_settings)
-        except Exception as exc:
-            if loop.time() > deadline:
-                raise
-            log.info("JetStream not ready (%s); retrying", exc or type(exc).__name__)
-            await asyncio.sleep(0.5)
+    """Connect to ``url`` as ``provisioner`` and :func:`provision`, retried while JetStream is not
+    ready yet (a cluster electing its meta leader); an unreachable server fails at once."""
+    nc = await connect(url, name="overseer-provisioner", credential=provisioner, reconnect=False)
+    try:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            try:
+                return await provision(nc, subjects, services, nats_settings)
+            except Exception as exc:
+                if loop.time() > deadline:
+                    raise
+                log.info("JetStream not ready (%s); retrying", exc or type(exc).__name__)
+                await asyncio.sleep(0.5)
+    finally:
+        await nc.close()

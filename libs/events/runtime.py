@@ -50,14 +50,16 @@ from tenacity import (
 )
 
 from overseer.events import tracing
-from overseer.events.bus import NatsCredential, connect, credentials_for
+from overseer.events.bus import connect
 from overseer.events.config import Settings, load_settings
 from overseer.events.consumer import DurablePullConsumer, stream_position
+from overseer.events.credentials import NatsCredential, credentials_for
 from overseer.events.envelope import Envelope, EventData, decode, new_event
 from overseer.events.errors import EventDecodeError, TransientError, UnknownEventType
 from overseer.events.home import private_umask
+from overseer.events.permissions import PROVISIONER
 from overseer.events.provisioning import Subscription as Subscription
-from overseer.events.provisioning import consumer_plan, provision_when_ready
+from overseer.events.provisioning import consumer_plan, provision_at
 from overseer.events.relay import OutboxRelay, PubAckPublisher
 from overseer.events.store import EventStore, OutboxEntry, Projection, is_unwritable
 from overseer.events.subjects import (
@@ -742,19 +744,13 @@ async def provision_service(service: Service, settings: Settings | None = None) 
     does it itself); a service's own credential may not.
     """
     settings = settings or load_settings()
-    subjects = Subjects(str(settings.get("nats.namespace") or DEFAULT_NAMESPACE))
-    nc = await connect(
+    await provision_at(
         settings.nats_url or "nats://127.0.0.1:4222",
-        name=f"overseer-provision-{service.name}",
-        credential=credentials_for(settings, "provisioner"),
-        reconnect=False,
+        credentials_for(settings, PROVISIONER),
+        Subjects(str(settings.get("nats.namespace") or DEFAULT_NAMESPACE)),
+        {service.name: service.subscriptions()},
+        settings.section("nats"),
     )
-    try:
-        await provision_when_ready(
-            nc, subjects, {service.name: service.subscriptions()}, settings.section("nats")
-        )
-    finally:
-        await nc.close()
 
 
 def run_service(service: Service) -> None:

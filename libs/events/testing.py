@@ -22,13 +22,14 @@ from typing import Any
 import orjson
 from nats.aio.client import Client
 
-from overseer.events.bus import NatsCredential, connect
+from overseer.events.bus import connect
 from overseer.events.config import Settings, load_settings
+from overseer.events.credentials import Keyring, NatsCredential
 from overseer.events.envelope import Envelope
 from overseer.events.ids import uuid7
-from overseer.events.launcher import EmbeddedNats, Keyring, reachable
+from overseer.events.launcher import EmbeddedNats, reachable
 from overseer.events.permissions import PROVISIONER
-from overseer.events.provisioning import Subscription, provision_when_ready
+from overseer.events.provisioning import Subscription, provision_at
 from overseer.events.runtime import Runtime, Service, rpc_request
 from overseer.events.subjects import Subjects, owner_of_subject
 
@@ -66,12 +67,8 @@ class NatsUnderTest:
         nats_settings: Mapping[str, Any] | None = None,
     ) -> None:
         """Streams and the durables of ``services`` (name → subscriptions), as the provisioner."""
-        nc = await connect(self.url, name="test-provisioner", credential=self.credential(PROVISIONER))
-        try:
-            settings = load_settings(env={}).section("nats") if nats_settings is None else nats_settings
-            await provision_when_ready(nc, subjects, services, settings)
-        finally:
-            await nc.close()
+        settings = load_settings(env={}).section("nats") if nats_settings is None else nats_settings
+        await provision_at(self.url, self.credential(PROVISIONER), subjects, services, settings)
 
 
 def start_nats_under_test(workdir: Path) -> NatsUnderTest:

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from overseer.cli.supervisor import stack_subscriptions
-from overseer.events.bus import NatsCredential, connect
+from overseer.events.bus import connect
+from overseer.events.credentials import NatsCredential
 from overseer.events.launcher import free_port, spawn_server, stop_server, wait_listening
 from overseer.events.permissions import durable_names
 from overseer.events.provisioning import consumer_plan
