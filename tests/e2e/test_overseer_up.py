@@ -46,9 +46,8 @@ def service_pid(home: Path, module: str) -> int:
     return 0
 
 
-def test_overseer_up_brings_six_services_to_ready_and_ctrl_c_leaves_nothing(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    port = free_port()
+def overseer_up(home: Path, port: int) -> tuple[subprocess.Popen[str], dict[str, str]]:
+    """``overseer up`` on ``home`` and ``port`` as a child process (its output piped), and its environment."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERSEER_", "NATS_"))}
     env["OVERSEER_HOME"] = str(home)
     overseer = Path(sys.executable).with_name("overseer")
@@ -59,6 +58,14 @@ def test_overseer_up_brings_six_services_to_ready_and_ctrl_c_leaves_nothing(tmp_
         stderr=subprocess.STDOUT,
         text=True,
     )
+    return proc, env
+
+
+def test_overseer_up_brings_six_services_to_ready_and_ctrl_c_leaves_nothing(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    port = free_port()
+    proc, env = overseer_up(home, port)
+    overseer = Path(sys.executable).with_name("overseer")
     try:
         deadline = time.monotonic() + 90
         body: dict = {}

@@ -18,7 +18,7 @@ import pytest
 
 from overseer.events.launcher import free_port
 from overseer.events.subjects import SERVICES
-from tests.e2e.test_overseer_up import processes_with_home, service_pid
+from tests.e2e.test_overseer_up import overseer_up, processes_with_home, service_pid
 
 pytestmark = pytest.mark.slow
 
@@ -54,16 +54,7 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpStack]:
     (home / "old-notes.txt").write_text("left readable by an older version")
     (home / "old-notes.txt").chmod(0o644)
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERSEER_", "NATS_"))}
-    env["OVERSEER_HOME"] = str(home)
-    overseer = Path(sys.executable).with_name("overseer")
-    proc = subprocess.Popen(
-        [str(overseer), "up", "--port", str(port)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc, env = overseer_up(home, port)
     stack = UpStack(home, port, env, proc)
     try:
         assert stack.healthy()

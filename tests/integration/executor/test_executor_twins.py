@@ -210,15 +210,20 @@ async def test_a_twin_card_left_open_by_an_earlier_version_ends_when_approved_wh
 
 
 # -- item 9a: a card whose twin already completed ---------------------------------------------------
+async def twin_card_left_open_after_the_first_completed(stack: Stack, rt: Runtime) -> None:
+    """``e-first`` sent; ``e-twin``'s approval card still pending, as an earlier version left it."""
+    await held_and_waiting(stack, rt, "e-first", INVITE)
+    await rt.execute(lambda uow: open_twin_card_as_before(uow, "e-twin", SESSION, dict(INVITE), AGENT))
+    await stack.publish_as("firewall", decided("e-first"))
+    await reaches(rt, "e-first", "completed")
+    assert [c["execution_id"] for c in await stack.rpc("executor", "approvals.pending")] == ["e-twin"]
+
+
 async def test_approving_a_card_whose_twin_already_completed_ends_the_card_with_the_reason(
     stack: Stack, sink: SmtpSink, run_executor: RunExecutor
 ) -> None:
     async with run_executor() as rt:
-        await held_and_waiting(stack, rt, "e-first", INVITE)
-        await rt.execute(lambda uow: open_twin_card_as_before(uow, "e-twin", SESSION, dict(INVITE), AGENT))
-        await stack.publish_as("firewall", decided("e-first"))
-        await reaches(rt, "e-first", "completed")
-        assert [c["execution_id"] for c in await stack.rpc("executor", "approvals.pending")] == ["e-twin"]
+        await twin_card_left_open_after_the_first_completed(stack, rt)
 
         await stack.publish_as("firewall", decided("e-twin"))
         await reaches(rt, "e-twin", "rejected")
@@ -241,11 +246,7 @@ async def test_a_card_left_pending_by_an_earlier_version_after_its_twin_complete
     stack: Stack, sink: SmtpSink, run_executor: RunExecutor
 ) -> None:
     async with run_executor() as rt:
-        await held_and_waiting(stack, rt, "e-first", INVITE)
-        await rt.execute(lambda uow: open_twin_card_as_before(uow, "e-twin", SESSION, dict(INVITE), AGENT))
-        await stack.publish_as("firewall", decided("e-first"))
-        await reaches(rt, "e-first", "completed")
-        assert [c["execution_id"] for c in await stack.rpc("executor", "approvals.pending")] == ["e-twin"]
+        await twin_card_left_open_after_the_first_completed(stack, rt)
     # The earlier version refused the twin's approval and left its card pending; a second answer to it
     # is refused upstream. The next start closes it.
     async with run_executor() as rt:
