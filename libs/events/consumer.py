@@ -33,7 +33,6 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
-from nats.js.errors import NotFoundError
 
 log = logging.getLogger("overseer.consumer")
 
@@ -100,7 +99,6 @@ class DurablePullConsumer:
         self._outstanding = 0
         self._stopping = False
         self._reset = asyncio.Event()
-        self.missing: str | None = None  # why the durable cannot be read, while it cannot
         self.last_pending = 0  # the server's count of messages not yet delivered, from the last message
         self.delivered = 0
         self.batches = 0  # how many times on_batch ran (delivered / batches = the mean burst)
@@ -110,13 +108,9 @@ class DurablePullConsumer:
         return f"{self.durable}@{self.stream}"
 
     async def check_consumer(self) -> None:
-        """Make sure the durable exists; the provisioner creates it, a service may only read it."""
-        try:
-            await self.js.consumer_info(self.stream, self.durable, timeout=2.0)
-        except NotFoundError:
-            self.missing = f"the durable consumer {self.durable} on {self.stream} is not provisioned"
-            raise
-        self.missing = None
+        """Make sure the durable exists (raises until it does): the provisioner creates it, a service
+        may only read it."""
+        await self.js.consumer_info(self.stream, self.durable, timeout=2.0)
 
     async def _on_message(self, msg: Msg) -> None:
         self._inbox_messages.append(msg)

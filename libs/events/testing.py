@@ -102,6 +102,7 @@ class Stack:
     nats: NatsUnderTest
     namespace: str = field(default_factory=lambda: "t" + uuid7().replace("-", "")[-12:])
     overrides: dict[str, Any] = field(default_factory=dict)
+    _streams_ready: bool = field(default=False, init=False, repr=False)  # provisioned by client()
 
     @property
     def subjects(self) -> Subjects:
@@ -148,7 +149,9 @@ class Stack:
     @asynccontextmanager
     async def client(self, user: str) -> AsyncIterator[Client]:
         """A NATS connection as ``user`` (a service name, ``reader`` or ``provisioner``), streams provisioned."""
-        await self.nats.provision(self.subjects, {}, self.settings().section("nats"))
+        if not self._streams_ready:
+            await self.nats.provision(self.subjects, {}, self.settings().section("nats"))
+            self._streams_ready = True
         nc = await connect(self.nats.url, name=f"test-{user}", credential=self.nats.credential(user))
         try:
             yield nc
@@ -159,6 +162,7 @@ class Stack:
         """Delete this stack's events stream, as the provisioner (no service may)."""
         async with self.client(PROVISIONER) as nc:
             await nc.jetstream().delete_stream(self.subjects.events_stream)
+        self._streams_ready = False
 
     async def publish_as(self, service: str, event: Envelope, *, subject: str | None = None) -> int:
         """Publish ``event`` with ``service``'s credentials; returns its stream sequence."""
