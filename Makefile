@@ -1,23 +1,32 @@
-# Overseer — the commands of CONTRACT.md. Everything installs into .venv.
+# Overseer — the commands of CONTRACT.md. Everything installs into .venv, with uv
+# (from PyPI, into .uv): the libs and services are one uv workspace (pyproject.toml).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
+UV     := .uv/bin/uv
 STAMP  := $(VENV)/.installed
+# uv uses this machine's Python and never downloads one.
+export UV_PYTHON := $(shell command -v $(PYTHON))
+export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: run test test-unit test-integration bench lint fmt typecheck clean install system-deps
+.PHONY: run test test-unit test-integration bench lint fmt typecheck clean install system-deps lock
 
-$(PY):
-	$(PYTHON) -m venv $(VENV)
+$(UV):
+	$(PYTHON) -m venv .uv
+	.uv/bin/pip install --quiet 'uv>=0.5'
 
 # shell.run runs in a bubblewrap jail (docs/executor.md): Debian's bubblewrap, installed only when bwrap is missing.
 system-deps:
 	@command -v bwrap >/dev/null 2>&1 || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y bubblewrap; }
 
-# Reinstall when the project's metadata changes.
-$(STAMP): $(PY) pyproject.toml setup.py | system-deps
-	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
-	$(PY) -m pip install --quiet -e '.[dev,peers]'
+# Sync again when any package's metadata or the lock file changes.
+$(STAMP): $(UV) uv.lock pyproject.toml $(wildcard libs/*/pyproject.toml services/*/pyproject.toml) | system-deps
+	$(UV) sync --frozen --all-packages
 	touch $(STAMP)
+
+# After editing a pyproject.toml: resolve again and write uv.lock.
+lock: $(UV)
+	$(UV) lock
 
 install: $(STAMP)
 
@@ -43,18 +52,13 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(MAKE) --no-print-directory typecheck
 
-# mypy does not run setuptools' editable finder: give it the `overseer` namespace as symlinks.
+# mypy strict on every package; pyproject.toml lists them and their src folders.
 typecheck: $(STAMP)
-	@rm -rf .mypy-src && mkdir -p .mypy-src/overseer
-	@ln -s ../../libs/events .mypy-src/overseer/events && ln -s ../../libs/cli .mypy-src/overseer/cli
-	@for s in reasoning executor col firewall observer gateway; do ln -s ../../services/$$s .mypy-src/overseer/$$s; done
-	cd .mypy-src && ../$(PY) -m mypy --config-file ../pyproject.toml -p overseer.events -p overseer.cli \
-		-p overseer.reasoning -p overseer.firewall -p overseer.executor -p overseer.observer -p overseer.col \
-		-p overseer.gateway
+	$(PY) -m mypy
 
 fmt: $(STAMP)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) .overseer .pytest_cache .mypy_cache .ruff_cache .mypy-src
+	rm -rf $(VENV) .uv .overseer .pytest_cache .mypy_cache .ruff_cache

@@ -16,11 +16,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import emit  # noqa: E402
-from overseer.events.catalogue import MessageReceived  # noqa: E402
-from overseer.events.envelope import Envelope, new_event  # noqa: E402
-from overseer.events.runtime import UnitOfWork  # noqa: E402
-from overseer.events.store import EventStore, row_for  # noqa: E402
-from overseer.events.testing import Stack, start_nats_under_test  # noqa: E402
+from overseer_events.catalogue import MessageReceived  # noqa: E402
+from overseer_events.envelope import Envelope, new_event  # noqa: E402
+from overseer_runtime.runtime import UnitOfWork  # noqa: E402
+from overseer_runtime.store import EventStore, row_for  # noqa: E402
+from overseer_runtime.testing import Stack, start_nats_under_test  # noqa: E402
 from tests.support.toy import Replier, SeenMessages, Sender  # noqa: E402
 
 

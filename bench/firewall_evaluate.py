@@ -21,8 +21,9 @@ import time
 import tomllib
 from pathlib import Path
 
-from overseer.firewall.adapters.filesystem import RealPathResolver
-from overseer.firewall.domain.audit import (
+from overseer_firewall.adapters.filesystem import RealPathResolver
+from overseer_firewall.bootstrap import DEFAULT_POLICY_FILE as POLICY_FILE
+from overseer_firewall.domain.audit import (
     EMPTY_HEAD,
     AuditEntry,
     AuditHead,
@@ -30,16 +31,15 @@ from overseer.firewall.domain.audit import (
     proposal_record,
     verdict_record,
 )
-from overseer.firewall.domain.engine import FirewallEngine
-from overseer.firewall.domain.model import Proposal
-from overseer.firewall.domain.policy import PolicyStore, parse_admin_policy
-from overseer.firewall.domain.preview import build_preview
+from overseer_firewall.domain.engine import FirewallEngine
+from overseer_firewall.domain.model import Proposal
+from overseer_firewall.domain.policy import PolicyStore, parse_admin_policy
+from overseer_firewall.domain.preview import build_preview
 
 # 1,000 concurrent agent sessions, 20 proposals a second in all: each session proposes about every
 # 50 s, so the loop layer sees a few calls per session in its window, as in real use.
 SESSIONS = 1_000
 SPACING_S = 0.05
-POLICY_FILE = Path(__file__).resolve().parents[1] / "services" / "firewall" / "default_policy.toml"
 
 CALLS: list[tuple[str, dict[str, object]]] = [
     ("fs.read", {"path": "notes/today.md"}),

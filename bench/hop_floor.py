@@ -55,10 +55,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import cpu_per_action, cpu_seconds, drive, emit, event_loop_runner, latency_summary  # noqa: E402
-from overseer.events.consumer import DurablePullConsumer, stream_position  # noqa: E402
-from overseer.events.launcher import free_port, spawn_server, stop_server, wait_listening  # noqa: E402
-from overseer.events.provisioning import ConsumerPlan, consumer_config  # noqa: E402
-from overseer.events.relay import PubAckPublisher  # noqa: E402
+from overseer_runtime.consumer import DurablePullConsumer, stream_position  # noqa: E402
+from overseer_runtime.launcher import free_port, spawn_server, stop_server, wait_listening  # noqa: E402
+from overseer_runtime.provisioning import ConsumerPlan, consumer_config  # noqa: E402
+from overseer_runtime.relay import PubAckPublisher  # noqa: E402
 
 STREAM = "FLOOR"
 SCENARIO = "hop_floor"

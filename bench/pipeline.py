@@ -40,12 +40,12 @@ sys.path.insert(0, str(ROOT))
 
 from bench.common import cpu_per_action, cpu_seconds, drive, emit, event_loop_runner, latency_summary  # noqa: E402
 from bench.lean_http import LeanClient  # noqa: E402
-from overseer.cli.supervisor import provision_stack  # noqa: E402
-from overseer.events.config import load_settings  # noqa: E402
-from overseer.events.launcher import EmbeddedNats, free_port  # noqa: E402
-from overseer.events.permissions import PROVISIONER  # noqa: E402
-from overseer.events.subjects import Subjects  # noqa: E402
-from overseer.gateway.adapters.tokens import ensure_tokens_file  # noqa: E402
+from overseer_cli.supervisor import provision_stack  # noqa: E402
+from overseer_events.subjects import Subjects  # noqa: E402
+from overseer_gateway.adapters.tokens import ensure_tokens_file  # noqa: E402
+from overseer_runtime.config import load_settings  # noqa: E402
+from overseer_runtime.launcher import EmbeddedNats, free_port  # noqa: E402
+from overseer_runtime.permissions import PROVISIONER  # noqa: E402
 
 SERVICES = ("observer", "col", "firewall", "executor", "reasoning", "gateway")
 SCENARIOS = ("pipeline_auto", "pipeline_approval")
@@ -95,7 +95,7 @@ class LocalStack:
             "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
         }
         for service in SERVICES:
-            argv = [sys.executable, "-m", f"overseer.{service}"]
+            argv = [sys.executable, "-m", f"overseer_{service}"]
             if self.profile is not None:
                 self.profile.mkdir(parents=True, exist_ok=True)
                 argv = [
@@ -107,7 +107,7 @@ class LocalStack:
                     "-o",
                     str(self.profile / f"{service}.txt"),
                     "-m",
-                    f"overseer.{service}",
+                    f"overseer_{service}",
                 ]
             self.children[service] = subprocess.Popen(
                 argv,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from overseer.events.testing import NatsUnderTest, Stack, start_nats_under_test
+from overseer_runtime.testing import NatsUnderTest, Stack, start_nats_under_test
 
 
 @pytest.fixture(scope="session")

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 import pytest
 from e2e_support import FullStack
 
-from overseer.events.testing import NatsUnderTest, Stack
-from overseer.executor.adapters.smtp_sink import SmtpSink
+from overseer_executor.adapters.smtp_sink import SmtpSink
+from overseer_runtime.testing import NatsUnderTest, Stack
 from tests.support.services import running
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import httpx
 
-from overseer.events.testing import Stack
-from overseer.executor.adapters.smtp_sink import SmtpSink
+from overseer_executor.adapters.smtp_sink import SmtpSink
+from overseer_runtime.testing import Stack
 from tests.support.services import RunningServices
 
 
@@ -49,7 +49,7 @@ class FullStack:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "overseer.cli.main",
+            "overseer_cli.main",
             *args,
             env=self.cli_env(),
             stdin=asyncio.subprocess.PIPE,

@@ -108,7 +108,7 @@ async def test_tail_json_streams_the_sessions_events(full_stack: FullStack) -> N
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "overseer.cli.main",
+        "overseer_cli.main",
         "tail",
         "--json",
         "--session",

@@ -17,8 +17,8 @@ import orjson
 import pytest
 from e2e_support import FullStack
 
-from overseer.firewall.adapters.read_models import AuditQueries
-from overseer.firewall.domain.audit import GENESIS, chain_hash, record_text, verify_chain
+from overseer_firewall.adapters.read_models import AuditQueries
+from overseer_firewall.domain.audit import GENESIS, chain_hash, record_text, verify_chain
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from overseer.events.testing import NatsUnderTest, Stack
+from overseer_runtime.testing import NatsUnderTest, Stack
 from tests.support.services import running
 
 PROBLEM = "application/problem+json"
@@ -220,7 +220,7 @@ async def test_a_cos_life_from_creation_to_archive(gateway: Gateway) -> None:
 def cli(gateway: Gateway, role: str, *args: str) -> Any:
     from typer.testing import CliRunner
 
-    from overseer.cli.co_commands import co_app
+    from overseer_cli.co_commands import co_app
 
     return CliRunner().invoke(co_app, [*args, "--url", gateway.url, "--token", gateway.tokens[role]])
 

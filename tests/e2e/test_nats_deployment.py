@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from overseer.cli.supervisor import stack_subscriptions
-from overseer.events.bus import connect
-from overseer.events.credentials import NatsCredential
-from overseer.events.launcher import free_port, spawn_server, stop_server, wait_listening
-from overseer.events.permissions import durable_names
-from overseer.events.provisioning import consumer_plan
-from overseer.events.subjects import SERVICES, Subjects
+from overseer_cli.supervisor import stack_subscriptions
+from overseer_events.subjects import SERVICES, Subjects
+from overseer_runtime.bus import connect
+from overseer_runtime.credentials import NatsCredential
+from overseer_runtime.launcher import free_port, spawn_server, stop_server, wait_listening
+from overseer_runtime.permissions import durable_names
+from overseer_runtime.provisioning import consumer_plan
 
 pytestmark = pytest.mark.slow
 

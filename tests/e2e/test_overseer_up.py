@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from overseer.events.launcher import free_port
+from overseer_runtime.launcher import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -97,11 +97,11 @@ def test_overseer_up_brings_six_services_to_ready_and_ctrl_c_leaves_nothing(tmp_
             assert re.search(rf"\b{service}\b\W+up\b", status.stdout), status.stdout
 
         # A crashed service is restarted by the supervisor and the stack is healthy again.
-        col_pid = service_pid(home, "overseer.col")
+        col_pid = service_pid(home, "overseer_col")
         os.kill(col_pid, signal.SIGKILL)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            new_pid = service_pid(home, "overseer.col")
+            new_pid = service_pid(home, "overseer_col")
             if (
                 new_pid
                 and new_pid != col_pid

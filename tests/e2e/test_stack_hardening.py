@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from overseer.events.launcher import free_port
-from overseer.events.subjects import SERVICES
+from overseer_events.subjects import SERVICES
+from overseer_runtime.launcher import free_port
 from tests.e2e.test_overseer_up import overseer_up, processes_with_home, service_pid
 
 pytestmark = pytest.mark.slow
@@ -99,7 +99,7 @@ def test_the_server_configuration_holds_no_secret(up: UpStack) -> None:
 def test_each_service_process_is_handed_its_own_key_and_no_other(up: UpStack) -> None:
     keys = up.home / "nats" / "keys"
     for service in SERVICES:
-        pid = service_pid(up.home, f"overseer.{service}")
+        pid = service_pid(up.home, f"overseer_{service}")
         assert pid, service
         environ = dict(
             entry.split("=", 1)

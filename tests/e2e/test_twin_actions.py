@@ -17,9 +17,9 @@ import httpx
 import pytest
 from e2e_support import FullStack
 
-from overseer.events.catalogue import Principal
-from overseer.events.testing import eventually
-from overseer.firewall.adapters.read_models import ApprovalQueries
+from overseer_events.catalogue import Principal
+from overseer_firewall.adapters.read_models import ApprovalQueries
+from overseer_runtime.testing import eventually
 from tests.support.twin_cards import open_twin_card_as_before
 
 pytestmark = pytest.mark.slow

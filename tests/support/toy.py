@@ -9,11 +9,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping
 
-from overseer.events.catalogue import ConversationReplied, MessageReceived
-from overseer.events.envelope import Envelope
-from overseer.events.errors import TransientError
-from overseer.events.projection import Apply, SqlProjection
-from overseer.events.runtime import Handler, Service, Subscription, UnitOfWork
+from overseer_events.catalogue import ConversationReplied, MessageReceived
+from overseer_events.envelope import Envelope
+from overseer_events.errors import TransientError
+from overseer_runtime.projection import Apply, SqlProjection
+from overseer_runtime.runtime import Handler, Service, Subscription, UnitOfWork
 
 
 class SeenMessages(SqlProjection):

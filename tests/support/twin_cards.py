@@ -13,12 +13,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from overseer.events.catalogue import ExecutionProposed, Principal
-from overseer.events.machines import TOOL_NODE
-from overseer.events.runtime import UnitOfWork
-from overseer.executor.adapters.tools.email import SEND
-from overseer.executor.domain.contract import ExecutionContract, Moves, Verdict, open_contract
-from overseer.executor.domain.idempotency import args_hash
+from overseer_events.catalogue import ExecutionProposed, Principal
+from overseer_events.machines import TOOL_NODE
+from overseer_executor.adapters.tools.email import SEND
+from overseer_executor.domain.contract import ExecutionContract, Moves, Verdict, open_contract
+from overseer_executor.domain.idempotency import args_hash
+from overseer_runtime.runtime import UnitOfWork
 
 
 def open_twin_card_as_before(

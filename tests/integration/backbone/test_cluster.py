@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from overseer.events.launcher import EmbeddedCluster
-from overseer.events.testing import NatsUnderTest, Stack, eventually
+from overseer_runtime.launcher import EmbeddedCluster
+from overseer_runtime.testing import NatsUnderTest, Stack, eventually
 from tests.support.toy import Replier, Sender, replies, seen
 
 pytestmark = pytest.mark.slow

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from overseer.events.catalogue import MessageReceived
-from overseer.events.envelope import Envelope, new_event
-from overseer.events.errors import ConcurrencyError
-from overseer.events.store import EventStore
+from overseer_events.catalogue import MessageReceived
+from overseer_events.envelope import Envelope, new_event
+from overseer_events.errors import ConcurrencyError
+from overseer_runtime.store import EventStore
 from tests.support.toy import SeenMessages
 
 

@@ -19,14 +19,14 @@ from nats.aio.client import Client
 from nats.errors import Error as NatsError
 from nats.js.api import RePublish, StreamConfig, StreamSource, SubjectTransform
 
-from overseer.events.catalogue import HumanDecisionRecorded, Principal
-from overseer.events.envelope import new_event
-from overseer.events.launcher import EmbeddedNats
-from overseer.events.permissions import READER
-from overseer.events.provisioning import Subscription
-from overseer.events.runtime import RpcMethod, Service, rpc_request
-from overseer.events.subjects import SERVICES
-from overseer.events.testing import NatsUnderTest, Stack
+from overseer_events.catalogue import HumanDecisionRecorded, Principal
+from overseer_events.envelope import new_event
+from overseer_events.subjects import SERVICES
+from overseer_runtime.launcher import EmbeddedNats
+from overseer_runtime.permissions import READER
+from overseer_runtime.provisioning import Subscription
+from overseer_runtime.runtime import RpcMethod, Service, rpc_request
+from overseer_runtime.testing import NatsUnderTest, Stack
 
 CREDENTIALS = (*SERVICES, READER)
 IMPOSTORS_OF_THE_FIREWALL = tuple(user for user in CREDENTIALS if user != "firewall")
@@ -241,7 +241,7 @@ async def test_no_other_credential_can_receive_or_answer_the_firewalls_requests(
 
 
 async def _connect_as(stack: Stack, user: str) -> Client:
-    from overseer.events.bus import connect
+    from overseer_runtime.bus import connect
 
     return await connect(stack.nats.url, name=f"impostor-{user}", credential=stack.nats.credential(user))
 

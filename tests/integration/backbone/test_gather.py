@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 
-from overseer.events.catalogue import ExecutionProposed, Principal
-from overseer.events.envelope import Envelope
-from overseer.events.runtime import Handler, Service, Subscription, UnitOfWork
-from overseer.events.testing import Stack, eventually
+from overseer_events.catalogue import ExecutionProposed, Principal
+from overseer_events.envelope import Envelope
+from overseer_runtime.runtime import Handler, Service, Subscription, UnitOfWork
+from overseer_runtime.testing import Stack, eventually
 from tests.support.toy import Sender
 
 # Far longer than any test waits: a batch that arrives at all was ended by its follower.

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from nats.errors import Error as NatsError
 
-from overseer.events.catalogue import VerdictIssued
-from overseer.events.envelope import new_event
-from overseer.events.launcher import EmbeddedNats
-from overseer.events.testing import NatsUnderTest, Stack, eventually
+from overseer_events.catalogue import VerdictIssued
+from overseer_events.envelope import new_event
+from overseer_runtime.launcher import EmbeddedNats
+from overseer_runtime.testing import NatsUnderTest, Stack, eventually
 from tests.support.toy import Replier, Sender, replies, seen
 
 
@@ -81,7 +81,7 @@ async def test_anonymous_connections_are_refused(own_nats: EmbeddedNats) -> None
 
 
 async def test_only_the_gateway_may_call_deciding_rpc_methods(own_stack: Stack) -> None:
-    from overseer.events.runtime import RpcError, rpc_request
+    from overseer_runtime.runtime import RpcError, rpc_request
 
     for caller in ("reasoning", "executor", "col", "observer", "reader"):
         async with own_stack.client(caller) as nc:

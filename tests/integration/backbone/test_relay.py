@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from nats.js.errors import NoStreamResponseError
 
-from overseer.events.relay import OutboxRelay, PubAckPublisher
-from overseer.events.testing import Stack, eventually
+from overseer_runtime.relay import OutboxRelay, PubAckPublisher
+from overseer_runtime.testing import Stack, eventually
 from tests.support.toy import Sender
 
 

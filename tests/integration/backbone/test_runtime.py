@@ -6,9 +6,9 @@ import asyncio
 
 import orjson
 
-from overseer.events.catalogue import MessageReceived
-from overseer.events.envelope import new_event
-from overseer.events.testing import Stack, eventually
+from overseer_events.catalogue import MessageReceived
+from overseer_events.envelope import new_event
+from overseer_runtime.testing import Stack, eventually
 from tests.support.toy import Replier, Sender, replies, seen
 
 
@@ -39,7 +39,7 @@ async def _dlq_messages(stack: Stack) -> list:
 async def test_events_committed_while_the_relay_was_down_all_arrive_once(stack: Stack) -> None:
     # Commit three events with no relay running (the process "died" after commit, before publish).
     settings = stack.settings()
-    from overseer.events.store import EventStore
+    from overseer_runtime.store import EventStore
 
     offline = EventStore(settings.db_path("gateway"))
     events = [

@@ -21,13 +21,13 @@ from typing import Any
 import pytest
 from nats.aio.msg import Msg
 
-from overseer.events.catalogue import ConversationReplied, MessageReceived
-from overseer.events.envelope import Envelope, new_event
-from overseer.events.permissions import PROVISIONER
-from overseer.events.runtime import Handler, Runtime, Service, StoreUnavailable, Subscription, UnitOfWork
-from overseer.events.store import EventStore, is_unwritable
-from overseer.events.testing import Stack, eventually, received_from
-from overseer.gateway.adapters.peers import Peers
+from overseer_events.catalogue import ConversationReplied, MessageReceived
+from overseer_events.envelope import Envelope, new_event
+from overseer_gateway.adapters.peers import Peers
+from overseer_runtime.permissions import PROVISIONER
+from overseer_runtime.runtime import Handler, Runtime, Service, StoreUnavailable, Subscription, UnitOfWork
+from overseer_runtime.store import EventStore, is_unwritable
+from overseer_runtime.testing import Stack, eventually, received_from
 from tests.support.toy import Replier, Sender, replies, seen
 
 # ------------------------------------------------------------------------------------ the faults --

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from overseer.events.catalogue import (
+from overseer_events.catalogue import (
     ContractCreated,
     CoSuggested,
     ExecutionTransitioned,
     Principal,
 )
-from overseer.events.envelope import EventData, new_event
-from overseer.events.ids import uuid7
-from overseer.events.testing import Stack
+from overseer_events.envelope import EventData, new_event
+from overseer_events.ids import uuid7
+from overseer_runtime.testing import Stack
 
 
 async def send_command(stack: Stack, command: EventData) -> None:

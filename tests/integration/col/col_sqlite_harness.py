@@ -8,17 +8,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from overseer.col.adapters.read_model import (
+from overseer_col.adapters.read_model import (
     READ_MODEL_TABLES,
     CoReadModel,
     SqliteCommandLog,
     SqliteCoRepository,
 )
-from overseer.col.application.registry import CORegistry
-from overseer.col.domain.ports import EventSink
-from overseer.events.envelope import EventData, new_event
-from overseer.events.store import EventStore
-from overseer.events.subjects import subject_for
+from overseer_col.application.registry import CORegistry
+from overseer_col.domain.ports import EventSink
+from overseer_events.envelope import EventData, new_event
+from overseer_events.subjects import subject_for
+from overseer_runtime.store import EventStore
 
 T = TypeVar("T")
 

@@ -11,8 +11,8 @@ import pytest
 from col_nats_harness import await_command, command, execution_facts, new_id, send_command, suggest
 from col_sqlite_harness import dump_tables
 
-from overseer.col.bootstrap import ColService
-from overseer.events.catalogue import (
+from overseer_col.bootstrap import ColService
+from overseer_events.catalogue import (
     CoCreateCommand,
     CoDecideSuggestionCommand,
     CoLinkCommand,
@@ -20,9 +20,9 @@ from overseer.events.catalogue import (
     CoTransitionCommand,
     CoUpdateCommand,
 )
-from overseer.events.envelope import new_event
-from overseer.events.runtime import RpcError, rebuild
-from overseer.events.testing import Stack, eventually, received_from
+from overseer_events.envelope import new_event
+from overseer_runtime.runtime import RpcError, rebuild
+from overseer_runtime.testing import Stack, eventually, received_from
 
 
 def create(title: str, **fields: Any) -> CoCreateCommand:

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from col_sqlite_harness import SqliteCol, dump_tables
 
-from overseer.col.adapters.read_model import CoReadModel, SqliteCommandLog, SqliteCoRepository
-from overseer.col.domain.ports import CommandOutcome, CoQuery
-from overseer.events.store import EventStore
+from overseer_col.adapters.read_model import CoReadModel, SqliteCommandLog, SqliteCoRepository
+from overseer_col.domain.ports import CommandOutcome, CoQuery
+from overseer_runtime.store import EventStore
 
 SEED_COLUMNS = {
     "cognitive_objects": [
@@ -171,7 +171,7 @@ def test_a_full_life_reads_back_with_transitions_links_and_reports(sqlite_col: S
 
 
 def test_suggestions_read_back_with_their_decision(sqlite_col: SqliteCol) -> None:
-    from overseer.events.catalogue import CoSuggested
+    from overseer_events.catalogue import CoSuggested
 
     sqlite_col.run(
         lambda r: r.record_suggestion(
@@ -189,7 +189,7 @@ def test_suggestions_read_back_with_their_decision(sqlite_col: SqliteCol) -> Non
 
 
 def build_history(col: SqliteCol) -> None:
-    from overseer.events.catalogue import CoSuggested
+    from overseer_events.catalogue import CoSuggested
 
     ids = seed_objects(col)
     col.run(lambda r: r.transition(ids["share"], "clarify", "user", "细节已补充"))

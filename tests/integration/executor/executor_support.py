@@ -13,19 +13,19 @@ from typing import Any
 
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
-from overseer.events.catalogue import (
+from overseer_events.catalogue import (
     ExecutionProposed,
     HumanDecisionRecorded,
     Principal,
     SessionCancelRequested,
     VerdictIssued,
 )
-from overseer.events.envelope import Envelope as EventEnvelope
-from overseer.events.envelope import new_event
-from overseer.events.runtime import Runtime
-from overseer.events.testing import Stack
-from overseer.executor.adapters.smtp_sink import MailDrop
-from overseer.executor.domain.idempotency import args_hash
+from overseer_events.envelope import Envelope as EventEnvelope
+from overseer_events.envelope import new_event
+from overseer_executor.adapters.smtp_sink import MailDrop
+from overseer_executor.domain.idempotency import args_hash
+from overseer_runtime.runtime import Runtime
+from overseer_runtime.testing import Stack
 
 AGENT = Principal(kind="agent", id="agent")
 ALICE = Principal(kind="operator", id="alice")
@@ -159,7 +159,7 @@ def session_cancelled(session_id: str = "session-abc") -> EventEnvelope:
 def spawn_executor(
     stack: Stack, sink_port: int, extra_env: dict[str, str] | None = None
 ) -> subprocess.Popen[bytes]:
-    """``python -m overseer.executor`` as its own process (for kill -9 tests), provisioned first."""
+    """``python -m overseer_executor`` as its own process (for kill -9 tests), provisioned first."""
     stack.provision_by_process("executor")
     env = stack.env("executor")
     env |= {
@@ -174,5 +174,5 @@ def spawn_executor(
     logs.mkdir(parents=True, exist_ok=True)
     out = (logs / "executor.log").open("ab")
     return subprocess.Popen(
-        [sys.executable, "-m", "overseer.executor"], env=env, stdout=out, stderr=subprocess.STDOUT
+        [sys.executable, "-m", "overseer_executor"], env=env, stdout=out, stderr=subprocess.STDOUT
     )

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from executor_support import GatedMailDrop, child_pids, decided, proposed, spawn_executor, verdict
 
-from overseer.events.testing import Stack, eventually
-from overseer.executor.adapters.smtp_sink import SmtpSink
+from overseer_executor.adapters.smtp_sink import SmtpSink
+from overseer_runtime.testing import Stack, eventually
 
 SLOW_SERVER = Path(__file__).with_name("slow_mcp_server.py")
 

@@ -20,16 +20,16 @@ import pytest
 from executor_support import AGENT, proposed, verdict
 from nats.aio.msg import Msg
 
-from overseer.events.catalogue import ExecutionProposed
-from overseer.events.envelope import new_event
-from overseer.events.ids import uuid7
-from overseer.events.runtime import Runtime
-from overseer.events.testing import Stack, eventually
-from overseer.executor.adapters.contracts_sql import ContractRepository
-from overseer.executor.adapters.smtp_sink import SmtpSink
-from overseer.executor.adapters.tools.email import EmailTool
-from overseer.executor.bootstrap import ExecutorService
-from overseer.executor.domain.tools import ToolCall, ToolError
+from overseer_events.catalogue import ExecutionProposed
+from overseer_events.envelope import new_event
+from overseer_events.ids import uuid7
+from overseer_executor.adapters.contracts_sql import ContractRepository
+from overseer_executor.adapters.smtp_sink import SmtpSink
+from overseer_executor.adapters.tools.email import EmailTool
+from overseer_executor.bootstrap import ExecutorService
+from overseer_executor.domain.tools import ToolCall, ToolError
+from overseer_runtime.runtime import Runtime
+from overseer_runtime.testing import Stack, eventually
 from tests.support.services import RunningServices, running
 
 CONSUMERS = ("observer", "firewall", "executor")

@@ -13,14 +13,14 @@ import signal
 import orjson
 from executor_support import INVITE, RunExecutor, child_pids, decided, proposed, session_cancelled, verdict
 
-from overseer.events.catalogue import ContractCreated, EcsRequested, ExecutionTransitioned
-from overseer.events.envelope import Envelope, decode
-from overseer.events.runtime import Runtime
-from overseer.events.testing import Stack, eventually, received_from
-from overseer.executor.adapters.contracts_sql import ContractRepository
-from overseer.executor.adapters.smtp_sink import SmtpSink
-from overseer.executor.bootstrap import ExecutorService
-from overseer.executor.domain.idempotency import args_hash
+from overseer_events.catalogue import ContractCreated, EcsRequested, ExecutionTransitioned
+from overseer_events.envelope import Envelope, decode
+from overseer_executor.adapters.contracts_sql import ContractRepository
+from overseer_executor.adapters.smtp_sink import SmtpSink
+from overseer_executor.bootstrap import ExecutorService
+from overseer_executor.domain.idempotency import args_hash
+from overseer_runtime.runtime import Runtime
+from overseer_runtime.testing import Stack, eventually, received_from
 
 
 def status(rt: Runtime, execution_id: str) -> str | None:

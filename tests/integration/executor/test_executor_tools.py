@@ -13,13 +13,13 @@ import orjson
 import pytest
 from executor_support import child_pids
 
-from overseer.executor.adapters.smtp_sink import SmtpSink
-from overseer.executor.adapters.tools.email import EmailTool
-from overseer.executor.adapters.tools.fs import FsTools
-from overseer.executor.adapters.tools.mcp import McpServerTools
-from overseer.executor.adapters.tools.registry import ToolRegistry
-from overseer.executor.adapters.tools.shell import ShellTool
-from overseer.executor.domain.tools import ToolCall, ToolError, TransientToolError, UnknownTool
+from overseer_executor.adapters.smtp_sink import SmtpSink
+from overseer_executor.adapters.tools.email import EmailTool
+from overseer_executor.adapters.tools.fs import FsTools
+from overseer_executor.adapters.tools.mcp import McpServerTools
+from overseer_executor.adapters.tools.registry import ToolRegistry
+from overseer_executor.adapters.tools.shell import ShellTool
+from overseer_executor.domain.tools import ToolCall, ToolError, TransientToolError, UnknownTool
 
 
 def call(name: str, **args: object) -> ToolCall:
@@ -111,7 +111,7 @@ def test_the_sink_runs_as_a_module_with_a_port(tmp_path: Path) -> None:
     import subprocess
 
     out = subprocess.run(
-        [sys.executable, "-m", "overseer.executor.adapters.smtp_sink", "--help"],
+        [sys.executable, "-m", "overseer_executor.adapters.smtp_sink", "--help"],
         capture_output=True,
         text=True,
         check=True,

@@ -28,11 +28,11 @@ from executor_support import (
     verdict,
 )
 
-from overseer.events.runtime import Runtime
-from overseer.events.testing import Stack, eventually
-from overseer.executor.adapters.contracts_sql import ContractRepository
-from overseer.executor.adapters.smtp_sink import SmtpSink
-from overseer.executor.bootstrap import ExecutorService
+from overseer_executor.adapters.contracts_sql import ContractRepository
+from overseer_executor.adapters.smtp_sink import SmtpSink
+from overseer_executor.bootstrap import ExecutorService
+from overseer_runtime.runtime import Runtime
+from overseer_runtime.testing import Stack, eventually
 from tests.support.twin_cards import open_twin_card_as_before
 
 FAST = {"retry_base_seconds": 0.01, "retry_max_seconds": 0.05, "sweep_interval_seconds": 0.05}

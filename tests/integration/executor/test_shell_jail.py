@@ -17,8 +17,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from overseer.executor.adapters.tools.shell import JailUnavailable, ShellTool, jail_conflict
-from overseer.executor.domain.tools import ToolCall, ToolError
+from overseer_executor.adapters.tools.shell import JailUnavailable, ShellTool, jail_conflict
+from overseer_executor.domain.tools import ToolCall, ToolError
 
 
 def call(command: str, **args: object) -> ToolCall:

@@ -6,11 +6,11 @@ from typing import Any
 
 import orjson
 
-from overseer.events.catalogue import ExecutionProposed, ExecutionTransitioned, HumanResponded, Principal
-from overseer.events.envelope import new_event
-from overseer.events.ids import uuid7
-from overseer.events.runtime import Runtime
-from overseer.events.testing import Stack, eventually, received_from
+from overseer_events.catalogue import ExecutionProposed, ExecutionTransitioned, HumanResponded, Principal
+from overseer_events.envelope import new_event
+from overseer_events.ids import uuid7
+from overseer_runtime.runtime import Runtime
+from overseer_runtime.testing import Stack, eventually, received_from
 
 AGENT = Principal(kind="agent", id="agent")
 OPERATOR = Principal(kind="operator", id="alice")

@@ -18,12 +18,12 @@ import pytest
 from fw_harness import one as one_emitted
 from fw_harness import propose, respond, verdict
 
-from overseer.events.runtime import Runtime, rebuild
-from overseer.events.stream_reader import StreamReader
-from overseer.events.testing import Stack, eventually
-from overseer.firewall.adapters.read_models import AuditQueries
-from overseer.firewall.bootstrap import FirewallService
-from overseer.firewall.domain.audit import chain_hash, record_text, verify_chain
+from overseer_firewall.adapters.read_models import AuditQueries
+from overseer_firewall.bootstrap import FirewallService
+from overseer_firewall.domain.audit import chain_hash, record_text, verify_chain
+from overseer_runtime.runtime import Runtime, rebuild
+from overseer_runtime.stream_reader import StreamReader
+from overseer_runtime.testing import Stack, eventually
 
 HELD_WRITES = '[defaults]\n"fs.write" = "CONFIRM"\n'
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from fw_harness import AGENT, MAIL, OPERATOR, emitted, one, propose, respond, settled, transition, verdict
 
-from overseer.events.runtime import RpcError
-from overseer.events.testing import Stack, eventually
-from overseer.firewall.bootstrap import FirewallService
+from overseer_firewall.bootstrap import FirewallService
+from overseer_runtime.runtime import RpcError
+from overseer_runtime.testing import Stack, eventually
 
 HELD_WRITES = """
 [defaults]
@@ -80,8 +80,8 @@ async def test_a_verdict_under_any_other_services_credentials_is_refused_by_nats
         pytest.skip("NATS_URL points at a server without per-service users")
     import nats.errors
 
-    from overseer.events.catalogue import VerdictIssued
-    from overseer.events.envelope import new_event
+    from overseer_events.catalogue import VerdictIssued
+    from overseer_events.envelope import new_event
 
     forged = new_event(
         VerdictIssued(execution_id="e1", session_id="s", level="AUTO", decision="allow", args_hash="0" * 64),
@@ -289,7 +289,7 @@ async def test_a_delegated_agent_runs_inside_its_grant_and_is_held_outside(stack
                 "by": {"kind": "admin", "id": "root"},
             },
         )
-        from overseer.events.catalogue import Principal
+        from overseer_events.catalogue import Principal
 
         inside = await propose(
             stack, "fs.write", {"path": "a.md", "content": "x"}, proposer=Principal(**helper)

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from fw_harness import MAIL, emitted, one, propose, respond, transition, verdict
 
-from overseer.events.runtime import Runtime, rebuild
-from overseer.events.testing import Stack, eventually
-from overseer.firewall.bootstrap import FirewallService
+from overseer_firewall.bootstrap import FirewallService
+from overseer_runtime.runtime import Runtime, rebuild
+from overseer_runtime.testing import Stack, eventually
 
 HELD_WRITES = '[defaults]\n"fs.write" = "CONFIRM"\n'
 
@@ -161,8 +161,8 @@ async def test_audit_verify_finds_records_deleted_from_the_end(stack: Stack, tmp
 
 
 def test_a_policy_file_that_does_not_validate_stops_the_firewall_from_starting(tmp_path: Path) -> None:
-    from overseer.firewall.bootstrap import load_policy_file
-    from overseer.firewall.domain.policy import PolicyError
+    from overseer_firewall.bootstrap import load_policy_file
+    from overseer_firewall.domain.policy import PolicyError
 
     bad = tmp_path / "policy.toml"
     bad.write_text('[defaults]\n"fs.write" = "SOMETIMES"\n[[rules]]\ntool = "email.send"\n', encoding="utf-8")
@@ -172,7 +172,7 @@ def test_a_policy_file_that_does_not_validate_stops_the_firewall_from_starting(t
 
 
 def test_the_packaged_default_policy_validates() -> None:
-    from overseer.firewall.bootstrap import DEFAULT_POLICY_FILE, load_policy_file
+    from overseer_firewall.bootstrap import DEFAULT_POLICY_FILE, load_policy_file
 
     policy = load_policy_file(DEFAULT_POLICY_FILE)
     assert [rule.label for rule in policy.rules] == ["destructive shell commands"]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from gateway_support import LiveGateway
 
-from overseer.events.testing import NatsUnderTest, Stack
+from overseer_runtime.testing import NatsUnderTest, Stack
 from tests.support.services import running
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from overseer.events.testing import Stack
+from overseer_runtime.testing import Stack
 from tests.support.services import RunningServices
 
 

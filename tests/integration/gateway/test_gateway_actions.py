@@ -10,7 +10,7 @@ import httpx
 import pytest
 from gateway_support import LiveGateway
 
-from overseer.events.testing import eventually
+from overseer_runtime.testing import eventually
 
 PROBLEM = "application/problem+json"
 UUID7 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")

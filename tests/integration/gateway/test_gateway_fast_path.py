@@ -16,8 +16,8 @@ import pytest
 import uvicorn
 from gateway_support import LiveGateway
 
-from overseer.gateway.bootstrap import EmbeddedServer
-from overseer.gateway.entrypoints.http import build_asgi
+from overseer_gateway.bootstrap import EmbeddedServer
+from overseer_gateway.entrypoints.http import build_asgi
 
 PROBLEM = "application/problem+json"
 MAX_BODY = 4096

@@ -17,7 +17,7 @@ import pytest
 from gateway_support import LiveGateway
 from test_gateway_fast_path import exchange, raw_request, serve
 
-from overseer.gateway.entrypoints.limits import MAX_JSON_DEPTH
+from overseer_gateway.entrypoints.limits import MAX_JSON_DEPTH
 
 PROBLEM = "application/problem+json"
 DEPTHS = [100, 254, 300, 1023, 5000]

@@ -10,8 +10,8 @@ import httpx
 import pytest
 from aiosmtpd.smtp import SMTP
 
-from overseer.events.testing import Stack, eventually
-from overseer.executor.bootstrap import ExecutorService
+from overseer_executor.bootstrap import ExecutorService
+from overseer_runtime.testing import Stack, eventually
 from tests.support.services import running
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from gateway_support import LiveGateway
 
-from overseer.events.runtime import Runtime
-from overseer.events.testing import eventually
+from overseer_runtime.runtime import Runtime
+from overseer_runtime.testing import eventually
 
 SERVICES = ("gateway", "reasoning", "executor", "col", "firewall", "observer")
 

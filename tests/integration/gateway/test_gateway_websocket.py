@@ -13,7 +13,7 @@ from gateway_support import LiveGateway
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from overseer.events.testing import eventually
+from overseer_runtime.testing import eventually
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ import orjson
 from nats.aio.client import Client
 from observer_seed002 import SESSION, Step
 
-from overseer.events.envelope import Envelope, new_event
-from overseer.events.testing import Stack
+from overseer_events.envelope import Envelope, new_event
+from overseer_runtime.testing import Stack
 
 ACTORS = {"executor": "executor", "reasoning": "reasoning:agent", "gateway": "gateway:agent"}
 

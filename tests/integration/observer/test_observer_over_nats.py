@@ -21,12 +21,12 @@ from observer_seed002 import (
     at,
 )
 
-from overseer.events.catalogue import ContractCreated, ExecutionTransitioned, Principal
-from overseer.events.runtime import RpcError, Runtime, rebuild
-from overseer.events.testing import Stack, eventually
-from overseer.observer.adapters.read_models import dump
-from overseer.observer.application.queries import ExecutionObserver
-from overseer.observer.bootstrap import ObserverService
+from overseer_events.catalogue import ContractCreated, ExecutionTransitioned, Principal
+from overseer_observer.adapters.read_models import dump
+from overseer_observer.application.queries import ExecutionObserver
+from overseer_observer.bootstrap import ObserverService
+from overseer_runtime.runtime import RpcError, Runtime, rebuild
+from overseer_runtime.testing import Stack, eventually
 
 NOW = at(6000)
 

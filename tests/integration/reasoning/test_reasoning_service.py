@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from overseer.events.catalogue import MessageReceived
-from overseer.events.envelope import new_event
-from overseer.events.runtime import RpcError
-from overseer.events.testing import Stack, eventually
-from overseer.reasoning.bootstrap import ReasoningService
+from overseer_events.catalogue import MessageReceived
+from overseer_events.envelope import new_event
+from overseer_reasoning.bootstrap import ReasoningService
+from overseer_runtime.runtime import RpcError
+from overseer_runtime.testing import Stack, eventually
 
 
 async def test_each_message_is_answered_and_the_history_is_served(stack: Stack) -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from overseer.col.application.handlers import ColUnit
-from overseer.col.application.registry import CORegistry
-from overseer.col.domain.decisions import evolve, evolve_suggestion
-from overseer.col.domain.model import CognitiveObject, Suggestion
-from overseer.col.domain.ports import (
+from overseer_col.application.handlers import ColUnit
+from overseer_col.application.registry import CORegistry
+from overseer_col.domain.decisions import evolve, evolve_suggestion
+from overseer_col.domain.model import CognitiveObject, Suggestion
+from overseer_col.domain.ports import (
     CommandLog,
     CommandOutcome,
     CoQuery,
@@ -17,13 +17,13 @@ from overseer.col.domain.ports import (
     EventSink,
     ExecutionReport,
 )
-from overseer.events.catalogue import (
+from overseer_events.catalogue import (
     CoCreated,
     CoExecutionReported,
     CoSuggestionDecided,
     CoSuggestionRecorded,
 )
-from overseer.events.envelope import EventData
+from overseer_events.envelope import EventData
 
 
 @dataclass

@@ -7,8 +7,8 @@ import itertools
 import pytest
 from col_fakes import InMemoryCol, make_unit
 
-from overseer.col.application.handlers import ColUnit
-from overseer.col.application.registry import CORegistry
+from overseer_col.application.handlers import ColUnit
+from overseer_col.application.registry import CORegistry
 
 
 @pytest.fixture

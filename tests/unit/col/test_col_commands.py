@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from col_fakes import InMemoryCol
 
-from overseer.col.application import handlers
-from overseer.col.application.handlers import ColUnit
-from overseer.col.application.registry import CORegistry
-from overseer.events.catalogue import (
+from overseer_col.application import handlers
+from overseer_col.application.handlers import ColUnit
+from overseer_col.application.registry import CORegistry
+from overseer_events.catalogue import (
     CoCommandRejected,
     CoCreateCommand,
     CoDecideSuggestionCommand,

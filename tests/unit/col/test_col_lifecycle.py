@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from col_fakes import InMemoryCol
 
-from overseer.col.application.registry import CORegistry
-from overseer.col.domain.errors import CoConflict, CoInvalid, CoNotFound
-from overseer.events.catalogue import CoTransitioned
-from overseer.events.machines import CO_MACHINE, CognitiveObjectStatus
+from overseer_col.application.registry import CORegistry
+from overseer_col.domain.errors import CoConflict, CoInvalid, CoNotFound
+from overseer_events.catalogue import CoTransitioned
+from overseer_events.machines import CO_MACHINE, CognitiveObjectStatus
 
 STATES = ["emerging", "active", "waiting", "blocked", "stable", "archived"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from overseer.col.entrypoints.rpc import CommandWaiters
+from overseer_col.entrypoints.rpc import CommandWaiters
 
 
 async def test_an_outcome_already_committed_is_answered_without_waiting() -> None:

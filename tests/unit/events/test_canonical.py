@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from overseer.events.canonical import NotCanonical, args_hash, canonical_json
+from overseer_events.canonical import NotCanonical, args_hash, canonical_json
 
 JSON_VALUES = st.recursive(
     st.none()

@@ -5,11 +5,11 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from overseer.events.catalogue import MessageReceived
-from overseer.events.envelope import decode, new_event, registered_types
-from overseer.events.errors import EventDecodeError, UnknownEventType
-from overseer.events.ids import uuid7
-from overseer.events.subjects import OWNERSHIP, owners_of
+from overseer_events.catalogue import MessageReceived
+from overseer_events.envelope import decode, new_event, registered_types
+from overseer_events.errors import EventDecodeError, UnknownEventType
+from overseer_events.ids import uuid7
+from overseer_events.subjects import OWNERSHIP, owners_of
 
 
 def _message() -> bytes:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from overseer.events.errors import InvalidTransition
-from overseer.events.machines import (
+from overseer_events.errors import InvalidTransition
+from overseer_events.machines import (
     CO_MACHINE,
     EXECUTION_MACHINE,
     GRAPH_RUNNER,

@@ -13,10 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from overseer.events.canonical import MAX_DEPTH, NotCanonical, args_hash, canonical_bytes, nested_deeper_than
-from overseer.events.catalogue import ExecutionProposed, Principal
-from overseer.events.envelope import decode, new_event
-from overseer.events.errors import EventDecodeError
+from overseer_events.canonical import MAX_DEPTH, NotCanonical, args_hash, canonical_bytes, nested_deeper_than
+from overseer_events.catalogue import ExecutionProposed, Principal
+from overseer_events.envelope import decode, new_event
+from overseer_events.errors import EventDecodeError
 
 AGENT = Principal(kind="agent", id="agent")
 

@@ -6,7 +6,7 @@ import pytest
 from nats.aio.msg import Msg
 from nats.errors import NotJSMessageError
 
-from overseer.events.consumer import stream_position
+from overseer_runtime.consumer import stream_position
 
 V1 = "$JS.ACK.OVERSEER_EVENTS.observer.1.4821.4790.1763780000123456789.17"
 V2 = "$JS.ACK._.ACCHASH.OVERSEER_EVENTS.observer.2.4821.4790.1763780000123456789.17.rNd0m"

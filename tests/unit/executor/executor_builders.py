@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from overseer.events.catalogue import ExecutionProposed, HumanDecisionRecorded, Principal
-from overseer.executor.domain.contract import ExecutionContract, Verdict, open_contract
-from overseer.executor.domain.idempotency import args_hash
-from overseer.executor.domain.tools import ToolSpec
+from overseer_events.catalogue import ExecutionProposed, HumanDecisionRecorded, Principal
+from overseer_executor.domain.contract import ExecutionContract, Verdict, open_contract
+from overseer_executor.domain.idempotency import args_hash
+from overseer_executor.domain.tools import ToolSpec
 
 AGENT = Principal(kind="agent", id="agent")
 ALICE = Principal(kind="operator", id="alice")

@@ -6,11 +6,11 @@ from executor_builders import AGENT, ALICE, contract, human, proposal, verdict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overseer.events.catalogue import ExecutionTransitioned
-from overseer.events.machines import EXECUTION_MACHINE, TERMINAL_STATUSES, ExecutionStatus
-from overseer.executor.domain.claims import Twin
-from overseer.executor.domain.contract import ExecutionContract, Outcome
-from overseer.executor.domain.rules import (
+from overseer_events.catalogue import ExecutionTransitioned
+from overseer_events.machines import EXECUTION_MACHINE, TERMINAL_STATUSES, ExecutionStatus
+from overseer_executor.domain.claims import Twin
+from overseer_executor.domain.contract import ExecutionContract, Outcome
+from overseer_executor.domain.rules import (
     ToolOutcome,
     decide_approval_expiry,
     decide_human_decision,

@@ -15,13 +15,13 @@ from executor_builders import (
     verdict,
 )
 
-from overseer.events.catalogue import EcsRequested, ExecutionTransitioned, Principal
-from overseer.events.errors import InvalidTransition
-from overseer.events.machines import ExecutionStatus
-from overseer.executor.domain.claims import Twin
-from overseer.executor.domain.contract import Moves, open_contract
-from overseer.executor.domain.idempotency import args_hash, idempotency_key
-from overseer.executor.domain.rules import (
+from overseer_events.catalogue import EcsRequested, ExecutionTransitioned, Principal
+from overseer_events.errors import InvalidTransition
+from overseer_events.machines import ExecutionStatus
+from overseer_executor.domain.claims import Twin
+from overseer_executor.domain.contract import Moves, open_contract
+from overseer_executor.domain.idempotency import args_hash, idempotency_key
+from overseer_executor.domain.rules import (
     ToolOutcome,
     decide_approval_expiry,
     decide_human_decision,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from executor_builders import EMAIL, human, proposal, verdict
 
-from overseer.events.catalogue import ExecutionTransitioned
-from overseer.events.machines import ExecutionStatus
-from overseer.executor.domain.claims import BLOCKING, Twin
-from overseer.executor.domain.contract import ExecutionContract, Outcome, open_contract
-from overseer.executor.domain.rules import (
+from overseer_events.catalogue import ExecutionTransitioned
+from overseer_events.machines import ExecutionStatus
+from overseer_executor.domain.claims import BLOCKING, Twin
+from overseer_executor.domain.contract import ExecutionContract, Outcome, open_contract
+from overseer_executor.domain.rules import (
     ToolOutcome,
     decide_human_decision,
     decide_tool_outcome,

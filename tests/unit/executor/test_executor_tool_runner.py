@@ -6,11 +6,11 @@ import asyncio
 
 from executor_builders import FS_LIST, contract, proposal, verdict
 
-from overseer.executor.adapters.tools.base import StaticToolPlugin
-from overseer.executor.adapters.tools.registry import ToolRegistry
-from overseer.executor.application.tool_runner import RetryPolicy, ToolRunner
-from overseer.executor.domain.rules import decide_verdict
-from overseer.executor.domain.tools import ToolCall, ToolError, ToolSpec, TransientToolError
+from overseer_executor.adapters.tools.base import StaticToolPlugin
+from overseer_executor.adapters.tools.registry import ToolRegistry
+from overseer_executor.application.tool_runner import RetryPolicy, ToolRunner
+from overseer_executor.domain.rules import decide_verdict
+from overseer_executor.domain.tools import ToolCall, ToolError, ToolSpec, TransientToolError
 
 
 class ScriptedPlugin(StaticToolPlugin):

@@ -7,11 +7,11 @@ from executor_builders import ALICE, contract, human, proposal, verdict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overseer.events.catalogue import EcsRequested, ExecutionTransitioned
-from overseer.events.machines import ExecutionStatus
-from overseer.executor.domain.claims import BLOCKING, CLAIMING, Twin, twin_refusal
-from overseer.executor.domain.contract import ExecutionContract, Outcome
-from overseer.executor.domain.rules import (
+from overseer_events.catalogue import EcsRequested, ExecutionTransitioned
+from overseer_events.machines import ExecutionStatus
+from overseer_executor.domain.claims import BLOCKING, CLAIMING, Twin, twin_refusal
+from overseer_executor.domain.contract import ExecutionContract, Outcome
+from overseer_executor.domain.rules import (
     ToolOutcome,
     decide_approval_expiry,
     decide_human_decision,

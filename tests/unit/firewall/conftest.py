@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 from fw_kernel import engine_for
 
-from overseer.firewall.domain.engine import FirewallEngine
+from overseer_firewall.domain.engine import FirewallEngine
 
 
 @pytest.fixture

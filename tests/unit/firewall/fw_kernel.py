@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import itertools
 import tomllib
-from pathlib import Path
 from typing import Any
 
-from overseer.firewall.domain.engine import FirewallEngine
-from overseer.firewall.domain.model import Proposal
-from overseer.firewall.domain.policy import AdminPolicy, PolicyStore, parse_admin_policy
+from overseer_firewall.bootstrap import DEFAULT_POLICY_FILE as POLICY_FILE
+from overseer_firewall.domain.engine import FirewallEngine
+from overseer_firewall.domain.model import Proposal
+from overseer_firewall.domain.policy import AdminPolicy, PolicyStore, parse_admin_policy
 
-POLICY_FILE = Path(__file__).resolve().parents[3] / "services" / "firewall" / "default_policy.toml"
 SANDBOX = "/srv/overseer/sandbox"
 CWD = "/srv/work"
 

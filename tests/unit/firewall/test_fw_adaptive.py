@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fw_kernel import admin_from, default_admin
 
-from overseer.firewall.domain.adaptive import Adaptation, adapt
-from overseer.firewall.domain.levels import Level
-from overseer.firewall.domain.perception import OutcomeClass, PerceptionBus, classify_result
-from overseer.firewall.domain.policy import PolicyStore
+from overseer_firewall.domain.adaptive import Adaptation, adapt
+from overseer_firewall.domain.levels import Level
+from overseer_firewall.domain.perception import OutcomeClass, PerceptionBus, classify_result
+from overseer_firewall.domain.policy import PolicyStore
 
 
 def decide(

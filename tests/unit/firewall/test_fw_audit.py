@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from overseer.firewall.domain.audit import (
+from overseer_firewall.domain.audit import (
     EMPTY_HEAD,
     GENESIS,
     AuditEntry,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from overseer.firewall.domain.decision import parse_decision
-from overseer.firewall.domain.prompt import PromptPolicy
+from overseer_firewall.domain.decision import parse_decision
+from overseer_firewall.domain.prompt import PromptPolicy
 
 GOOD = (
     '{"thought": "read it first", "tool_calls": [{"tool": "fs.read", "args": {"path": "notes.txt"}}], '

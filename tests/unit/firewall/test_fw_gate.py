@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from fw_kernel import admin_from
 
-from overseer.firewall.domain.gate import HumanGate, Intent, PendingApproval, PendingStatus, parse_intent
-from overseer.firewall.domain.levels import Level
+from overseer_firewall.domain.gate import HumanGate, Intent, PendingApproval, PendingStatus, parse_intent
+from overseer_firewall.domain.levels import Level
 
 HASH = "a" * 64
 

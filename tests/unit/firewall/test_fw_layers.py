@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from fw_kernel import CWD, SANDBOX, admin_from, default_admin, engine_for, proposal
 
-from overseer.firewall.adapters.filesystem import RealPathResolver
-from overseer.firewall.domain.engine import FirewallEngine
-from overseer.firewall.domain.levels import Decision, Level
-from overseer.firewall.domain.model import L1, L2, L3, L4, L5, Evaluation, Proposal
-from overseer.firewall.domain.modes import parse_mode
-from overseer.firewall.domain.paths import LexicalResolver
-from overseer.firewall.domain.policy import PolicyStore
-from overseer.firewall.domain.tools import PathAccess, PathArg, ToolCatalogue, ToolSpec
+from overseer_firewall.adapters.filesystem import RealPathResolver
+from overseer_firewall.domain.engine import FirewallEngine
+from overseer_firewall.domain.levels import Decision, Level
+from overseer_firewall.domain.model import L1, L2, L3, L4, L5, Evaluation, Proposal
+from overseer_firewall.domain.modes import parse_mode
+from overseer_firewall.domain.paths import LexicalResolver
+from overseer_firewall.domain.policy import PolicyStore
+from overseer_firewall.domain.tools import PathAccess, PathArg, ToolCatalogue, ToolSpec
 
 
 def run_layer(engine: FirewallEngine, index: int, p: Proposal) -> Evaluation:

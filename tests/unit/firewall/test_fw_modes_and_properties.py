@@ -9,9 +9,9 @@ from fw_kernel import SANDBOX, engine_for, proposal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overseer.firewall.domain.levels import Decision
-from overseer.firewall.domain.modes import AgentMode, parse_mode
-from overseer.firewall.domain.paths import within
+from overseer_firewall.domain.levels import Decision
+from overseer_firewall.domain.modes import AgentMode, parse_mode
+from overseer_firewall.domain.paths import within
 
 
 @pytest.mark.parametrize(

@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 from fw_kernel import admin_from, default_admin
 
-from overseer.firewall.domain.levels import Level
-from overseer.firewall.domain.policy import (
+from overseer_firewall.domain.levels import Level
+from overseer_firewall.domain.policy import (
     PolicyError,
     PolicyStore,
     UserPolicy,
     evolve_user,
     parse_admin_policy,
 )
-from overseer.firewall.domain.tools import BUILTIN_CATALOGUE
+from overseer_firewall.domain.tools import BUILTIN_CATALOGUE
 
 MAIL_RULE = """
 [[rules]]

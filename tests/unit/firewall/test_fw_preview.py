@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from overseer.firewall.domain.preview import ABSENT, CurrentFile, build_preview
+from overseer_firewall.domain.preview import ABSENT, CurrentFile, build_preview
 
 
 def test_fs_write_preview_is_a_unified_diff_against_the_current_file() -> None:

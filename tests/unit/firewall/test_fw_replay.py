@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fw_kernel import CWD, POLICY_FILE, SANDBOX, admin_from, engine_for, proposal
 
-from overseer.firewall.domain.levels import Decision, Level
-from overseer.firewall.domain.paths import LexicalResolver
-from overseer.firewall.domain.replay import RecordedProposal, replay
-from overseer.firewall.domain.tools import BUILTIN_CATALOGUE
+from overseer_firewall.domain.levels import Decision, Level
+from overseer_firewall.domain.paths import LexicalResolver
+from overseer_firewall.domain.replay import RecordedProposal, replay
+from overseer_firewall.domain.tools import BUILTIN_CATALOGUE
 
 MAIL_INSIDE = {"to": "ann@example.com", "subject": "s", "body": "b"}
 MAIL_OUTSIDE = {"to": "eve@evil.test", "subject": "s", "body": "b"}

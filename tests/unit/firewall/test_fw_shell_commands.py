@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from fw_kernel import admin_from, default_admin
 
-from overseer.firewall.domain.levels import Level
-from overseer.firewall.domain.policy import PolicyError, PolicyStore, parse_admin_policy
-from overseer.firewall.domain.shell import (
+from overseer_firewall.domain.levels import Level
+from overseer_firewall.domain.policy import PolicyError, PolicyStore, parse_admin_policy
+from overseer_firewall.domain.shell import (
     Invocation,
     matching,
     normalise_flags,

@@ -6,10 +6,10 @@ import pytest
 from fastapi.security import HTTPBearer
 from starlette.requests import Request
 
-from overseer.gateway.adapters.tokens import TokenRegistry
-from overseer.gateway.domain.access import Role
-from overseer.gateway.entrypoints.auth import bearer_token, check
-from overseer.gateway.entrypoints.problems import ProblemError
+from overseer_gateway.adapters.tokens import TokenRegistry
+from overseer_gateway.domain.access import Role
+from overseer_gateway.entrypoints.auth import bearer_token, check
+from overseer_gateway.entrypoints.problems import ProblemError
 
 TOKENS = TokenRegistry.from_sources({"agent": "t-agent", "viewer": "t-viewer"})
 

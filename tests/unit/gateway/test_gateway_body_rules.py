@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from overseer.events.canonical import MAX_DEPTH
-from overseer.gateway.domain.actions import args_problem
-from overseer.gateway.entrypoints.limits import MAX_JSON_DEPTH, BodyLimit, json_deeper_than
+from overseer_events.canonical import MAX_DEPTH
+from overseer_gateway.domain.actions import args_problem
+from overseer_gateway.entrypoints.limits import MAX_JSON_DEPTH, BodyLimit, json_deeper_than
 
 
 def depth_of(value: Any) -> int:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from overseer.events.catalogue import Principal
-from overseer.gateway.domain.access import Caller, Role, may
-from overseer.gateway.domain.actions import session_id_problem, tool_name_problem
-from overseer.gateway.domain.approvals import ApprovalCard, refuse_decision
-from overseer.gateway.domain.patterns import InvalidPattern, SubjectFilter
+from overseer_events.catalogue import Principal
+from overseer_gateway.domain.access import Caller, Role, may
+from overseer_gateway.domain.actions import session_id_problem, tool_name_problem
+from overseer_gateway.domain.approvals import ApprovalCard, refuse_decision
+from overseer_gateway.domain.patterns import InvalidPattern, SubjectFilter
 
 # CONTRACT.md: viewer < agent, viewer < operator, admin can do everything; agent and operator apart.
 EXPECTED = {

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from observer_folding import FoldedExample
 
-from overseer.events.views import TransitionRecord
-from overseer.observer.application.ports import ObservationReader
-from overseer.observer.domain.contract import ObservedContract
+from overseer_events.views import TransitionRecord
+from overseer_observer.application.ports import ObservationReader
+from overseer_observer.domain.contract import ObservedContract
 
 
 class FoldedReader(ObservationReader):

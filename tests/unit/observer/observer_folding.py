@@ -6,8 +6,8 @@ from collections.abc import Iterable
 
 from observer_seed002 import Step
 
-from overseer.events.views import TransitionRecord
-from overseer.observer.domain.contract import ObservedContract, observe
+from overseer_events.views import TransitionRecord
+from overseer_observer.domain.contract import ObservedContract, observe
 
 
 class FoldedExample:

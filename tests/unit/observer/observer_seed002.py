@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from overseer.events.catalogue import (
+from overseer_events.catalogue import (
     ContractCreated,
     ExecutionProposed,
     ExecutionTransitioned,
     Principal,
     TraceStep,
 )
-from overseer.events.envelope import EventData
+from overseer_events.envelope import EventData
 
 T0 = 1_707_350_400.0
 SESSION = "session-abc"

@@ -7,8 +7,8 @@ from observer_folded_reader import FoldedReader
 from observer_folding import FoldedExample
 from observer_seed002 import ECS_ID, SESSION, STEPS, TOOL_ID, TOOL_PROPOSED, at
 
-from overseer.observer.application.queries import ExecutionObserver
-from overseer.observer.domain.errors import UnknownExecution, UnknownSession
+from overseer_observer.application.queries import ExecutionObserver
+from overseer_observer.domain.errors import UnknownExecution, UnknownSession
 
 
 def _observer(*steps) -> ExecutionObserver:

@@ -19,13 +19,13 @@ from observer_seed002 import (
     at,
 )
 
-from overseer.events.catalogue import ContractCreated, ExecutionTransitioned
-from overseer.events.machines import EXECUTION_MACHINE, ExecutionStatus
-from overseer.events.views import ExecutionConsequenceView
-from overseer.observer.domain.contract import observe_creation, observe_transition
-from overseer.observer.domain.rendering import build_tool_result_from_consequences
-from overseer.observer.domain.summary import actor_category, default_action_summary
-from overseer.observer.domain.views import consequence_label, consequence_view, snapshot, timeline, topology
+from overseer_events.catalogue import ContractCreated, ExecutionTransitioned
+from overseer_events.machines import EXECUTION_MACHINE, ExecutionStatus
+from overseer_events.views import ExecutionConsequenceView
+from overseer_observer.domain.contract import observe_creation, observe_transition
+from overseer_observer.domain.rendering import build_tool_result_from_consequences
+from overseer_observer.domain.summary import actor_category, default_action_summary
+from overseer_observer.domain.views import consequence_label, consequence_view, snapshot, timeline, topology
 
 
 @pytest.mark.parametrize(

@@ -17,8 +17,8 @@ from observer_seed002 import (
     at,
 )
 
-from overseer.observer.domain.rendering import build_tool_result_from_consequences
-from overseer.observer.domain.views import (
+from overseer_observer.domain.rendering import build_tool_result_from_consequences
+from overseer_observer.domain.views import (
     consequence_view,
     execution_fact,
     execution_state,

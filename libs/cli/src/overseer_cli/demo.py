@@ -1,0 +1,194 @@
+"""``overseer demo``: seed 003's worked example, played by an external agent against a running stack.
+
+The agent asks to send a meeting invite to bob@example.com (``email.send``,
+irreversible, APPROVE level). The firewall holds it, the executor suspends the
+contract (WAITING) and an approval card appears; the person approves in the
+terminal (or ``--yes``); the executor resumes, sends the mail over SMTP to the
+dev sink, and the consequence view says what happened. Every event of the
+session is shown live from the gateway's WebSocket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email
+import email.policy
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from rich.console import Console
+from rich.panel import Panel
+from rich.prompt import Confirm
+from rich.rule import Rule
+
+from overseer_cli.client import CliError, Target, problem_text, token_for
+from overseer_cli.live import follow
+from overseer_cli.render import approval_card, consequence_panel, event_line
+from overseer_events.ids import uuid7
+
+INVITE = {
+    "to": "bob@example.com",
+    "subject": "Meeting invite: project sync",
+    "body": "Hi Bob,\n\nshall we meet tomorrow at 10:00 to go through the project?\n\nBest regards",
+}
+
+
+class Demo:
+    def __init__(self, target: Target, console: Console, *, yes: bool, wait: float = 30.0) -> None:
+        self.target = target
+        self.console = console
+        self.yes = yes
+        self.wait = wait
+        self.session = f"demo-{uuid7()[-12:]}"
+        self.agent = token_for(target, "agent")
+        self.operator = token_for(target, "operator")
+        self.viewer = token_for(target, "viewer")
+        self.quiet = False
+        self.held: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+
+    async def request(
+        self, http: httpx.AsyncClient, method: str, path: str, token: str | None, **kw: Any
+    ) -> Any:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        try:
+            response = await http.request(method, path, headers=headers, **kw)
+        except httpx.HTTPError as exc:
+            raise CliError(
+                f"cannot reach the gateway at {self.target.url} ({type(exc).__name__}). "
+                "Start the stack first: `make run` (or `overseer up`)."
+            ) from exc
+        if response.status_code >= 400:
+            raise CliError(f"{method} {path}: {problem_text(response)}")
+        return response.json()
+
+    def show_event(self, message: dict[str, Any]) -> None:
+        self.events.append(message)
+        if self.quiet:
+            self.held.append(message)
+        else:
+            self.console.print(event_line(message))
+
+    async def run(self) -> dict[str, Any]:
+        started = time.time()
+        async with httpx.AsyncClient(base_url=self.target.url, timeout=self.wait + 10) as http:
+            await self.check_health(http)
+            self.console.print(Rule(f"Seed 003's worked example — session {self.session}"))
+            self.console.print('The agent says: "send a meeting invite to bob@example.com"\n')
+            watcher_target = Target(self.target.url, self.viewer, self.target.home)
+            connected = asyncio.Event()
+            watcher = asyncio.create_task(
+                follow(watcher_target, self.show_event, session=self.session, connected=connected)
+            )
+            try:
+                await asyncio.wait_for(connected.wait(), 10)
+                view = await self.play(http)
+            finally:
+                await asyncio.sleep(0.3)  # the last events of the session are usually in flight
+                watcher.cancel()
+                with contextlib.suppress(BaseException):
+                    await watcher
+        self.console.print(consequence_panel(view))
+        self.show_mail(started)
+        return view
+
+    async def check_health(self, http: httpx.AsyncClient) -> None:
+        try:
+            response = await http.get("/healthz")
+        except httpx.HTTPError as exc:
+            raise CliError(
+                f"cannot reach the gateway at {self.target.url}. Start the stack first: `make run` (or `overseer up`)."
+            ) from exc
+        body = response.json()
+        if response.status_code != 200:
+            down = ", ".join(f"{k}={v}" for k, v in body.get("services", {}).items() if v != "ok")
+            raise CliError(f"the stack is not healthy ({down}); see `overseer status`")
+
+    async def play(self, http: httpx.AsyncClient) -> dict[str, Any]:
+        proposal = {
+            "session_id": self.session,
+            "tool": "email.send",
+            "args": INVITE,
+            "irreversible": True,
+            "confidence": 0.9,
+            "summary": "send a meeting invite to bob@example.com",
+        }
+        accepted = await self.request(http, "POST", "/v1/actions", self.agent, json=proposal)
+        execution_id = accepted["execution_id"]
+        view = await self.request(
+            http, "GET", f"/v1/actions/{execution_id}", self.agent, params={"wait": self.wait}
+        )
+        if view.get("consequence_label") != "WAITING":
+            self.console.print(
+                f"[yellow]The firewall did not hold the call: {view.get('consequence_label')}[/]"
+            )
+            return dict(view)
+        pending = await self.request(
+            http, "GET", "/v1/approvals", self.operator, params={"status": "pending"}
+        )
+        card = next((item for item in pending if item.get("execution_id") == execution_id), None)
+        if card is None:
+            raise CliError(f"execution {execution_id} is WAITING but has no approval card")
+        await asyncio.sleep(0.2)
+        self.quiet = True  # hold the live lines while the person reads the card
+        try:
+            self.console.print(approval_card(card, self.target.home))
+            if self.yes:
+                approve = True
+                self.console.print("Approve? [bold green]yes[/] (--yes)")
+            else:
+                approve = await asyncio.to_thread(
+                    Confirm.ask, "Approve sending this mail?", console=self.console
+                )
+        finally:
+            self.quiet = False
+            for message in self.held:
+                self.console.print(event_line(message))
+            self.held.clear()
+        decision = {"decision": "approve" if approve else "reject", "args_hash": card["args_hash"]}
+        if not approve:
+            decision["comment"] = "rejected in the demo"
+        await self.request(http, "POST", f"/v1/approvals/{execution_id}", self.operator, json=decision)
+        view = await self.request(
+            http, "GET", f"/v1/actions/{execution_id}", self.agent, params={"wait": self.wait}
+        )
+        for _ in range(int(self.wait * 5)):
+            if not view.get("is_still_pending", True):
+                break  # WAITING right after the decision only until the executor resumes
+            await asyncio.sleep(0.2)
+            view = await self.request(
+                http, "GET", f"/v1/actions/{execution_id}", self.agent, params={"wait": self.wait}
+            )
+        return dict(view)
+
+    def show_mail(self, since: float) -> None:
+        mail_dir = self.target.home / "mail"
+        found = newest_mail(mail_dir, "bob@example.com", since)
+        if found is None:
+            self.console.print(f"[bright_black]No mail to bob@example.com in {mail_dir} (a remote stack?)[/]")
+            return
+        message = email.message_from_bytes(found.read_bytes(), policy=email.policy.default)
+        body = message.get_body(preferencelist=("plain",))
+        text = body.get_content() if body is not None else ""
+        head = "\n".join(
+            f"{k}: {message[k]}" for k in ("From", "To", "Subject", "X-Sink-Received-At") if message[k]
+        )
+        self.console.print(
+            Panel(
+                f"{head}\n\n{text}".rstrip(), title=f"The mail in the SMTP sink: {found}", border_style="blue"
+            )
+        )
+
+
+def newest_mail(mail_dir: Path, recipient: str, since: float) -> Path | None:
+    if not mail_dir.is_dir():
+        return None
+    for path in sorted(mail_dir.glob("*.eml"), reverse=True):
+        if path.stat().st_mtime + 1 < since:
+            break
+        if recipient in path.read_bytes()[:4096].decode(errors="replace"):
+            return path
+    return None

@@ -1,0 +1,382 @@
+"""The ``overseer`` command line: run the stack, watch it, decide on approvals, verify the audit, demo, bench.
+
+Commands that talk to the gateway take ``--url`` and ``--token`` (or
+``OVERSEER_URL`` / ``OVERSEER_TOKEN``); by default they use the local stack
+(``OVERSEER_HOME/stack.json``) and the dev token of the role they need from
+``OVERSEER_HOME/tokens.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import orjson
+import typer
+from rich.prompt import Prompt
+
+from overseer_cli import render
+from overseer_cli.client import CliError, Gateway, Target, console, errors, resolve
+
+app = typer.Typer(
+    name="overseer",
+    help="Overseer: a human decision firewall for AI agents.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+Url = Annotated[
+    str | None, typer.Option("--url", help="gateway URL (env OVERSEER_URL; default: the local stack)")
+]
+Token = Annotated[
+    str | None,
+    typer.Option("--token", help="bearer token (env OVERSEER_TOKEN; default: the dev token of the role)"),
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def friendly(fn: F) -> F:
+    """Show a :class:`CliError` as one red line and exit with its code, instead of a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except CliError as exc:
+            errors.print(f"[red]error:[/] {exc.message}")
+            raise typer.Exit(exc.code) from None
+        except KeyboardInterrupt:
+            raise typer.Exit(130) from None
+        except EOFError:
+            errors.print("[red]error:[/] no answer: the input ended before the question was answered")
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------- the stack --
+@app.command()
+def up(
+    host: Annotated[str | None, typer.Option(help="gateway host (default 127.0.0.1)")] = None,
+    port: Annotated[int | None, typer.Option(help="gateway port (default 8080)")] = None,
+    nats_url: Annotated[
+        str | None,
+        typer.Option("--nats-url", help="use this NATS server (default: NATS_URL, else an embedded one)"),
+    ] = None,
+) -> None:
+    """Run the whole stack in the foreground; Ctrl-C stops all of it cleanly."""
+    from overseer_cli.supervisor import run_stack
+
+    raise typer.Exit(run_stack(host=host, port=port, nats_url=nats_url))
+
+
+@app.command()
+def status() -> None:
+    """Each service: up/down, consumer lag, relay backlog."""
+    from overseer_cli.supervisor import print_status
+
+    raise typer.Exit(print_status())
+
+
+nats_app = typer.Typer(
+    help="The NATS side of a deployment that does not run `overseer up` (containers, a cluster).",
+    no_args_is_help=True,
+)
+app.add_typer(nats_app, name="nats")
+
+
+@nats_app.command("config")
+def nats_config(
+    directory: Annotated[Path, typer.Option("--dir", help="where the keys and the configuration go")],
+    host: Annotated[str, typer.Option(help="the address nats-server listens on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="the port nats-server listens on")] = 4222,
+    store: Annotated[Path, typer.Option(help="nats-server's JetStream store directory")] = Path(
+        "/data/jetstream"
+    ),
+) -> None:
+    """Write one nkey per credential (DIR/keys/<user>.nk, once) and nats-server.conf with their
+    permissions: hand each service only its own seed file."""
+    from overseer_runtime.launcher import write_server_config
+
+    config = write_server_config(directory, host=host, port=port, store_dir=store)
+    typer.echo(f"{config} (seeds in {directory / 'keys'})")
+
+
+@nats_app.command("provision")
+def nats_provision(
+    nats_url: Annotated[
+        str | None, typer.Option("--nats-url", help="the NATS server (default: NATS_URL)")
+    ] = None,
+) -> None:
+    """Create the streams and every service's durable consumers, as the provisioner
+    (OVERSEER_NATS_USER=provisioner with OVERSEER_NATS_NKEY_SEED_FILE, or OVERSEER_HOME's keys)."""
+    from overseer_cli.supervisor import provision_stack
+    from overseer_events.subjects import Subjects
+    from overseer_runtime.config import load_settings
+    from overseer_runtime.credentials import credentials_for
+    from overseer_runtime.permissions import PROVISIONER
+
+    settings = load_settings()
+    url = nats_url or settings.nats_url or "nats://127.0.0.1:4222"
+    subjects = Subjects(str(settings.get("nats.namespace") or "overseer"))
+    credential = credentials_for(settings, PROVISIONER)
+    try:
+        asyncio.run(provision_stack(url, credential, subjects, settings.section("nats")))
+    except Exception as exc:
+        typer.echo(f"cannot reach NATS at {url} or provision it: {exc or type(exc).__name__}", err=True)
+        raise typer.Exit(1) from exc
+    typer.echo(f"provisioned {subjects.events_stream} and every service's consumers at {url}")
+
+
+# ------------------------------------------------------------------ watching --
+@app.command()
+@friendly
+def tail(
+    subject: Annotated[
+        str | None, typer.Option("--subject", "-s", help="e.g. 'execution.*' or 'firewall.>'")
+    ] = None,
+    session: Annotated[str | None, typer.Option("--session", help="only this session's events")] = None,
+    since: Annotated[
+        int | None, typer.Option("--since", min=0, help="first every event after this seq")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="one raw JSON message per line")] = False,
+    url: Url = None,
+    token: Token = None,
+) -> None:
+    """Follow the live event stream; reconnects resume after the last seq seen, so nothing is missed."""
+    from overseer_cli.live import follow
+
+    target = resolve(url, token, "viewer")
+
+    def show(message: dict[str, Any]) -> None:
+        if as_json:
+            sys.stdout.write(orjson.dumps(message).decode() + "\n")
+            sys.stdout.flush()
+        else:
+            console.print(render.event_line(message))
+
+    def notice(text: str) -> None:
+        errors.print(f"[yellow]{text}[/]")
+
+    try:
+        asyncio.run(follow(target, show, subjects=subject, session=session, since=since, on_notice=notice))
+    except KeyboardInterrupt:
+        pass
+
+
+@app.command()
+@friendly
+def timeline(session_id: str, url: Url = None, token: Token = None) -> None:
+    """A session's transitions as a table (seed 002 ExecutionTimeline)."""
+    with Gateway(resolve(url, token, "viewer")) as gateway:
+        console.print(render.timeline_table(gateway.get(f"/api/execution/{session_id}/timeline")))
+
+
+# ----------------------------------------------------------------- approvals --
+approvals_app = typer.Typer(
+    help="Open approvals: review them one by one (no sub-command), list, approve or reject.",
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+app.add_typer(approvals_app, name="approvals")
+
+
+def _approvals_target(ctx: typer.Context, url: str | None, token: str | None) -> Target:
+    parent = ctx.obj or {}
+    return resolve(url or parent.get("url"), token or parent.get("token"), "operator")
+
+
+def _pending(gateway: Gateway) -> list[dict[str, Any]]:
+    return list(gateway.get("/v1/approvals", params={"status": "pending"}))
+
+
+def _find(gateway: Gateway, execution_id: str) -> dict[str, Any]:
+    for item in _pending(gateway):
+        if item["execution_id"] == execution_id:
+            return item
+    raise CliError(f"no pending approval for execution {execution_id}; see `overseer approvals list`")
+
+
+def _decide(gateway: Gateway, item: dict[str, Any], decision: str, reason: str | None = None) -> None:
+    body: dict[str, Any] = {"decision": decision, "args_hash": item["args_hash"]}
+    if reason:
+        body["comment"] = reason
+    gateway.post(f"/v1/approvals/{item['execution_id']}", body)
+    style = "green" if decision in ("approve", "completed") else "red"
+    console.print(f"[{style}]{decision}[/] recorded for {item['execution_id']}")
+
+
+@approvals_app.callback()
+@friendly
+def approvals(
+    ctx: typer.Context,
+    url: Url = None,
+    token: Token = None,
+) -> None:
+    """With no sub-command: show each pending card (arguments and preview) and ask what to do."""
+    ctx.obj = {"url": url, "token": token}
+    if ctx.invoked_subcommand is not None:
+        return
+    target = _approvals_target(ctx, url, token)
+    with Gateway(target) as gateway:
+        items = _pending(gateway)
+        if not items:
+            console.print("No pending approvals.")
+            return
+        for item in items:
+            console.print(render.approval_card(item, target.home))
+            if item.get("kind") == "reconciliation":
+                choices, prompt = ["completed", "failed", "skip"], "What really happened?"
+            else:
+                choices, prompt = ["approve", "reject", "skip"], "Decision"
+            answer = Prompt.ask(prompt, choices=choices, default="skip", console=console)
+            if answer == "skip":
+                continue
+            reason = None
+            if answer == "reject":
+                reason = Prompt.ask("Reason (optional)", default="", console=console) or None
+            _decide(gateway, item, answer, reason)
+
+
+@approvals_app.command("list")
+@friendly
+def approvals_list(
+    ctx: typer.Context,
+    url: Url = None,
+    token: Token = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List pending approvals and reconciliations."""
+    with Gateway(_approvals_target(ctx, url, token)) as gateway:
+        items = _pending(gateway)
+    if as_json:
+        print(orjson.dumps(items).decode())
+    else:
+        console.print(render.approvals_table(items))
+
+
+@approvals_app.command("approve")
+@friendly
+def approvals_approve(
+    ctx: typer.Context,
+    execution_id: str,
+    url: Url = None,
+    token: Token = None,
+    comment: Annotated[str | None, typer.Option("--comment")] = None,
+) -> None:
+    """Approve one card (shown first); for a reconciliation this says the call COMPLETED."""
+    target = _approvals_target(ctx, url, token)
+    with Gateway(target) as gateway:
+        item = _find(gateway, execution_id)
+        console.print(render.approval_card(item, target.home))
+        _decide(gateway, item, "completed" if item.get("kind") == "reconciliation" else "approve", comment)
+
+
+@approvals_app.command("reject")
+@friendly
+def approvals_reject(
+    ctx: typer.Context,
+    execution_id: str,
+    reason: Annotated[str | None, typer.Option("--reason", help="why, recorded with the decision")] = None,
+    url: Url = None,
+    token: Token = None,
+) -> None:
+    """Reject one card; for a reconciliation this says the call FAILED."""
+    target = _approvals_target(ctx, url, token)
+    with Gateway(target) as gateway:
+        item = _find(gateway, execution_id)
+        console.print(render.approval_card(item, target.home))
+        _decide(gateway, item, "failed" if item.get("kind") == "reconciliation" else "reject", reason)
+
+
+# --------------------------------------------------------------------- audit --
+audit_app = typer.Typer(help="The tamper-evident audit chain.", no_args_is_help=True)
+app.add_typer(audit_app, name="audit")
+
+
+@audit_app.command("verify")
+@friendly
+def audit_verify(url: Url = None, token: Token = None) -> None:
+    """Recompute the hash chain and check it against the heads published on the event stream.
+
+    Exit 1 when it is broken, 2 when it is intact in the file but could not be checked against
+    the published heads."""
+    with Gateway(resolve(url, token, "operator")) as gateway:
+        result = gateway.get("/v1/audit/verify")
+    if not result.get("ok"):
+        console.print(
+            f"[bold red]audit chain BROKEN[/] at record {result.get('first_broken')} (of {result.get('records')})"
+        )
+        if result.get("reason"):
+            console.print(f"  {result['reason']}")
+        if result.get("anchor_mismatch") is not None:
+            console.print(
+                f"  the head the firewall published on the event stream for record {result['anchor_mismatch']} "
+                "does not match the chain in its file: the history there was rewritten"
+            )
+        raise typer.Exit(1)
+    console.print(f"[green]audit chain intact[/]: {result.get('records')} records")
+    anchored = result.get("anchored")
+    if anchored is None:
+        console.print(
+            f"[yellow]not checked against the published heads[/]: {result.get('anchor_error') or 'no answer'}"
+        )
+        raise typer.Exit(2)
+    if anchored == 0:
+        console.print("  anchored: no head published on the event stream yet")
+        return
+    through = result.get("anchored_through")
+    unanchored = int(result.get("records") or 0) - int(through or 0)
+    tail = f"; {unanchored} later records not anchored yet" if unanchored > 0 else ""
+    console.print(
+        f"  anchored: {anchored} heads published on the event stream match, through record {through}{tail}"
+    )
+
+
+# ---------------------------------------------------------------- demo, bench --
+@app.command()
+@friendly
+def demo(
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="approve without asking")] = False,
+    url: Url = None,
+    token: Token = None,
+    wait: Annotated[float, typer.Option(help="seconds to wait for each step")] = 30.0,
+) -> None:
+    """Seed 003's worked example as an external agent: a meeting invite to bob@example.com."""
+    from overseer_cli.demo import Demo
+
+    target = resolve(url, token, "agent")
+    view = asyncio.run(Demo(target, console, yes=yes, wait=wait).run())
+    if view.get("consequence_label") not in ("SUCCESS", "REJECTED"):
+        raise typer.Exit(1)
+
+
+@app.command()
+def bench(
+    scenarios: Annotated[list[str] | None, typer.Argument(help="scenarios to run (default: all)")] = None,
+) -> None:
+    """Run the benchmarks (as `make bench`): one JSON object per line, with a progress bar."""
+    from overseer_cli.bench import run
+
+    raise typer.Exit(run(list(scenarios or [])))
+
+
+def _mount_co() -> None:
+    try:
+        from overseer_cli.co_commands import co_app
+    except ImportError:
+        return
+    app.add_typer(co_app, name="co")
+
+
+_mount_co()
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

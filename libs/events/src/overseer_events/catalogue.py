@@ -1,0 +1,533 @@
+"""The catalogue: every event type of Overseer, grouped by the service that owns it.
+
+Each class is the ``data`` of one event type. Fields added later must have
+defaults, so old events still decode; a breaking change bumps the schema
+version and registers an upcaster (see ``conversation.message_received``).
+Ownership (who may publish what) lives in :mod:`overseer_events.subjects`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, StringConstraints, field_validator
+
+from overseer_events.canonical import MAX_DEPTH, nested_deeper_than
+from overseer_events.envelope import EventData, event, upcaster
+
+JSON = dict[str, Any]
+
+ActionType = Literal["tool_call", "ecs_request"]
+PermissionLevel = Literal["AUTO", "NOTIFY", "CONFIRM", "APPROVE"]
+VerdictDecision = Literal["allow", "hold", "deny"]
+ApprovalKind = Literal["approval", "reconciliation", "confirmation"]
+
+
+class Principal(EventData):
+    """Who stands behind a request: a role and an id (``agent:agent``, ``operator:alice``)."""
+
+    kind: str
+    id: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.id}"
+
+
+# ---------------------------------------------------------------- gateway --
+@event("conversation.message_received", schema_version=2)
+class MessageReceived(EventData):
+    session_id: str
+    text: str
+    channel: str = "rest"
+    principal: Principal | None = None
+
+
+@upcaster("conversation.message_received", from_version=1)
+def _message_received_v1_to_v2(data: JSON) -> JSON:
+    """v1 called the text ``message`` and had no channel."""
+    upgraded = {k: v for k, v in data.items() if k != "message"}
+    upgraded["text"] = data.get("message", "")
+    upgraded.setdefault("channel", "rest")
+    return upgraded
+
+
+@event("human.responded")
+class HumanResponded(EventData):
+    """A person's answer to an approval card: a decision word or free text, bound to args_hash."""
+
+    execution_id: str
+    response: str
+    args_hash: str | None = None
+    comment: str | None = None
+    responder: Principal
+    session_id: str | None = None
+
+
+@event("co.command.create")
+class CoCreateCommand(EventData):
+    command_id: str
+    co_id: str
+    title: str
+    description: str = ""
+    semantic_type: str | None = None
+    domain_tag: str | None = None
+    intent_category: str | None = None
+    external_references: list[dict[str, str]] = Field(default_factory=list)
+    related_co_ids: list[dict[str, str]] = Field(default_factory=list)
+    conversation_id: str | None = None
+    created_by: str = "user"
+
+
+@event("co.command.update")
+class CoUpdateCommand(EventData):
+    command_id: str
+    co_id: str
+    changes: JSON
+
+
+@event("co.command.transition")
+class CoTransitionCommand(EventData):
+    command_id: str
+    co_id: str
+    trigger: str
+    reason: str | None = None
+    actor: str = "user"
+
+
+@event("co.command.link")
+class CoLinkCommand(EventData):
+    command_id: str
+    co_id: str
+    execution_id: str | None = None
+    memory_id: str | None = None
+
+
+@event("co.command.decide_suggestion")
+class CoDecideSuggestionCommand(EventData):
+    command_id: str
+    suggestion_id: str
+    decision: Literal["confirm", "dismiss"]
+
+
+# What a proposal's ids, tool name and arguments must look like. A proposal that breaks these is
+# malformed: refused when built, and dead-lettered by the runtime when it arrives on the bus, so an
+# empty execution id or arguments too deep to hash never reach the firewall or the executor.
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$"
+ID_MAX = 128
+ProposalId = Annotated[str, StringConstraints(min_length=1, max_length=ID_MAX, pattern=ID_PATTERN)]
+"""An execution, session, CO or dependency id: letters, digits and ``_ . : -``, at most 128."""
+ToolName = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z][A-Za-z0-9_\-]*(\.[A-Za-z0-9_\-]+)*$"),
+]
+"""Dotted words: ``fs.list``, ``email.send``, ``my-server.tool_1``."""
+Key = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f-\x9f]+$")]
+"""An idempotency key: any printable text, at most 256 characters."""
+
+
+def _shallow(value: JSON) -> JSON:
+    if nested_deeper_than(value, MAX_DEPTH):
+        raise ValueError(f"arrays and objects nested more than {MAX_DEPTH} levels deep")
+    return value
+
+
+ShallowJSON = Annotated[JSON, AfterValidator(_shallow)]
+"""A JSON object nested at most :data:`~overseer_events.canonical.MAX_DEPTH` levels deep (it is hashed)."""
+
+
+@event("execution.proposed")
+class ExecutionProposed(EventData):
+    """An agent wants a tool to run (or asks a human): the seed 003 contract, not yet PENDING."""
+
+    execution_id: ProposalId
+    session_id: ProposalId
+    action_type: ActionType = "tool_call"
+    tool: ToolName | None = None
+    args: ShallowJSON = Field(default_factory=dict)
+    action_detail: ShallowJSON = Field(default_factory=dict)
+    irreversible: bool | None = None
+    idempotency_key: Key | None = None
+    timeout_seconds: float | None = None
+    confidence: float | None = None
+    co_id: ProposalId | None = None
+    summary: str | None = None
+    proposer: Principal
+    depends_on: ProposalId | None = None
+
+    @field_validator("proposer")
+    @classmethod
+    def _named_proposer(cls, proposer: Principal) -> Principal:
+        if not proposer.kind or not proposer.id:
+            raise ValueError("the proposer needs a kind and an id")
+        return proposer
+
+
+# -------------------------------------------------------------- reasoning --
+@event("conversation.replied")
+class ConversationReplied(EventData):
+    session_id: str
+    text: str
+    in_reply_to: str | None = None
+
+
+@event("memory.stored")
+class MemoryStored(EventData):
+    memory_id: str
+    session_id: str | None = None
+    kind: str
+    content: JSON
+    execution_id: str | None = None
+    co_id: str | None = None
+
+
+@event("co.suggested")
+class CoSuggested(EventData):
+    """The LLM may only suggest: a CO to create, or a transition to apply."""
+
+    suggestion_id: str
+    kind: Literal["create", "transition"]
+    co_id: str | None = None
+    trigger: str | None = None
+    fields: JSON = Field(default_factory=dict)
+    reason: str | None = None
+    session_id: str | None = None
+
+
+# --------------------------------------------------------------- firewall --
+class LayerFinding(EventData):
+    layer: str
+    outcome: str
+    message: str = ""
+    details: JSON = Field(default_factory=dict)
+
+
+@event("firewall.verdict_issued")
+class VerdictIssued(EventData):
+    execution_id: str
+    session_id: str
+    tool: str | None = None
+    level: PermissionLevel
+    decision: VerdictDecision
+    findings: list[LayerFinding] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=list)
+    args: JSON = Field(default_factory=dict)
+    args_hash: str
+    policy_version: int = 0
+    preview: JSON | None = None
+    requested_by: Principal | None = None
+
+
+@event("firewall.notified")
+class FirewallNotified(EventData):
+    execution_id: str
+    session_id: str
+    tool: str | None = None
+    message: str
+
+
+@event("human.decision_recorded")
+class HumanDecisionRecorded(EventData):
+    """HumanGate's parsed, validated decision; the executor acts on this, never on raw responses."""
+
+    execution_id: str
+    session_id: str | None = None
+    decision: Literal["approve", "reject", "completed", "failed", "timeout"]
+    args_hash: str
+    decided_by: Principal
+    latency_ms: float | None = None
+    comment: str | None = None
+    response_event_id: str | None = None
+
+
+@event("firewall.approval_escalated")
+class ApprovalEscalated(EventData):
+    execution_id: str
+    session_id: str | None = None
+    to_role: str = "admin"
+    after_seconds: float
+
+
+@event("firewall.session_paused")
+class SessionPaused(EventData):
+    session_id: str
+    by: Principal
+    reason: str | None = None
+
+
+@event("firewall.session_cancel_requested")
+class SessionCancelRequested(EventData):
+    """Second-stage abort: every PENDING or WAITING contract of the session must be cancelled."""
+
+    session_id: str
+    by: Principal
+    reason: str | None = None
+
+
+@event("policy.admin_replaced")
+class AdminPolicyReplaced(EventData):
+    version: int
+    policy: JSON
+    replaced_by: Principal
+
+
+@event("policy.user_level_changed")
+class UserLevelChanged(EventData):
+    tool: str
+    before: PermissionLevel | None
+    after: PermissionLevel | None
+    trigger: str
+    hint: str | None = None
+
+
+@event("audit.recorded")
+class AuditRecorded(EventData):
+    index: int
+    prev_hash: str
+    hash: str
+    record: JSON
+
+
+@event("audit.head_published")
+class AuditHeadPublished(EventData):
+    """The audit chain's head after a commit that appended records: entry ``index`` has hash ``hash``.
+
+    Published on the events stream (which denies delete and purge), it anchors the chain outside
+    the firewall's SQLite file: ``audit verify`` reads every head back from the stream and checks it
+    against the local chain. Aggregate ``audit:head``, version = ``index``: one head per index.
+    """
+
+    index: int
+    hash: str
+
+
+@event("firewall.alert")
+class FirewallAlert(EventData):
+    kind: str
+    message: str
+    session_id: str | None = None
+    details: JSON = Field(default_factory=dict)
+
+
+@event("firewall.response_refused")
+class ResponseRefused(EventData):
+    """HumanGate refused an answer: no pending request, other arguments, self-approval, not a decision."""
+
+    execution_id: str
+    session_id: str | None = None
+    responder: Principal
+    response: str
+    reason: str
+    status: int = 409
+    response_event_id: str | None = None
+
+
+@event("firewall.session_resumed")
+class SessionResumed(EventData):
+    """A paused session (first-stage abort) continues: a person approved one of its held calls."""
+
+    session_id: str
+    by: Principal
+
+
+@event("firewall.hint_issued")
+class HintIssued(EventData):
+    """Something learned from the approver for the agent's prompts: ``avoid`` a tool, the user is ``unsure``."""
+
+    tool: str
+    kind: str
+    message: str
+    session_id: str | None = None
+
+
+@event("policy.agent_mode_set")
+class AgentModeSet(EventData):
+    """An agent principal's mode (seed 004): supervised, delegated (with a grant) or audited."""
+
+    principal: str
+    mode: Literal["supervised", "delegated", "audited"]
+    grant: JSON | None = None
+    set_by: Principal
+
+
+# --------------------------------------------------------------- executor --
+class TraceStep(EventData):
+    """Seed 003 ExecutionStep: ``transition:<id>:<from>→<to>``."""
+
+    node_id: str
+    action: str
+    result: str | None = None
+    metadata: JSON = Field(default_factory=dict)
+
+
+@event("execution.contract_created")
+class ContractCreated(EventData):
+    """A contract entered PENDING (seed 003 ExecutionContract, as created)."""
+
+    execution_id: str
+    session_id: str
+    action_type: ActionType
+    action_detail: JSON
+    tool: str | None = None
+    args: JSON = Field(default_factory=dict)
+    irreversible: bool = False
+    idempotent: bool = False
+    idempotency_key: str | None = None
+    timeout_seconds: float | None = None
+    co_id: str | None = None
+    proposer: Principal
+    depends_on: str | None = None
+    created_at: float
+    # Seed 003's ``create_contract:<id>`` step (node_id: the proposing service).
+    trace: TraceStep | None = None
+
+
+@event("execution.transitioned")
+class ExecutionTransitioned(EventData):
+    execution_id: str
+    session_id: str
+    from_status: str
+    to_status: str
+    trigger: str
+    actor: str
+    timestamp: float
+    reason: str | None = None
+    result: str | None = None
+    error_message: str | None = None
+    irreversible: bool = False
+    co_id: str | None = None
+    trace: TraceStep | None = None
+
+
+@event("ecs.requested")
+class EcsRequested(EventData):
+    """An approval form for a human: an approval, a reconciliation (outcome unknown) or a confirmation."""
+
+    execution_id: str
+    session_id: str
+    kind: ApprovalKind
+    tool: str | None = None
+    args: JSON = Field(default_factory=dict)
+    args_hash: str
+    level: PermissionLevel | None = None
+    preview: JSON | None = None
+    message: str | None = None
+    requested_by: Principal
+    requested_at: float
+
+
+# --------------------------------------------------------------------- col --
+@event("co.created")
+class CoCreated(EventData):
+    co_id: str
+    title: str
+    description: str = ""
+    semantic_type: str | None = None
+    domain_tag: str | None = None
+    intent_category: str | None = None
+    external_references: list[dict[str, str]] = Field(default_factory=list)
+    related_co_ids: list[dict[str, str]] = Field(default_factory=list)
+    created_by: str
+    conversation_id: str | None = None
+    creation_context: str | None = None
+    created_at: float
+    command_id: str | None = None
+
+
+@event("co.updated")
+class CoUpdated(EventData):
+    co_id: str
+    changes: JSON
+    command_id: str | None = None
+
+
+@event("co.transitioned")
+class CoTransitioned(EventData):
+    co_id: str
+    from_status: str
+    to_status: str
+    trigger: str
+    actor: str
+    timestamp: float
+    reason: str | None = None
+    command_id: str | None = None
+
+
+@event("co.execution_linked")
+class CoExecutionLinked(EventData):
+    co_id: str
+    execution_id: str
+    command_id: str | None = None
+
+
+@event("co.memory_linked")
+class CoMemoryLinked(EventData):
+    co_id: str
+    memory_id: str
+    command_id: str | None = None
+
+
+@event("co.execution_reported")
+class CoExecutionReported(EventData):
+    co_id: str
+    execution_id: str
+    outcome: Literal["completed", "failed", "rejected", "cancelled"]
+
+
+@event("co.suggestion_recorded")
+class CoSuggestionRecorded(EventData):
+    suggestion_id: str
+    kind: Literal["create", "transition"]
+    co_id: str | None = None
+    trigger: str | None = None
+    fields: JSON = Field(default_factory=dict)
+    reason: str | None = None
+
+
+@event("co.suggestion_decided")
+class CoSuggestionDecided(EventData):
+    suggestion_id: str
+    decision: Literal["confirm", "dismiss"]
+    command_id: str | None = None
+
+
+@event("co.command_rejected")
+class CoCommandRejected(EventData):
+    command_id: str
+    co_id: str | None = None
+    status: int
+    detail: str
+    legal_triggers: list[str] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------- observer --
+@event("observation.execution_state")
+class ExecutionStateObserved(EventData):
+    """Seed 002's SSE ``execution_state`` payload, one per transition."""
+
+    execution_id: str
+    session_id: str
+    action_summary: str
+    from_status: str
+    to_status: str
+    trigger: str
+    actor_category: str
+    is_terminal: bool
+    is_resumable: bool
+    has_side_effects: bool
+    timestamp: float
+
+
+@event("observation.execution_fact")
+class ExecutionFactObserved(EventData):
+    """Seed 002's memory execution summary for a terminal contract."""
+
+    execution_id: str
+    session_id: str
+    action_type: str
+    action_summary: str
+    final_status: str
+    irreversible: bool
+    duration_ms: float | None = None
+    result_summary: str | None = None
+    error_summary: str | None = None
+    co_id: str | None = None

@@ -1,0 +1,227 @@
+"""The streams and the services' durable consumers, created before any service starts.
+
+A service says what it reads (:class:`Subscription`); :func:`consumer_plan`
+turns that into at most two durable consumers on the events stream, with
+fixed names (:func:`overseer_runtime.permissions.durable_names`). The
+``provisioner`` user, which only the supervisor (or a deployment's one-shot
+provisioning job, ``python -m overseer.<service> provision``) holds, creates
+the streams and these consumers; a service itself may only read its own.
+That is what keeps a service's credential from reaching the JetStream API
+that could forge another owner's events (a stream's ``RePublish``, a source,
+a subject transform) or delete the streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+from nats.js.api import (
+    AckPolicy,
+    ConsumerConfig,
+    DeliverPolicy,
+    DiscardPolicy,
+    RePublish,
+    RetentionPolicy,
+    StorageType,
+    StreamConfig,
+)
+from nats.js.errors import BadRequestError
+
+from overseer_events.subjects import Subjects
+from overseer_runtime.bus import connect
+from overseer_runtime.credentials import NatsCredential
+from overseer_runtime.permissions import durable_names
+
+log = logging.getLogger("overseer.provisioning")
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """Consume ``types`` (NATS-style patterns allowed, e.g. ``co.command.*``) from ``owner``'s stream.
+
+    ``linger`` (seconds) is for work off the critical path: after the first message the
+    consumer waits that long for more, so a burst is applied in one transaction and acked
+    in one write instead of waking the whole apply path once per message. A service's
+    lingering subscriptions share one consumer, so they share one linger.
+
+    ``gather`` (seconds) is for a forerunner: an event this service reads that is
+    usually followed closely by another it reads on the same consumer (an agent's
+    proposal, then the firewall's verdict on it). When one opens a batch, the consumer
+    waits for the follower, at most ``gather`` seconds, and applies both together: one
+    wake-up and one transaction instead of two, while the service on the critical path
+    has the CPU. Order is kept (one consumer), and the follower is never delayed.
+    """
+
+    owner: str
+    types: tuple[str, ...]
+    linger: float = 0.0
+    gather: float = 0.0
+
+
+@dataclass(frozen=True)
+class ConsumerPlan:
+    """One durable consumer of a service on the events stream."""
+
+    stream: str
+    durable: str
+    filter_subjects: tuple[str, ...]
+    linger: float = 0.0
+    gather: float = 0.0
+    forerunners: tuple[str, ...] = ()  # the subjects that gather their follower
+
+    @property
+    def name(self) -> str:
+        return f"{self.durable}@events"
+
+
+def consumer_plan(
+    service: str, subscriptions: Iterable[Subscription], subjects: Subjects
+) -> list[ConsumerPlan]:
+    """The immediate consumer (``<service>``) and the lingering one (``<service>_lingered``), if used."""
+    immediate, lingered = durable_names(service)
+    groups: dict[bool, list[Subscription]] = {False: [], True: []}
+    for sub in subscriptions:
+        groups[sub.linger > 0].append(sub)
+    lingers = {sub.linger for sub in groups[True]}
+    if len(lingers) > 1:
+        raise ValueError(f"{service}: lingering subscriptions share one consumer, so one linger ({lingers})")
+    plans = []
+    for is_lingered, subs in groups.items():
+        if not subs:
+            continue
+        patterns = sorted({subjects.events_of(s.owner, t) for s in subs for t in s.types})
+        forerunners = sorted({subjects.events_of(s.owner, t) for s in subs if s.gather > 0 for t in s.types})
+        plans.append(
+            ConsumerPlan(
+                stream=subjects.events_stream,
+                durable=lingered if is_lingered else immediate,
+                filter_subjects=tuple(patterns),
+                linger=max(lingers) if is_lingered else 0.0,
+                gather=max((s.gather for s in subs), default=0.0),
+                forerunners=tuple(forerunners),
+            )
+        )
+    return plans
+
+
+def consumer_config(
+    plan: ConsumerPlan, *, batch: int, max_deliver: int, ack_wait: float, server: tuple[int, int]
+) -> ConsumerConfig:
+    config = ConsumerConfig(
+        name=plan.durable,
+        durable_name=plan.durable,
+        deliver_policy=DeliverPolicy.ALL,
+        ack_policy=AckPolicy.EXPLICIT,
+        ack_wait=ack_wait,
+        max_deliver=max_deliver,
+        max_ack_pending=max(1000, batch * 4),
+        max_waiting=64,
+    )
+    if len(plan.filter_subjects) == 1:
+        config.filter_subject = plan.filter_subjects[0]
+    elif server >= (2, 10):
+        config.filter_subjects = list(plan.filter_subjects)
+    else:
+        # Before 2.10 a consumer has one filter: take the whole stream; the runtime skips the
+        # subjects it did not ask for.
+        config.filter_subject = None
+    return config
+
+
+async def provision_streams(
+    js: JetStreamContext, subjects: Subjects, *, duplicate_window: float = 600.0, replicas: int = 1
+) -> None:
+    """Create or update every stream (idempotent). Streams deny delete and purge.
+
+    The events stream announces every event it stores on ``live.<namespace>.<subject>``, headers
+    only (its subject and sequence, no body): whoever follows the stream live (the gateway's
+    WebSocket clients) learns at once that there is more to read, without a consumer.
+    """
+    for spec in subjects.stream_specs():
+        config = StreamConfig(
+            name=spec.name,
+            subjects=list(spec.subjects) or None,
+            storage=StorageType.FILE,
+            retention=RetentionPolicy.LIMITS,
+            discard=DiscardPolicy.OLD,
+            duplicate_window=duplicate_window,
+            deny_delete=True,
+            deny_purge=True,
+            allow_direct=True,
+            num_replicas=replicas,
+        )
+        if spec.name == subjects.events_stream:
+            config.republish = RePublish(src=">", dest="live.>", headers_only=True)
+        try:
+            await js.add_stream(config)
+        except BadRequestError as exc:
+            # Already there (perhaps created concurrently): bring its config up to date.
+            if exc.err_code not in (10058, 10065):  # stream name in use / subjects overlap
+                raise
+            await js.update_stream(config)
+
+
+async def provision(
+    nc: Client,
+    subjects: Subjects,
+    services: Mapping[str, Sequence[Subscription]],
+    nats_settings: Mapping[str, Any],
+) -> list[ConsumerPlan]:
+    """Streams, then every durable consumer of ``services`` (name → subscriptions); create-or-update.
+
+    Run as the ``provisioner`` user. Returns the consumers it made sure of.
+    """
+    js = nc.jetstream()
+    await provision_streams(
+        js,
+        subjects,
+        duplicate_window=float(nats_settings.get("duplicate_window_seconds", 600)),
+        replicas=int(nats_settings.get("replicas", 1)),
+    )
+    version = nc.connected_server_version
+    plans: list[ConsumerPlan] = []
+    for service, subscriptions in services.items():
+        for plan in consumer_plan(service, subscriptions, subjects):
+            config = consumer_config(
+                plan,
+                batch=int(nats_settings.get("pull_batch", 256)),
+                max_deliver=int(nats_settings.get("max_deliver", 20)),
+                ack_wait=float(nats_settings.get("ack_wait_seconds", 30.0)),
+                server=(version.major, version.minor),
+            )
+            await js.add_consumer(plan.stream, config)
+            plans.append(plan)
+    log.info("provisioned %s and %d consumers", subjects.events_stream, len(plans))
+    return plans
+
+
+async def provision_at(
+    url: str,
+    provisioner: NatsCredential,
+    subjects: Subjects,
+    services: Mapping[str, Sequence[Subscription]],
+    nats_settings: Mapping[str, Any],
+    timeout: float = 60.0,
+) -> list[ConsumerPlan]:
+    """Connect to ``url`` as ``provisioner`` and :func:`provision`, retried while JetStream is not
+    ready yet (a cluster electing its meta leader); an unreachable server fails at once."""
+    nc = await connect(url, name="overseer-provisioner", credential=provisioner, reconnect=False)
+    try:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            try:
+                return await provision(nc, subjects, services, nats_settings)
+            except Exception as exc:
+                if loop.time() > deadline:
+                    raise
+                log.info("JetStream not ready (%s); retrying", exc or type(exc).__name__)
+                await asyncio.sleep(0.5)
+    finally:
+        await nc.close()

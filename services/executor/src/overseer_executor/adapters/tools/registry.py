@@ -1,0 +1,143 @@
+"""The tool registry: every plugin's tools under one name space, each with its declaration.
+
+Lookups (:meth:`ToolRegistry.spec`) are dictionary reads: they run inside
+event handlers. Arguments are validated against the tool's JSON schema with
+compiled ``fastjsonschema`` validators before a plugin sees them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import fastjsonschema
+
+from overseer_executor.adapters.smtp_sink import smtp_endpoint
+from overseer_executor.adapters.tools.email import EmailTool
+from overseer_executor.adapters.tools.fs import FsTools
+from overseer_executor.adapters.tools.mcp import McpServerTools
+from overseer_executor.adapters.tools.shell import ShellTool
+from overseer_executor.domain.tools import ToolCall, ToolError, ToolPlugin, ToolSpec, UnknownTool
+from overseer_runtime.config import Settings
+
+log = logging.getLogger("overseer.executor.tools")
+
+Validator = Callable[[Any], Any]
+
+
+class ToolRegistry:
+    def __init__(
+        self, plugins: Sequence[ToolPlugin], overrides: dict[str, dict[str, Any]] | None = None
+    ) -> None:
+        self.plugins = list(plugins)
+        self.overrides = overrides or {}
+        self._specs: dict[str, ToolSpec] = {}
+        self._owners: dict[str, ToolPlugin] = {}
+        self._validators: dict[str, Validator] = {}
+        self.refresh()
+
+    # -- discovery -------------------------------------------------------------
+    def refresh(self) -> None:
+        """Rebuild the index from the plugins' tool lists (again whenever an MCP server restarts)."""
+        specs: dict[str, ToolSpec] = {}
+        owners: dict[str, ToolPlugin] = {}
+        for plugin in self.plugins:
+            for raw in plugin.list_tools():
+                spec = ToolSpec.from_dict(raw)
+                if spec.name in specs:
+                    log.warning("tool %s is offered twice; keeping the first", spec.name)
+                    continue
+                override = self.overrides.get(spec.name)
+                specs[spec.name] = spec.with_overrides(override) if override else spec
+                owners[spec.name] = plugin
+        changed = {n for n in specs if specs[n] != self._specs.get(n)}
+        self._validators = {n: v for n, v in self._validators.items() if n in specs and n not in changed}
+        self._specs, self._owners = specs, owners
+
+    def spec(self, name: str | None) -> ToolSpec | None:
+        return self._specs.get(name) if name else None
+
+    def specs(self) -> list[ToolSpec]:
+        return sorted(self._specs.values(), key=lambda s: s.name)
+
+    def get_tool_schema(self, name: str) -> dict[str, Any] | None:
+        spec = self._specs.get(name)
+        return spec.input_schema if spec else None
+
+    # -- lifecycle ---------------------------------------------------------------
+    async def connect(self) -> None:
+        for plugin in self.plugins:
+            try:
+                await plugin.connect()
+            except Exception:
+                log.exception("tool plugin %r failed to connect", plugin)
+        self.refresh()
+
+    async def disconnect(self) -> None:
+        for plugin in reversed(self.plugins):
+            try:
+                await plugin.disconnect()
+            except Exception:
+                log.exception("tool plugin %r failed to disconnect", plugin)
+
+    # -- execution -------------------------------------------------------------------
+    def validate(self, call: ToolCall) -> None:
+        spec = self._specs.get(call.name)
+        if spec is None:
+            raise UnknownTool(call.name)
+        validator = self._validators.get(call.name)
+        if validator is None:
+            validator = self._validators[call.name] = fastjsonschema.compile(spec.input_schema)
+        try:
+            validator(call.args)
+        except fastjsonschema.JsonSchemaException as exc:
+            raise ToolError(f"invalid arguments for {call.name}: {exc}") from None
+
+    async def execute(self, call: ToolCall) -> str:
+        self.validate(call)
+        return await self._owners[call.name].execute(call)
+
+
+def build_registry(settings: Settings) -> ToolRegistry:
+    """The built-ins plus every MCP server of ``[mcp.servers.*]``, with ``[tools.overrides]`` applied."""
+    home = settings.home
+    tools_cfg = settings.section("tools")
+    sandbox = home / str(tools_cfg.get("sandbox", "sandbox"))
+    email_cfg = dict(tools_cfg.get("email") or {})
+    shell_cfg = dict(tools_cfg.get("shell") or {})
+    smtp_host, smtp_port = smtp_endpoint(settings)
+    readable = tuple(Path(str(p).replace("{home}", str(home))) for p in tools_cfg.get("readable_paths") or ())
+    plugins: list[ToolPlugin] = [
+        FsTools(sandbox, readable),
+        EmailTool(
+            host=smtp_host,
+            port=smtp_port,
+            sender=str(email_cfg.get("sender", "overseer@localhost")),
+            timeout_seconds=float(email_cfg.get("timeout_seconds", 10)),
+        ),
+        ShellTool(sandbox, time_limit_seconds=float(shell_cfg.get("time_limit_seconds", 30))),
+    ]
+    registry = ToolRegistry(plugins, overrides=dict(tools_cfg.get("overrides") or {}))
+    mcp_cfg = settings.section("mcp")
+    for name, server in dict(mcp_cfg.get("servers") or {}).items():
+        if not isinstance(server, dict) or not server.get("enabled", True):
+            continue
+        plugin = McpServerTools(
+            name,
+            str(server["command"]),
+            [str(a) for a in server.get("args", [])],
+            env=dict(server.get("env") or {}),
+            cwd=server.get("cwd"),
+            tool_overrides=dict(server.get("tools") or {}),
+            time_limit_seconds=server.get("time_limit_seconds"),
+            log_path=Path(home) / "logs" / f"mcp-{name}.log",
+            connect_timeout=float(mcp_cfg.get("connect_timeout_seconds", 20)),
+            restart_backoff=float(mcp_cfg.get("restart_backoff_seconds", 0.5)),
+            restart_backoff_max=float(mcp_cfg.get("restart_backoff_max_seconds", 15)),
+            health_interval=float(mcp_cfg.get("health_interval_seconds", 2)),
+            on_change=registry.refresh,
+        )
+        registry.plugins.append(plugin)
+    return registry

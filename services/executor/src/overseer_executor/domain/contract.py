@@ -1,0 +1,331 @@
+"""The execution contract of seed 003 as an event-sourced aggregate.
+
+State is rebuilt from the executor's own events (``execution.contract_created``,
+``execution.transitioned``, ``ecs.requested``) plus the firewall's verdict;
+:func:`evolve` is the only way it changes. :class:`Moves` fires triggers on the
+shared ``EXECUTION_MACHINE`` (so an illegal move raises ``InvalidTransition``)
+and collects the events that record them, each with its seed 003 trace step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from overseer_events.catalogue import (
+    ContractCreated,
+    EcsRequested,
+    ExecutionProposed,
+    ExecutionTransitioned,
+    Principal,
+    TraceStep,
+    VerdictIssued,
+)
+from overseer_events.envelope import EventData
+from overseer_events.machines import ECS_NODE, EXECUTION_MACHINE, TOOL_NODE, ExecutionStatus
+from overseer_executor.domain.idempotency import idempotency_key
+from overseer_executor.domain.tools import ToolSpec
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the firewall decided about a proposal; the arguments it names are the ones that run."""
+
+    decision: str
+    level: str
+    args: JSON
+    args_hash: str
+    reasons: tuple[str, ...] = ()
+    preview: JSON | None = None
+    requested_by: Principal | None = None
+
+    @classmethod
+    def from_event(cls, data: VerdictIssued) -> Verdict:
+        return cls(
+            decision=data.decision,
+            level=data.level,
+            args=dict(data.args),
+            args_hash=data.args_hash,
+            reasons=tuple(data.reasons),
+            preview=data.preview,
+            requested_by=data.requested_by,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class OpenRequest:
+    """The ``ecs.requested`` form a WAITING contract waits on."""
+
+    kind: str
+    args_hash: str
+    requested_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionContract:
+    """Seed 003's ExecutionContract: constraints, current status, result (the transitions live in events)."""
+
+    execution_id: str
+    session_id: str
+    action_type: str
+    action_detail: JSON
+    tool: str | None
+    args: JSON
+    irreversible: bool
+    idempotent: bool
+    idempotency_key: str | None
+    timeout_seconds: float | None
+    co_id: str | None
+    proposer: Principal
+    depends_on: str | None
+    created_at: float
+    status: ExecutionStatus = ExecutionStatus.PENDING
+    version: int = 1
+    updated_at: float = 0.0
+    result: str | None = None
+    error_message: str | None = None
+    verdict: Verdict | None = None
+    open_request: OpenRequest | None = None
+
+    @property
+    def node(self) -> str:
+        """The seed's execution node for this contract: ``tool_node`` for tools, ``ecs_node`` for ECS."""
+        node: str = TOOL_NODE if self.action_type == "tool_call" else ECS_NODE
+        return node
+
+    @property
+    def run_args(self) -> JSON:
+        """The arguments a tool call runs with: the firewall's (sandbox-rewritten) ones once it spoke."""
+        return self.verdict.args if self.verdict is not None and self.verdict.args else self.args
+
+    @property
+    def args_hash(self) -> str | None:
+        return self.verdict.args_hash if self.verdict is not None else None
+
+    def with_verdict(self, verdict: Verdict) -> ExecutionContract:
+        return replace(self, verdict=verdict)
+
+    @classmethod
+    def from_created(cls, data: ContractCreated) -> ExecutionContract:
+        return cls(
+            execution_id=data.execution_id,
+            session_id=data.session_id,
+            action_type=data.action_type,
+            action_detail=dict(data.action_detail),
+            tool=data.tool,
+            args=dict(data.args),
+            irreversible=data.irreversible,
+            idempotent=data.idempotent,
+            idempotency_key=data.idempotency_key,
+            timeout_seconds=data.timeout_seconds,
+            co_id=data.co_id,
+            proposer=data.proposer,
+            depends_on=data.depends_on,
+            created_at=data.created_at,
+            updated_at=data.created_at,
+        )
+
+
+def tool_of(proposal: ExecutionProposed) -> str | None:
+    """The tool a proposal names: ``tool``, else ``action_detail``'s ``service.method``."""
+    if proposal.tool:
+        return str(proposal.tool)
+    service, method = proposal.action_detail.get("service"), proposal.action_detail.get("method")
+    if proposal.action_type == "tool_call" and service and method:
+        return f"{service}.{method}"
+    return None
+
+
+def open_contract(
+    proposal: ExecutionProposed, spec: ToolSpec | None, *, node_id: str, now: float
+) -> ContractCreated:
+    """The PENDING contract for a proposal (seed 003 "Contract Generation").
+
+    A tool's own declaration wins over the proposer's: an agent cannot make a
+    declared-irreversible tool reversible. The idempotency key of a tool call is
+    always computed here, never taken from the proposer, so it cannot be dodged.
+    """
+    tool = tool_of(proposal)
+    args = dict(proposal.args) if proposal.args else dict(proposal.action_detail.get("args") or {})
+    irreversible = bool(proposal.irreversible) or (spec is not None and spec.irreversible)
+    idempotent = spec is not None and spec.idempotent and not irreversible
+    if proposal.action_type == "tool_call" and tool:
+        key: str | None = idempotency_key(tool, args)
+        detail = dict(proposal.action_detail) or _detail_for(tool, args)
+    else:
+        key = proposal.idempotency_key
+        detail = dict(proposal.action_detail)
+    return ContractCreated(
+        execution_id=proposal.execution_id,
+        session_id=proposal.session_id,
+        action_type=proposal.action_type,
+        action_detail=detail,
+        tool=tool,
+        args=args,
+        irreversible=irreversible,
+        idempotent=idempotent,
+        idempotency_key=key,
+        timeout_seconds=proposal.timeout_seconds,
+        co_id=proposal.co_id,
+        proposer=proposal.proposer,
+        depends_on=proposal.depends_on,
+        created_at=now,
+        trace=TraceStep(
+            node_id=node_id,
+            action=f"create_contract:{proposal.execution_id}",
+            metadata={
+                "contract_id": proposal.execution_id,
+                "action_type": proposal.action_type,
+                "irreversible": irreversible,
+                "idempotency_key": key,
+            },
+        ),
+    )
+
+
+def _detail_for(tool: str, args: JSON) -> JSON:
+    service, _, method = tool.partition(".")
+    return {"service": service, "method": method, "args": args}
+
+
+def evolve(contract: ExecutionContract, data: EventData) -> ExecutionContract:
+    """The contract after one of its own events (a verdict is folded in by ``with_verdict``)."""
+    match data:
+        case ExecutionTransitioned():
+            leaving_wait = data.from_status == ExecutionStatus.WAITING
+            return replace(
+                contract,
+                status=ExecutionStatus(data.to_status),
+                version=contract.version + 1,
+                updated_at=data.timestamp,
+                result=data.result if data.result is not None else contract.result,
+                error_message=data.error_message
+                if data.error_message is not None
+                else contract.error_message,
+                open_request=None if leaving_wait else contract.open_request,
+            )
+        case EcsRequested():
+            return replace(
+                contract,
+                version=contract.version + 1,
+                open_request=OpenRequest(data.kind, data.args_hash, data.requested_at),
+            )
+        case _:
+            raise TypeError(f"{type(data).__name__} is not an event of the execution contract")
+
+
+def trace_step(
+    execution_id: str,
+    irreversible: bool,
+    result: str | None,
+    from_status: str,
+    to_status: str,
+    trigger: str,
+    actor: str,
+) -> TraceStep:
+    """Seed 003's ExecutionStep for one transition (``result``: the contract's result after it)."""
+    return TraceStep(
+        node_id=actor,
+        action=f"transition:{execution_id}:{from_status}→{to_status}",
+        result=result,
+        metadata={
+            "trigger": trigger,
+            "actor": actor,
+            "contract_id": execution_id,
+            "irreversible": irreversible,
+        },
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a decision did: the contract after it, the events that record it, and whether a tool runs next.
+
+    ``note`` says why nothing happened when ``events`` is empty (a refusal or a parked verdict).
+    """
+
+    contract: ExecutionContract
+    events: tuple[EventData, ...] = ()
+    run_tool: bool = False
+    note: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.events)
+
+
+class Moves:
+    """Fires triggers on a contract in order and collects the events recording them."""
+
+    __slots__ = ("contract", "events", "now")
+
+    def __init__(self, contract: ExecutionContract, now: float) -> None:
+        self.contract = contract
+        self.now = now
+        self.events: list[EventData] = []
+
+    def fire(
+        self,
+        trigger: str,
+        actor: str,
+        *,
+        reason: str | None = None,
+        result: str | None = None,
+        error: str | None = None,
+    ) -> Moves:
+        """Fire ``trigger`` as ``actor``; raises ``InvalidTransition`` when the machine refuses it."""
+        before = self.contract
+        target = EXECUTION_MACHINE.next_state(before.status, trigger, actor)
+        step = trace_step(
+            before.execution_id,
+            before.irreversible,
+            result if result is not None else before.result,
+            before.status.value,
+            target.value,
+            trigger,
+            actor,
+        )
+        data = ExecutionTransitioned(
+            execution_id=before.execution_id,
+            session_id=before.session_id,
+            from_status=before.status.value,
+            to_status=target.value,
+            trigger=trigger,
+            actor=actor,
+            timestamp=self.now,
+            reason=reason,
+            result=result,
+            error_message=error,
+            irreversible=before.irreversible,
+            co_id=before.co_id,
+            trace=step,
+        )
+        self.contract = evolve(before, data)
+        self.events.append(data)
+        return self
+
+    def request(self, kind: str, *, message: str | None = None) -> Moves:
+        """Publish the form a human answers (``ecs.requested``) for the contract now WAITING."""
+        contract = self.contract
+        verdict = contract.verdict
+        data = EcsRequested(
+            execution_id=contract.execution_id,
+            session_id=contract.session_id,
+            kind=kind,  # checked by pydantic against ApprovalKind
+            tool=contract.tool,
+            args=contract.run_args if contract.action_type == "tool_call" else contract.action_detail,
+            args_hash=verdict.args_hash if verdict is not None else "",
+            level=verdict.level if verdict is not None else None,
+            preview=verdict.preview if verdict is not None else None,
+            message=message,
+            requested_by=(verdict.requested_by if verdict and verdict.requested_by else contract.proposer),
+            requested_at=self.now,
+        )
+        self.contract = evolve(contract, data)
+        self.events.append(data)
+        return self
+
+    def outcome(self, *, run_tool: bool = False, note: str | None = None) -> Outcome:
+        return Outcome(self.contract, tuple(self.events), run_tool, note)

@@ -1,0 +1,241 @@
+"""How a contract moves: one pure decide function per thing that can happen to it.
+
+Each returns an :class:`Outcome` (the events to append and whether the tool
+runs next). The plans are tables; the machine in ``overseer_events.machines``
+refuses anything illegal. Actors follow seed 003: ``tool_node`` moves tool
+calls, ``ecs_node`` moves ECS requests, ``graph_runner`` resumes, times out and
+finishes what a human answered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from overseer_events.catalogue import HumanDecisionRecorded
+from overseer_events.machines import GRAPH_RUNNER, TERMINAL_STATUSES, TOOL_NODE, ExecutionStatus
+from overseer_executor.domain.alignment import ANSWERS, Answer, check_resume_alignment
+from overseer_executor.domain.claims import Twin, twin_refusal
+from overseer_executor.domain.contract import ExecutionContract, Moves, Outcome, Verdict
+
+# Triggers whose text is the contract's result; the others (reject, fail, cancel, timeout) carry an error.
+_RESULT_TRIGGERS = frozenset({"succeed"})
+_ENDING_TRIGGERS = frozenset({"succeed", "fail", "reject", "cancel", "timeout"})
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    triggers: tuple[str, ...]
+    run_tool: bool = False
+    request: str | None = None
+
+
+# (action type, firewall decision) -> plan, all fired by the contract's own node.
+VERDICT_PLANS: dict[tuple[str, str], Plan] = {
+    ("tool_call", "allow"): Plan(("start",), run_tool=True),
+    ("tool_call", "hold"): Plan(("start", "suspend"), request="approval"),
+    ("tool_call", "deny"): Plan(("start", "reject")),
+    # An ECS request is a question for a human: it always waits for the answer.
+    ("ecs_request", "allow"): Plan(("start", "suspend"), request="confirmation"),
+    ("ecs_request", "hold"): Plan(("start", "suspend"), request="confirmation"),
+    ("ecs_request", "deny"): Plan(("start", "reject")),
+}
+REFUSE = Plan(("start", "reject"))
+# An approval whose irreversible call may not run (a twin holds or completed its key): the card ends.
+REFUSE_APPROVED_TWIN = Answer(("resume", "reject"))
+
+# Session abort (second stage): status -> (triggers, who fires them).
+CANCEL_PLANS: dict[ExecutionStatus, tuple[tuple[str, ...], str | None]] = {
+    ExecutionStatus.PENDING: (("start", "cancel"), None),  # None: the contract's own node
+    ExecutionStatus.WAITING: (("cancel",), GRAPH_RUNNER),
+}
+
+ToolOutcomeKind = Literal["succeeded", "failed", "timed_out"]
+OUTCOME_TRIGGERS: dict[str, str] = {"succeeded": "succeed", "failed": "fail", "timed_out": "cancel"}
+
+# Forms a TTL may end; a reconciliation question never times out (its outcome is unknown, not abandoned).
+EXPIRING_FORMS = frozenset({"approval", "confirmation"})
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """How one tool run ended: its result text, or its error text."""
+
+    kind: ToolOutcomeKind
+    text: str
+    attempts: int = 1
+
+
+def _fire(moves: Moves, triggers: tuple[str, ...], actor: str, text: str | None) -> Moves:
+    """Fire ``triggers`` in order; the last, when it ends the contract, carries ``text``."""
+    for i, trigger in enumerate(triggers):
+        last = i == len(triggers) - 1
+        if last and trigger in _RESULT_TRIGGERS:
+            moves.fire(trigger, actor, result=text)
+        elif last and trigger in _ENDING_TRIGGERS:
+            moves.fire(trigger, actor, reason=text, error=text)
+        else:
+            moves.fire(trigger, actor)
+    return moves
+
+
+def decide_verdict(
+    contract: ExecutionContract,
+    verdict: Verdict,
+    *,
+    dependency: ExecutionStatus | None,
+    twin: Twin | None,
+    now: float,
+) -> Outcome:
+    """The firewall spoke about a PENDING contract (or its dependency just settled).
+
+    ``dependency`` is the status of ``depends_on`` (None when there is none or
+    it is not known yet); ``twin`` another contract with the same idempotency
+    key that is RUNNING, WAITING or COMPLETED. Every plan but deny starts the
+    contract, which claims the key (``claims.py``): an irreversible one whose
+    twin holds or completed it is refused instead.
+    """
+    contract = contract.with_verdict(verdict)
+    if contract.status != ExecutionStatus.PENDING:
+        return Outcome(contract, note=f"verdict ignored: the contract is already {contract.status.value}")
+    plan = VERDICT_PLANS[(contract.action_type, verdict.decision)]
+    if verdict.decision == "deny":
+        text = "; ".join(verdict.reasons) or "denied by the firewall"
+        return _fire(Moves(contract, now), plan.triggers, contract.node, text).outcome()
+    if contract.depends_on is not None:
+        if dependency is None or dependency not in TERMINAL_STATUSES:
+            return Outcome(contract, note=f"parked until {contract.depends_on} completes")
+        if dependency != ExecutionStatus.COMPLETED:
+            text = f"dependency {contract.depends_on} ended {dependency.value}"
+            return _fire(Moves(contract, now), REFUSE.triggers, contract.node, text).outcome()
+    duplicate = twin_refusal(contract, twin)
+    if duplicate is not None:
+        return _fire(Moves(contract, now), REFUSE.triggers, contract.node, duplicate).outcome()
+    moves = _fire(Moves(contract, now), plan.triggers, contract.node, None)
+    if plan.request is not None:
+        moves.request(plan.request, message=_form_message(contract, plan.request))
+    return moves.outcome(run_tool=plan.run_tool)
+
+
+def _form_message(contract: ExecutionContract, kind: str) -> str:
+    if kind == "confirmation":
+        detail = contract.action_detail
+        return str(detail.get("message") or detail.get("question") or "Confirm?")
+    level = contract.verdict.level if contract.verdict is not None else "APPROVE"
+    return f"{contract.tool} needs approval ({level})"
+
+
+def decide_human_decision(
+    contract: ExecutionContract | None,
+    decision: HumanDecisionRecorded,
+    *,
+    twin: Twin | None,
+    now: float,
+) -> Outcome | str:
+    """A human answered a form. Returns the outcome, or the reason nothing happens (alignment check).
+
+    An approval that would run an irreversible call while ``twin`` (same
+    idempotency key) is RUNNING, WAITING or COMPLETED does not run it and is
+    not left hanging either: the contract ends REJECTED with the reason, so its
+    card leaves every pending list.
+    """
+    refusal = check_resume_alignment(contract, decision)
+    if refusal is not None or contract is None or contract.open_request is None:
+        return refusal or "no open request"
+    answer = ANSWERS[(contract.open_request.kind, decision.decision)]
+    duplicate = twin_refusal(contract, twin, resuming=True) if answer.run_tool else None
+    if duplicate is not None:
+        text = f"{duplicate}; approved by {decision.decided_by} but not run"
+        moves = _fire(Moves(contract, now), REFUSE_APPROVED_TWIN.triggers, REFUSE_APPROVED_TWIN.actor, text)
+        return moves.outcome()
+    moves = _fire(Moves(contract, now), answer.triggers, answer.actor, _answer_text(decision))
+    return moves.outcome(run_tool=answer.run_tool)
+
+
+def decide_stale_twin_card(contract: ExecutionContract, twin: Twin | None, *, now: float) -> Outcome:
+    """At start: an approval card whose irreversible call can never run ends REJECTED.
+
+    Only a store written before the claim on idempotency keys holds one: two
+    twins both got a card, one completed, and the other's approval was refused
+    while its card stayed pending (a second answer to it is refused upstream).
+    Its approval would now end it anyway (``decide_human_decision``), so it is
+    ended at once and leaves every pending list.
+    """
+    form = contract.open_request
+    if contract.status != ExecutionStatus.WAITING or form is None or form.kind != "approval":
+        return Outcome(contract, note="not an open approval")
+    if twin is None or twin.status != ExecutionStatus.COMPLETED:
+        return Outcome(contract, note="no completed twin")
+    reason = twin_refusal(contract, twin, resuming=True)
+    if reason is None:
+        return Outcome(contract, note="not guarded")
+    text = f"{reason}; its approval card was closed"
+    return _fire(
+        Moves(contract, now), REFUSE_APPROVED_TWIN.triggers, REFUSE_APPROVED_TWIN.actor, text
+    ).outcome()
+
+
+def _answer_text(decision: HumanDecisionRecorded) -> str:
+    by = str(decision.decided_by)
+    comment = f": {decision.comment}" if decision.comment else ""
+    match decision.decision:
+        case "approve":
+            return f"confirmed by {by}{comment}"
+        case "reject":
+            return f"rejected by {by}{comment}"
+        case "completed":
+            return f"completed (reconciled by {by}){comment}"
+        case "failed":
+            return f"failed (reconciled by {by}){comment}"
+        case "timeout":
+            return f"approval timed out{comment}"
+        case other:
+            raise ValueError(f"unknown decision {other!r}")
+
+
+def decide_tool_outcome(contract: ExecutionContract, outcome: ToolOutcome, *, now: float) -> Outcome:
+    """The tool returned, failed or ran out of time: the RUNNING contract ends."""
+    if contract.status != ExecutionStatus.RUNNING:
+        return Outcome(contract, note=f"tool outcome ignored: the contract is {contract.status.value}")
+    trigger = OUTCOME_TRIGGERS[outcome.kind]
+    return _fire(Moves(contract, now), (trigger,), TOOL_NODE, outcome.text).outcome()
+
+
+def decide_session_cancel(contract: ExecutionContract, reason: str, *, now: float) -> Outcome:
+    """Second-stage abort: a PENDING or WAITING contract of the session is cancelled."""
+    plan = CANCEL_PLANS.get(contract.status)
+    if plan is None:
+        return Outcome(contract, note=f"not cancelled: the contract is {contract.status.value}")
+    triggers, actor = plan
+    return _fire(Moves(contract, now), triggers, actor or contract.node, reason).outcome()
+
+
+def decide_approval_expiry(contract: ExecutionContract, ttl_seconds: float, *, now: float) -> Outcome:
+    """A WAITING approval or confirmation nobody answered within its TTL times out (→ CANCELLED)."""
+    form = contract.open_request
+    if contract.status != ExecutionStatus.WAITING or form is None or form.kind not in EXPIRING_FORMS:
+        return Outcome(contract, note="not an expiring wait")
+    if now - form.requested_at < ttl_seconds:
+        return Outcome(contract, note="not expired yet")
+    text = f"no answer within {ttl_seconds:g}s"
+    return _fire(Moves(contract, now), ("timeout",), GRAPH_RUNNER, text).outcome()
+
+
+def decide_recovery(contract: ExecutionContract, *, tool_idempotent: bool, now: float) -> Outcome:
+    """After a restart, a contract found RUNNING: its tool call may or may not have happened.
+
+    An idempotent tool simply runs again. Anything else is never re-run blindly:
+    the contract is suspended and a human is asked what really happened.
+    """
+    if contract.status != ExecutionStatus.RUNNING:
+        return Outcome(contract, note=f"nothing to recover: the contract is {contract.status.value}")
+    if contract.action_type == "tool_call" and tool_idempotent and not contract.irreversible:
+        return Outcome(contract, run_tool=True, note="re-run: the tool is idempotent")
+    moves = Moves(contract, now).fire("suspend", contract.node)
+    if contract.action_type == "ecs_request":
+        return moves.request("confirmation", message=_form_message(contract, "confirmation")).outcome()
+    message = (
+        f"The executor stopped while {contract.tool} was running; whether it took effect is unknown. "
+        "Answer 'completed' if it did, 'failed' if it did not."
+    )
+    return moves.request("reconciliation", message=message).outcome()

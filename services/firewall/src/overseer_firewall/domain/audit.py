@@ -1,0 +1,216 @@
+"""AuditLog: a hash chain over every proposal, verdict, decision, policy change and outcome.
+
+Entry ``i`` stores ``prev_hash`` (entry ``i-1``'s hash, or 64 zeros for the
+first) and ``hash = SHA-256(prev_hash ‖ canonical JSON of the record)``.
+Changing, deleting or reordering any entry breaks the chain at that entry;
+:func:`verify_chain` reports the first broken index. A deletion at the very
+end leaves a valid but shorter chain, so verification also compares with the
+expected head (the last ``audit.recorded`` event in the append-only store).
+
+Both checks read the firewall's own SQLite file, so someone who rewrites a
+record, re-hashes every later entry and rewrites the stored ``audit.recorded``
+events consistently passes them. The chain is therefore also anchored outside
+that file: after each commit that appended records the firewall publishes the
+head (``audit.head_published``) on the events stream, which denies delete and
+purge. :func:`verify_chain` checks every published head against the local
+chain, and :func:`first_difference` names the first rewritten entry from the
+stream's copies of the records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from overseer_firewall.domain.model import Proposal, Verdict
+
+GENESIS = "0" * 64
+FIRST_INDEX = 1
+
+
+@dataclass(slots=True)  # two per proposal on the hot path: not frozen, treated as immutable
+class AuditEntry:
+    index: int
+    prev_hash: str
+    hash: str
+    record: Mapping[str, Any]
+    text: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "prev_hash": self.prev_hash,
+            "hash": self.hash,
+            "record": dict(self.record),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AuditHead:
+    index: int
+    hash: str
+
+
+EMPTY_HEAD = AuditHead(FIRST_INDEX - 1, GENESIS)
+
+
+def chain_hash(prev_hash: str, record_text: str) -> str:
+    return hashlib.sha256(prev_hash.encode("ascii") + record_text.encode("utf-8")).hexdigest()
+
+
+def record_text(record: Mapping[str, Any]) -> str:
+    """A record's canonical JSON (sorted keys, no spaces, UTF-8). Only the stored text is ever
+    re-hashed, so the writer alone needs to be deterministic: orjson, whatever the floats."""
+    return orjson.dumps(
+        record if type(record) is dict else dict(record), option=orjson.OPT_SORT_KEYS
+    ).decode()
+
+
+def append_entry(head: AuditHead | AuditEntry, record: Mapping[str, Any]) -> AuditEntry:
+    """The entry that follows ``head`` for ``record``."""
+    text = record_text(record)
+    return AuditEntry(head.index + 1, head.hash, chain_hash(head.hash, text), record, text)
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyResult:
+    ok: bool
+    records: int
+    first_broken: int | None = None
+    reason: str | None = None
+    anchored: int | None = None  # published heads checked; None: not checked against the stream
+    anchored_through: int = 0  # the highest index a published head confirms
+    published_through: int = 0  # the highest index a head was published for
+    anchor_mismatch: int | None = None  # the index of the first published head the local chain contradicts
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "records": self.records,
+            "first_broken": self.first_broken,
+            "reason": self.reason,
+            "anchored": self.anchored,
+            "anchored_through": self.anchored_through,
+            "published_through": self.published_through,
+            "anchor_mismatch": self.anchor_mismatch,
+        }
+
+
+def verify_chain(
+    rows: Iterable[tuple[int, str, str, str]],
+    expected_head: AuditHead | None = None,
+    published: Sequence[AuditHead] | None = None,
+) -> VerifyResult:
+    """Walk ``(index, prev_hash, hash, record_text)`` rows in index order; report the first broken index.
+
+    ``published`` are the heads read back from the events stream (None: not checked). Each one's
+    entry must be in the local chain with the same hash: the chain is hash-linked, so a head that
+    matches vouches for every entry up to it, and one that does not means the chain was rewritten
+    at or before that entry. A local chain that ends before the last published head lost entries.
+    """
+    anchors: dict[int, set[str]] = {}
+    for head in published or ():
+        anchors.setdefault(head.index, set()).add(head.hash)
+    top = max(anchors, default=0)
+    checked = 0
+    through = 0
+    expected_index = FIRST_INDEX
+    previous = GENESIS
+    count = 0
+
+    def broken(index: int, reason: str, mismatch: int | None = None) -> VerifyResult:
+        return VerifyResult(
+            False,
+            count,
+            index,
+            reason,
+            checked if published is not None else None,
+            through,
+            top,
+            mismatch,
+        )
+
+    for index, prev_hash, stored_hash, text in rows:
+        count += 1
+        if index != expected_index:
+            return broken(expected_index, f"entry {expected_index} is missing or out of order")
+        if prev_hash != previous:
+            return broken(index, f"entry {index} does not follow entry {index - 1}")
+        if chain_hash(prev_hash, text) != stored_hash:
+            return broken(index, f"entry {index} was changed after it was written")
+        heads = anchors.get(index)
+        if heads is not None:
+            checked += len(heads)
+            if heads != {stored_hash}:
+                return broken(
+                    index,
+                    f"entry {index} is not the one whose hash was published on the stream: "
+                    "the chain was rewritten at or before it",
+                    index,
+                )
+            through = index
+        previous = stored_hash
+        expected_index += 1
+    last = expected_index - 1
+    if last < top:
+        return broken(
+            expected_index, f"entries from {expected_index} on are missing (a head was published for {top})"
+        )
+    if expected_head is not None:
+        if last < expected_head.index:
+            return broken(expected_index, f"entries from {expected_index} on are missing")
+        if last == expected_head.index and previous != expected_head.hash:
+            return broken(last, f"entry {last} differs from the recorded head")
+    return VerifyResult(True, count, None, None, checked if published is not None else None, through, top)
+
+
+def first_difference(
+    local: Mapping[int, str], published: Iterable[AuditHead], after: int, through: int
+) -> int:
+    """The first index in ``(after, through]`` whose local hash is not the one the stream holds.
+
+    ``published`` are the stream's copies of the entries (index and hash of each ``audit.recorded``);
+    an entry the stream has no single copy of, or the local chain lacks, cannot be confirmed and
+    counts as different. ``through`` when every entry agrees.
+    """
+    copies: dict[int, set[str]] = {}
+    for entry in published:
+        if after < entry.index <= through:
+            copies.setdefault(entry.index, set()).add(entry.hash)
+    for index in range(after + 1, through + 1):
+        digest = local.get(index)
+        if digest is None or copies.get(index) != {digest}:
+            return index
+    return through
+
+
+def proposal_record(proposal: Proposal) -> dict[str, Any]:
+    return {
+        "kind": "proposal",
+        "execution_id": proposal.execution_id,
+        "session_id": proposal.session_id,
+        "tool": proposal.tool,
+        "args": dict(proposal.args),
+        "proposer": proposal.proposer,
+        "confidence": proposal.confidence,
+        "at": proposal.occurred_at,
+    }
+
+
+def verdict_record(verdict: Verdict, at: float) -> dict[str, Any]:
+    return {
+        "kind": "verdict",
+        "execution_id": verdict.execution_id,
+        "session_id": verdict.session_id,
+        "tool": verdict.tool,
+        "level": verdict.level.name,
+        "decision": verdict.decision.value,
+        "args_hash": verdict.args_hash,
+        "policy_version": verdict.policy_version,
+        "reasons": list(verdict.reasons),
+        "at": at,
+    }

@@ -1,0 +1,107 @@
+"""L4 sandbox: every path a tool touches is normalised and judged against the sandbox.
+
+* **write** paths are rewritten into the sandbox output directory; ``..`` that
+  climbs out, an absolute path outside the sandbox, or a symlink leading out is
+  refused (deny).
+* **read** paths are allowed only inside ``readable_paths`` (default: the
+  sandbox and the working directory); anything else, including through ``..``
+  or a symlink, waits for a CONFIRM.
+* a **working directory** (``shell.run``'s ``cwd``) must stay inside the sandbox.
+
+Rewritten paths are relative to the sandbox root (``notes/a.txt``), the form
+the executor's tools resolve against their sandbox; readable paths outside the
+sandbox stay absolute.
+"""
+
+from __future__ import annotations
+
+from overseer_firewall.domain.layers.base import KernelView, SandboxGeometry
+from overseer_firewall.domain.levels import Level
+from overseer_firewall.domain.model import L4, Evaluation, Finding
+from overseer_firewall.domain.paths import absolute, relative, within
+from overseer_firewall.domain.tools import PathAccess
+
+_PASS = Finding(L4, "pass", "no file system access")
+_INSIDE = Finding(L4, "pass", "paths inside the sandbox")
+
+
+class SandboxLayer:
+    name = L4
+
+    def run(self, ev: Evaluation, kernel: KernelView) -> None:
+        spec = ev.spec
+        if spec is None or not spec.path_args:
+            ev.record(_PASS)
+            return
+        geometry = kernel.sandbox
+        rewrites: dict[str, str] = {}
+        for path_arg in spec.path_args:
+            raw = ev.args.get(path_arg.name, path_arg.default)
+            if raw is None:
+                continue
+            if not isinstance(raw, str) or "\x00" in raw:
+                ev.deny(L4, f"{path_arg.name}: not a usable path")
+                return
+            match path_arg.access:
+                case PathAccess.WRITE:
+                    target = _confined(
+                        ev, kernel, geometry, path_arg.name, raw, geometry.output, geometry.real_output
+                    )
+                case PathAccess.CWD:
+                    target = _confined(
+                        ev, kernel, geometry, path_arg.name, raw, geometry.root, geometry.real_root
+                    )
+                case PathAccess.READ:
+                    target = _readable(ev, kernel, geometry, path_arg.name, raw)
+                case _:
+                    raise ValueError(f"unknown path access {path_arg.access!r}")
+            if target is None:
+                return
+            if target != raw:
+                rewrites[path_arg.name] = target
+            if target != ev.args.get(path_arg.name):
+                ev.args[path_arg.name] = target
+                ev.canonical = None  # the arguments changed: their canonical form must be recomputed
+        if rewrites:
+            ev.record(
+                Finding(L4, "rewrite", "paths normalised (writes into the sandbox)", {"rewritten": rewrites})
+            )
+        elif not ev.findings or ev.findings[-1].layer != L4:
+            ev.record(_INSIDE)
+
+
+def _confined(
+    ev: Evaluation, kernel: KernelView, g: SandboxGeometry, name: str, raw: str, base: str, real_base: str
+) -> str | None:
+    """A path that must stay under ``base``: rewritten relative to the sandbox root, or denied."""
+    if raw.startswith("/"):
+        target = absolute(raw, "/")
+        if not within(target, g.root):
+            ev.deny(L4, f"{name}: absolute path {raw!r} is outside the sandbox", path=raw)
+            return None
+        if not within(target, base):
+            target = absolute(relative(target, g.root), base)
+    else:
+        target = absolute(raw, base)
+        if not within(target, base):
+            ev.deny(L4, f"{name}: {raw!r} climbs out of the sandbox", path=raw)
+            return None
+    real = kernel.resolver.realpath(target)
+    if not within(real, real_base):
+        ev.deny(L4, f"{name}: {raw!r} leads out of the sandbox through a symlink", path=raw)
+        return None
+    return relative(target, g.root)
+
+
+def _readable(ev: Evaluation, kernel: KernelView, g: SandboxGeometry, name: str, raw: str) -> str:
+    """A path that may be read: inside ``readable_paths`` it passes, else the call waits for a CONFIRM."""
+    target = absolute(raw, g.root)
+    inside = any(within(target, root) for root in g.readable)
+    real = kernel.resolver.realpath(target) if inside else target
+    if inside and not any(within(real, root) for root in g.real_readable):
+        ev.hold(
+            L4, f"{name}: {raw!r} leads outside the readable paths through a symlink", Level.CONFIRM, path=raw
+        )
+    elif not inside:
+        ev.hold(L4, f"{name}: {raw!r} is outside the readable paths", Level.CONFIRM, path=raw)
+    return relative(target, g.root) if within(target, g.root) else target

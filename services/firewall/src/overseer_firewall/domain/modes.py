@@ -1,0 +1,151 @@
+"""Agent modes (seed 004): how much the firewall trusts one agent principal.
+
+* **supervised** (default): every call is judged and held as its level says.
+* **delegated**: a grant — a tool whitelist plus a budget of steps and time.
+  Inside it a call is AUTO (admin deny rules still apply, and an irreversible
+  tool must be named exactly, never granted through a glob); outside it, held.
+* **audited**: the agent is never made to wait; calls that would have been
+  held or denied raise ``firewall.alert`` (schema and sandbox denials still stand).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from overseer_firewall.domain.policy import Matcher, glob_matcher
+
+
+class AgentMode(StrEnum):
+    SUPERVISED = "supervised"
+    DELEGATED = "delegated"
+    AUDITED = "audited"
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    tools: tuple[str, ...]
+    max_steps: int | None = None
+    expires_at: float | None = None
+    granted_at: float = 0.0
+    _matchers: tuple[Matcher, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_matchers", tuple(glob_matcher(t) for t in self.tools))
+
+    def covers(self, tool: str, irreversible: bool) -> bool:
+        if irreversible:
+            return tool in self.tools
+        return any(m(tool) is not None for m in self._matchers)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "tools": list(self.tools),
+            "max_steps": self.max_steps,
+            "expires_at": self.expires_at,
+            "granted_at": self.granted_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ModeSetting:
+    mode: AgentMode = AgentMode.SUPERVISED
+    grant: Grant | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModeJudgement:
+    mode: AgentMode
+    inside_grant: bool = False
+    reason: str = ""
+
+
+SUPERVISED = ModeJudgement(AgentMode.SUPERVISED)
+_DEFAULT_SETTING = ModeSetting()
+
+
+def parse_mode(mode: str, grant: Mapping[str, Any] | None, now: float) -> ModeSetting:
+    """Validate an ``agents.set_mode`` request; raises ``ValueError`` with the reason."""
+    try:
+        parsed = AgentMode(mode)
+    except ValueError:
+        raise ValueError(f"unknown mode {mode!r} (supervised, delegated, audited)") from None
+    if parsed is not AgentMode.DELEGATED:
+        return ModeSetting(parsed)
+    if not grant:
+        raise ValueError("delegated mode needs a grant: {tools, max_steps?, seconds?}")
+    tools = grant.get("tools")
+    if not isinstance(tools, list) or not tools or not all(isinstance(t, str) and t for t in tools):
+        raise ValueError("grant.tools must be a non-empty list of tool names or globs")
+    max_steps = grant.get("max_steps")
+    if max_steps is not None and (
+        not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1
+    ):
+        raise ValueError("grant.max_steps must be a positive integer")
+    seconds = grant.get("seconds")
+    if seconds is not None and (
+        not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds <= 0
+    ):
+        raise ValueError("grant.seconds must be a positive number")
+    expires = grant.get("expires_at")
+    if seconds is not None:
+        expires = now + float(seconds)
+    return ModeSetting(
+        parsed, Grant(tuple(tools), max_steps, float(expires) if expires is not None else None, now)
+    )
+
+
+class AgentModes:
+    """Principal → mode, plus the steps each delegated principal has used of its grant."""
+
+    __slots__ = ("_settings", "_steps")
+
+    def __init__(self) -> None:
+        self._settings: dict[str, ModeSetting] = {}
+        self._steps: dict[str, int] = {}
+
+    def set(self, principal: str, setting: ModeSetting) -> None:
+        self._settings[principal] = setting
+        self._steps[principal] = 0
+
+    def setting(self, principal: str) -> ModeSetting:
+        return self._settings.get(principal, _DEFAULT_SETTING)
+
+    def steps_used(self, principal: str) -> int:
+        return self._steps.get(principal, 0)
+
+    def count_step(self, principal: str, at: float) -> None:
+        setting = self._settings.get(principal)
+        if setting is not None and setting.grant is not None and at >= setting.grant.granted_at:
+            self._steps[principal] = self._steps.get(principal, 0) + 1
+
+    def judge(self, principal: str, tool: str, irreversible: bool, now: float) -> ModeJudgement:
+        setting = self._settings.get(principal)
+        if setting is None or setting.mode is AgentMode.SUPERVISED:
+            return SUPERVISED
+        if setting.mode is AgentMode.AUDITED:
+            return ModeJudgement(AgentMode.AUDITED)
+        grant = setting.grant
+        assert grant is not None
+        if not grant.covers(tool, irreversible):
+            return ModeJudgement(AgentMode.DELEGATED, False, f"{tool} is outside the grant of {principal}")
+        if grant.expires_at is not None and now >= grant.expires_at:
+            return ModeJudgement(AgentMode.DELEGATED, False, f"the grant of {principal} has expired")
+        if grant.max_steps is not None and self.steps_used(principal) >= grant.max_steps:
+            return ModeJudgement(
+                AgentMode.DELEGATED, False, f"the grant of {principal} has used its {grant.max_steps} steps"
+            )
+        return ModeJudgement(AgentMode.DELEGATED, True, f"inside the grant of {principal}")
+
+    def describe(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "principal": principal,
+                "mode": setting.mode.value,
+                "grant": setting.grant.as_dict() if setting.grant else None,
+                "steps_used": self.steps_used(principal),
+            }
+            for principal, setting in sorted(self._settings.items())
+        ]

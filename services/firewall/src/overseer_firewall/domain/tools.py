@@ -1,0 +1,219 @@
+"""The tools the firewall knows: schema, risk flags and default level of each.
+
+A tool outside this catalogue is *unknown*: the firewall cannot validate its
+arguments or judge its effects, so it is held at CONFIRM at least (fail-closed).
+Schemas are compiled once with fastjsonschema, so validating a call costs a
+function call, not a schema walk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import fastjsonschema
+
+from overseer_firewall.domain.levels import Level
+
+JSON = dict[str, Any]
+Validator = Callable[[Any], Any]
+
+
+class PathAccess(StrEnum):
+    READ = "read"
+    WRITE = "write"
+    CWD = "cwd"
+
+
+@dataclass(frozen=True, slots=True)
+class PathArg:
+    """An argument naming a file system location, and how the tool uses it."""
+
+    name: str
+    access: PathAccess
+    default: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    schema: JSON
+    irreversible: bool = False
+    idempotent: bool = False
+    read_only: bool = False
+    default_level: Level = Level.CONFIRM
+    path_args: tuple[PathArg, ...] = ()
+    recipient_args: tuple[str, ...] = ()
+    command_arg: str | None = None
+    description: str = ""
+    properties: frozenset[str] = field(init=False)
+    required: tuple[str, ...] = field(init=False)
+    validate: Validator = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        props = self.schema.get("properties", {})
+        object.__setattr__(self, "properties", frozenset(props))
+        object.__setattr__(self, "required", tuple(self.schema.get("required", ())))
+        object.__setattr__(self, "validate", fastjsonschema.compile(self.schema))
+
+    def as_dict(self) -> JSON:
+        return {
+            "name": self.name,
+            "schema": self.schema,
+            "irreversible": self.irreversible,
+            "idempotent": self.idempotent,
+            "read_only": self.read_only,
+            "default_level": self.default_level.name,
+            "description": self.description,
+        }
+
+
+def _object(properties: JSON, required: Iterable[str] = ()) -> JSON:
+    return {"type": "object", "properties": properties, "required": list(required)}
+
+
+_STRING = {"type": "string"}
+_PATH = {"type": "string", "minLength": 1, "maxLength": 4096}
+# One bare address per string: no spaces, one @, and no control characters (C0, DEL, C1): a NUL or a
+# CRLF in a recipient could cut the SMTP command short or smuggle in a recipient nobody approved.
+_ADDRESS = {
+    "type": "string",
+    "minLength": 3,
+    "maxLength": 320,
+    "pattern": r"^[^@\s\x00-\x1f\x7f-\x9f]+@[^@\s\x00-\x1f\x7f-\x9f]+$",
+}
+_ADDRESSES = {"anyOf": [_ADDRESS, {"type": "array", "items": _ADDRESS, "minItems": 1}]}
+_HEADER_TEXT = {"type": "string", "maxLength": 998, "pattern": r"^[^\x00-\x1f\x7f-\x9f]*$"}
+
+BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "fs.read",
+        _object(
+            {"path": _PATH, "max_bytes": {"type": "integer", "minimum": 1, "maximum": 10_000_000}}, ["path"]
+        ),
+        idempotent=True,
+        read_only=True,
+        default_level=Level.AUTO,
+        path_args=(PathArg("path", PathAccess.READ),),
+        description="Read a text file inside the sandbox (or a readable path).",
+    ),
+    ToolSpec(
+        "fs.list",
+        _object({"path": _PATH}),
+        idempotent=True,
+        read_only=True,
+        default_level=Level.AUTO,
+        path_args=(PathArg("path", PathAccess.READ, default="."),),
+        description="List a directory inside the sandbox (or a readable path).",
+    ),
+    ToolSpec(
+        "fs.write",
+        _object({"path": _PATH, "content": _STRING}, ["path", "content"]),
+        idempotent=True,
+        default_level=Level.NOTIFY,
+        path_args=(PathArg("path", PathAccess.WRITE),),
+        description="Write a text file; the path is rewritten into the sandbox output directory.",
+    ),
+    ToolSpec(
+        "email.send",
+        _object(
+            {
+                "to": _ADDRESSES,
+                "cc": _ADDRESSES,
+                "subject": _HEADER_TEXT,
+                "body": _STRING,
+                "reply_to": _ADDRESS,
+            },
+            ["to", "subject", "body"],
+        ),
+        irreversible=True,
+        default_level=Level.APPROVE,
+        recipient_args=("to", "cc"),
+        description="Send an e-mail over SMTP.",
+    ),
+    ToolSpec(
+        "shell.run",
+        _object(
+            {
+                "command": {"type": "string", "minLength": 1, "maxLength": 8192},
+                "timeout_seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600},
+            },
+            ["command"],
+        ),
+        irreversible=True,
+        default_level=Level.APPROVE,
+        command_arg="command",
+        description="Run a shell command with the sandbox as its working directory, with a time limit.",
+    ),
+    ToolSpec(
+        "time.get_current_time",
+        _object({"timezone": {"type": "string", "minLength": 1}}, ["timezone"]),
+        idempotent=True,
+        read_only=True,
+        default_level=Level.AUTO,
+        description="MCP (mcp-server-time): the current time in an IANA time zone.",
+    ),
+    ToolSpec(
+        "time.convert_time",
+        _object(
+            {
+                "source_timezone": {"type": "string", "minLength": 1},
+                "time": {"type": "string", "pattern": "^[0-2][0-9]:[0-5][0-9]$"},
+                "target_timezone": {"type": "string", "minLength": 1},
+            },
+            ["source_timezone", "time", "target_timezone"],
+        ),
+        idempotent=True,
+        read_only=True,
+        default_level=Level.AUTO,
+        description="MCP (mcp-server-time): convert HH:MM between IANA time zones.",
+    ),
+)
+
+
+class ToolCatalogue:
+    """Name → :class:`ToolSpec`. Immutable once built; ``extended`` returns a new catalogue."""
+
+    __slots__ = ("_specs",)
+
+    def __init__(self, specs: Iterable[ToolSpec] = BUILTIN_TOOLS) -> None:
+        self._specs: dict[str, ToolSpec] = {spec.name: spec for spec in specs}
+
+    def get(self, name: str | None) -> ToolSpec | None:
+        return self._specs.get(name) if name is not None else None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    def names(self) -> list[str]:
+        return sorted(self._specs)
+
+    def specs(self) -> list[ToolSpec]:
+        return [self._specs[name] for name in sorted(self._specs)]
+
+    def extended(self, specs: Iterable[ToolSpec]) -> ToolCatalogue:
+        return ToolCatalogue([*self._specs.values(), *specs])
+
+
+def spec_from_mapping(name: str, raw: Mapping[str, Any]) -> ToolSpec:
+    """A tool declared in the admin policy file (``[tools."name"]``); raises ``ValueError`` when malformed."""
+    schema = raw.get("schema", {"type": "object"})
+    if not isinstance(schema, dict) or schema.get("type", "object") != "object":
+        raise ValueError(f"tools.{name}.schema must be a JSON schema of type object")
+    try:
+        return ToolSpec(
+            name,
+            schema,
+            irreversible=bool(raw.get("irreversible", False)),
+            idempotent=bool(raw.get("idempotent", False)),
+            read_only=bool(raw.get("read_only", False)),
+            default_level=Level.parse(str(raw.get("level", "CONFIRM"))),
+            description=str(raw.get("description", "")),
+        )
+    except fastjsonschema.JsonSchemaDefinitionException as exc:
+        raise ValueError(f"tools.{name}.schema is not a valid JSON schema: {exc}") from exc
+
+
+BUILTIN_CATALOGUE = ToolCatalogue()

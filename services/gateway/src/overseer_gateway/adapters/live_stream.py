@@ -1,0 +1,275 @@
+"""The live event stream behind ``WS /v1/ws``: every client reads ``<NAMESPACE>_EVENTS`` with Direct Get.
+
+Every service publishes into the one events stream, so a client sees one total
+order with one sequence number; reconnecting with ``since=<last seq seen>``
+resumes exactly after it.
+
+How a client's events are read: not through a consumer (the gateway's NATS
+credential may neither create nor change one, so it cannot touch any service's
+durable consumer either) but with JetStream Direct Get, in batches of up to
+``batch`` messages, from the client's cursor, asking for the narrowest subject
+its pattern allows. A client that has read everything waits for the stream to
+grow. The events stream announces every event it stores on
+``live.<subject>`` (headers only: subject and sequence); the gateway listens
+to the announcements of the subjects its clients read (one subscription per
+subject, while a client reads it) and wakes those clients. An announcement is at most once, like any core NATS
+message; so while clients wait, the gateway also asks for the stream's last
+sequence every ``poll_seconds``, and a lost announcement delays nobody longer
+than that.
+
+Back-pressure: each client has a bounded queue. Its reader waits for room in
+that queue (and asks the server for nothing meanwhile); a client that leaves
+its queue full for longer than ``slow_client_seconds`` is a slow consumer and is
+dropped with a close reason. Nothing a client does can block the gateway's
+other work: every client has its own reader task and its own sender.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import orjson
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+from nats.js import JetStreamContext
+
+from overseer_events import catalogue  # noqa: F401 - registers every event type
+from overseer_events.envelope import registered_types
+from overseer_events.subjects import SERVICES, Subjects, type_of_subject
+from overseer_gateway.domain.patterns import SubjectFilter
+from overseer_runtime.stream_reader import StreamReader
+
+log = logging.getLogger("overseer.gateway.live")
+
+
+# First tokens of every event type in the catalogue (``execution``, ``firewall``, ``co`` …).
+TYPE_HEADS = tuple(sorted({name.split(".", 1)[0] for name in registered_types()}))
+
+
+class SlowClient(Exception):
+    pass
+
+
+class LiveFeed:
+    """One client's view of the stream: frames ``{"seq","subject","type","event"}`` as JSON bytes."""
+
+    def __init__(
+        self, subject_filter: SubjectFilter, session: str | None, queue_size: int, slow_seconds: float
+    ):
+        self.filter = subject_filter
+        self.session = session
+        self.slow_seconds = slow_seconds
+        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=queue_size)
+        self.failure: Exception | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._on_close: Callable[[], Awaitable[None]] | None = None
+        self._seen = 0  # how far the stream is known to have grown (on this feed's subject)
+        self._grown = asyncio.Event()
+
+    def grown(self, sequence: int) -> None:
+        """The stream holds ``sequence`` (an announcement, or its end as asked for): wake the reader."""
+        if sequence > self._seen:
+            self._seen = sequence
+            self._grown.set()
+
+    async def wait_beyond(self, sequence: int) -> None:
+        while self._seen <= sequence:
+            self._grown.clear()
+            await self._grown.wait()
+
+    def frame(self, seq: int, subject: str, data: bytes) -> bytes | None:
+        if not self.filter.matches(subject):
+            return None
+        event_type = type_of_subject(subject) or ""
+        if self.session is not None:
+            try:
+                correlation = orjson.loads(data).get("correlation_id")
+            except (orjson.JSONDecodeError, AttributeError):
+                return None
+            if correlation != self.session:
+                return None
+        # The event is already JSON: splice it in rather than decode and re-encode it.
+        return b"".join(
+            (
+                b'{"seq":',
+                str(seq).encode(),
+                b',"subject":',
+                orjson.dumps(subject),
+                b',"type":',
+                orjson.dumps(event_type),
+                b',"event":',
+                data,
+                b"}",
+            )
+        )
+
+    async def offer(self, frame: bytes) -> bool:
+        """Queue ``frame``, waiting for room at most ``slow_seconds``; False once the client is dropped."""
+        try:
+            self.queue.put_nowait(frame)
+        except asyncio.QueueFull:
+            try:
+                await asyncio.wait_for(self.queue.put(frame), self.slow_seconds)
+            except TimeoutError:
+                self.fail(
+                    SlowClient(
+                        f"slow consumer: fell {self.queue.qsize()} events behind for {self.slow_seconds}s"
+                    )
+                )
+                return False
+        return True
+
+    def fail(self, exc: Exception) -> None:
+        self.failure = exc
+        # Wake the reader even when the queue is full: drop the oldest frame to make room for the sentinel.
+        with contextlib.suppress(asyncio.QueueEmpty):
+            if self.queue.full():
+                self.queue.get_nowait()
+        self.queue.put_nowait(None)
+
+    async def frames(self) -> AsyncIterator[bytes]:
+        while True:
+            frame = await self.queue.get()
+            if frame is None:
+                assert self.failure is not None
+                raise self.failure
+            yield frame
+
+    async def close(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(BaseException):
+                await self._reader
+            self._reader = None
+        if self._on_close is not None:
+            on_close, self._on_close = self._on_close, None
+            await on_close()
+
+
+class LiveStream:
+    def __init__(
+        self,
+        nc: Client,
+        js: JetStreamContext,
+        subjects: Subjects,
+        *,
+        queue_size: int = 1024,
+        slow_seconds: float = 5.0,
+        poll_seconds: float = 1.0,
+        batch: int = 256,
+    ):
+        self.nc = nc
+        self.js = js
+        self.subjects = subjects
+        self.queue_size = queue_size
+        self.slow_seconds = slow_seconds
+        self.poll_seconds = poll_seconds
+        self.reader = StreamReader(nc, subjects.events_stream, batch=batch)
+        # Per subject a feed reads: one subscription to its announcements, and the feeds it wakes.
+        self._listening: dict[str, tuple[Subscription, set[LiveFeed]]] = {}
+        self._waiting: set[LiveFeed] = set()  # feeds that have read everything, for the fallback poll
+        self._watcher: asyncio.Task[None] | None = None
+
+    async def open(self, subject_filter: SubjectFilter, session: str | None, since: int | None) -> LiveFeed:
+        """Start delivering: every event after ``since`` first (when given), then live ones.
+
+        Raises when the stream cannot be read (the route answers 503)."""
+        feed = LiveFeed(subject_filter, session, self.queue_size, self.slow_seconds)
+        # Let the server skip what the pattern cannot match: a client tailing one event type
+        # should not cost the gateway every event of the stack. The feed still filters exactly.
+        narrowed = subject_filter.server_filters(self.subjects.namespace, SERVICES, TYPE_HEADS)
+        subject = narrowed[0] if len(narrowed) == 1 else f"{self.subjects.namespace}.>"
+        # Listen before asking for the end: nothing stored after that answer goes unannounced.
+        await self._listen(feed, subject)
+        try:
+            head = await self.last_sequence()
+        except Exception:
+            await self._forget(feed, subject)
+            raise
+        feed.grown(head)
+
+        async def forget() -> None:
+            await self._forget(feed, subject)
+
+        feed._on_close = forget
+        feed._reader = asyncio.get_running_loop().create_task(
+            self._deliver(feed, subject, head if since is None else since)
+        )
+        return feed
+
+    async def _listen(self, feed: LiveFeed, subject: str) -> None:
+        if subject not in self._listening:
+
+            async def announced(msg: Msg) -> None:
+                sequence = (msg.headers or {}).get("Nats-Sequence")
+                if sequence is not None and sequence.isdigit():
+                    for listener in list(self._listening.get(subject, (None, set()))[1]):
+                        listener.grown(int(sequence))
+
+            subscription = await self.nc.subscribe(f"live.{subject}", cb=announced)
+            self._listening.setdefault(subject, (subscription, set()))
+        self._listening[subject][1].add(feed)
+
+    async def _forget(self, feed: LiveFeed, subject: str) -> None:
+        self._waiting.discard(feed)
+        subscription, feeds = self._listening.get(subject, (None, set()))
+        feeds.discard(feed)
+        if subscription is not None and not feeds:
+            del self._listening[subject]
+            with contextlib.suppress(Exception):
+                await subscription.unsubscribe()
+
+    async def _deliver(self, feed: LiveFeed, subject: str, cursor: int) -> None:
+        """Read from ``cursor`` on, in order, into ``feed``; then wait for more, forever."""
+        try:
+            while feed.failure is None:
+                # Everything up to what is known now is read by the time the reader runs dry.
+                known = feed._seen
+                async for message in self.reader.messages(subject, after=cursor):
+                    cursor = message.seq
+                    frame = feed.frame(message.seq, message.subject, message.data)
+                    if frame is not None and not await feed.offer(frame):
+                        return
+                cursor = max(cursor, known)
+                self._waiting.add(feed)
+                if self._watcher is None or self._watcher.done():
+                    self._watcher = asyncio.get_running_loop().create_task(self._watch())
+                try:
+                    await feed.wait_beyond(cursor)
+                finally:
+                    self._waiting.discard(feed)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("a live feed stopped: %r", exc)
+            feed.fail(exc)
+
+    async def _watch(self) -> None:
+        """While any client waits, ask for the stream's end now and then (an announcement was lost)."""
+        while self._waiting:
+            await asyncio.sleep(self.poll_seconds)
+            try:
+                head = await self.last_sequence()
+            except Exception as exc:  # the bus is away: the clients wait, the watcher asks again
+                log.debug("live stream: no stream info (%r)", exc)
+                continue
+            for feed in list(self._waiting):
+                feed.grown(head)
+
+    async def last_sequence(self) -> int:
+        info = await self.js.stream_info(self.subjects.events_stream)
+        return int(info.state.last_seq)
+
+    async def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(BaseException):
+                await self._watcher
+        for subscription, _ in list(self._listening.values()):
+            with contextlib.suppress(Exception):
+                await subscription.unsubscribe()
+        self._listening.clear()

@@ -1,0 +1,172 @@
+"""Actions from external agents, and the approvals people give them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import orjson
+from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.responses import Response
+
+from overseer_events.views import ExecutionConsequenceView
+from overseer_gateway.adapters.peers import approval_card_from
+from overseer_gateway.application.commands import (
+    DecideApproval,
+    ProposeAction,
+    decide_approval,
+    propose_action,
+)
+from overseer_gateway.application.queries import consequence_when_settled
+from overseer_gateway.domain.access import Caller, Role
+from overseer_gateway.domain.actions import ID, ID_MAX
+from overseer_gateway.domain.approvals import Refusal
+from overseer_gateway.entrypoints.auth import require
+from overseer_gateway.entrypoints.docs import READ, READ_ONE, WRITE, problems
+from overseer_gateway.entrypoints.problems import ProblemError
+from overseer_gateway.entrypoints.schemas import (
+    ActionAccepted,
+    ActionRequest,
+    ApprovalItem,
+    DecisionRecorded,
+    DecisionRequest,
+)
+
+router = APIRouter()
+
+MAX_EXECUTION_ID = ID_MAX
+MAX_WAIT = 60.0  # the largest ``?wait=``; the gateway's max_wait_seconds may cap it further
+# Well-formed as the events require it (a UUIDv7 in practice): anything else is 422, not a lookup.
+ExecutionId = Annotated[
+    str,
+    Path(
+        min_length=1,
+        max_length=MAX_EXECUTION_ID,
+        pattern=ID.pattern,
+        description="an execution id: letters, digits and `_ . : -` (a UUIDv7 as the gateway makes them)",
+    ),
+]
+
+
+def json_response(body: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
+
+
+# The work of the two hot endpoints, shared with their fast path (fast_actions.py).
+async def accept_action(gateway: Any, body: ActionRequest, caller: Caller) -> dict[str, str]:
+    command = ProposeAction(
+        session_id=body.session_id,
+        tool=body.tool,
+        args=body.args,
+        irreversible=body.irreversible,
+        confidence=body.confidence,
+        co_id=body.co_id,
+        summary=body.summary,
+        timeout_seconds=body.timeout_seconds,
+        idempotency_key=body.idempotency_key,
+    )
+    event = await gateway.runtime.execute(lambda uow: propose_action(uow, command, caller))
+    return {"execution_id": event.data.execution_id}
+
+
+async def settled_view(gateway: Any, execution_id: str, wait: float, until: str) -> dict[str, Any]:
+    view = await consequence_when_settled(
+        gateway.peers,
+        execution_id,
+        wait=min(wait, gateway.max_wait),
+        until_terminal=until == "terminal",
+    )
+    if view is None:
+        raise ProblemError(404, f"no execution {execution_id!r} is known (yet)")
+    return view
+
+
+@router.post(
+    "/v1/actions",
+    status_code=202,
+    response_model=ActionAccepted,
+    responses=problems(*WRITE),
+    tags=["actions"],
+    summary="Propose a tool call as an external agent",
+)
+async def propose(
+    request: Request, body: ActionRequest, caller: Caller = Depends(require(Role.AGENT))
+) -> Response:
+    """Publishes ``execution.proposed`` with the agent principal as proposer. The firewall decides:
+    an unknown tool is held for a person (CONFIRM), never run blindly."""
+    return json_response(await accept_action(request.app.state.gateway, body, caller), 202)
+
+
+@router.get(
+    "/v1/actions/{execution_id}",
+    response_model=ExecutionConsequenceView,
+    responses=problems(*READ_ONE),
+    tags=["actions"],
+    summary="The consequence view of an execution, waiting up to `wait` seconds for it to settle",
+)
+async def consequence(
+    request: Request,
+    execution_id: ExecutionId,
+    wait: float = Query(
+        0.0, ge=0.0, le=MAX_WAIT, description="seconds to wait for a terminal or WAITING state"
+    ),
+    until: Literal["settled", "terminal"] = Query(
+        "settled", description="`terminal`: do not stop at WAITING (addition to CONTRACT.md)"
+    ),
+    _: Caller = Depends(require(Role.VIEWER)),
+) -> Response:
+    return json_response(await settled_view(request.app.state.gateway, execution_id, wait, until))
+
+
+@router.get(
+    "/v1/approvals",
+    response_model=list[ApprovalItem],
+    responses=problems(*READ, 422),
+    tags=["approvals"],
+    summary="Open questions for people: approvals, and reconciliations of interrupted irreversible calls",
+)
+async def approvals(
+    request: Request,
+    status: str = Query("pending", pattern="^pending$", description="only `pending` is kept open"),
+    _: Caller = Depends(require(Role.OPERATOR)),
+) -> Response:
+    items = await request.app.state.gateway.peers.ask("executor", "approvals.pending", {})
+    return json_response(items)
+
+
+@router.post(
+    "/v1/approvals/{execution_id}",
+    response_model=DecisionRecorded,
+    responses=problems(*WRITE, 404, 409),
+    tags=["approvals"],
+    summary="Decide on an approval card (approve/reject) or a reconciliation (completed/failed)",
+)
+async def decide(
+    request: Request,
+    body: DecisionRequest,
+    execution_id: ExecutionId,
+    caller: Caller = Depends(require(Role.OPERATOR)),
+) -> Response:
+    """409 when the execution is not WAITING, was already decided, or `args_hash` differs; 403 when the
+    deciding principal is the one who requested the execution. Recorded as `human.responded`; the
+    firewall's HumanGate checks it again and is the authority."""
+    gateway = request.app.state.gateway
+    answer = await gateway.peers.ask("executor", "approvals.get", {"execution_id": execution_id})
+    if not isinstance(answer, dict):
+        raise ProblemError(404, f"execution {execution_id!r} has no open question")
+    card, key, session_id = approval_card_from(answer, execution_id)
+    command = DecideApproval(execution_id, body.decision, body.args_hash, body.comment or body.reason)
+    outcome = await gateway.runtime.execute(
+        lambda uow: decide_approval(uow, command, card, key, session_id, caller)
+    )
+    if isinstance(outcome, Refusal):
+        raise ProblemError(outcome.status, outcome.detail, outcome.title)
+    responded = outcome.data
+    return json_response(
+        {
+            "execution_id": execution_id,
+            "decision": responded.response,
+            "args_hash": responded.args_hash,
+            "decided_by": responded.responder.model_dump(),
+            "event_id": outcome.event_id,
+        }
+    )

@@ -1,0 +1,208 @@
+"""Read-only views answered by the owning service over request/reply, plus health and conversation."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, Path, Query, Request
+from fastapi.responses import Response
+
+from overseer_events.views import ExecutionSnapshot, ExecutionTimeline, StateMachineTopology, TransitionRecord
+from overseer_gateway.application.commands import receive_message
+from overseer_gateway.domain.access import Caller, Role
+from overseer_gateway.domain.actions import session_id_problem
+from overseer_gateway.entrypoints.auth import require
+from overseer_gateway.entrypoints.docs import READ, READ_ONE, WRITE, problems
+from overseer_gateway.entrypoints.problems import ProblemError
+from overseer_gateway.entrypoints.routes_actions import json_response
+from overseer_gateway.entrypoints.schemas import (
+    AuditRecord,
+    AuditVerification,
+    Health,
+    MessageAccepted,
+    MessageRequest,
+    PolicyDocument,
+)
+
+router = APIRouter()
+
+Identifier = Annotated[str, Path(min_length=1, max_length=128)]
+
+# CONTRACT.md's order of the services in /healthz.
+HEALTH_ORDER = ("gateway", "reasoning", "executor", "col", "firewall", "observer")
+
+
+@router.get(
+    "/healthz",
+    response_model=Health,
+    responses={503: {"model": Health, "description": "At least one service is not ok"}},
+    tags=["health"],
+    summary="Every service's state; 503 when any is not ok",
+)
+async def healthz(request: Request) -> Response:
+    states = await request.app.state.gateway.peers.health()
+    services = {name: states.get(name, "down") for name in HEALTH_ORDER}
+    ok = all(state == "ok" for state in services.values())
+    return json_response({"status": "ok" if ok else "degraded", "services": services}, 200 if ok else 503)
+
+
+async def ask(request: Request, service: str, method: str, payload: dict[str, Any] | None = None) -> Response:
+    return json_response(await request.app.state.gateway.peers.ask(service, method, payload or {}))
+
+
+# ------------------------------------------------------------ observation --
+@router.get(
+    "/api/execution/topology",
+    response_model=StateMachineTopology,
+    responses=problems(*READ),
+    tags=["observation"],
+    summary="The execution state machine (seed 002 StateMachineTopology)",
+)
+async def topology(request: Request, _: Caller = Depends(require(Role.VIEWER))) -> Response:
+    return await ask(request, "observer", "topology")
+
+
+@router.get(
+    "/api/execution/{execution_id}/snapshot",
+    response_model=ExecutionSnapshot,
+    responses=problems(*READ_ONE),
+    tags=["observation"],
+    summary="One contract's current state (seed 002 ExecutionSnapshot)",
+)
+async def snapshot(
+    request: Request, execution_id: Identifier, _: Caller = Depends(require(Role.VIEWER))
+) -> Response:
+    return await ask(request, "observer", "snapshot", {"execution_id": execution_id})
+
+
+@router.get(
+    "/api/execution/{session_id}/timeline",
+    response_model=ExecutionTimeline,
+    responses=problems(*READ_ONE),
+    tags=["observation"],
+    summary="A session's contracts and transitions in time order (seed 002 ExecutionTimeline)",
+)
+async def timeline(
+    request: Request, session_id: Identifier, _: Caller = Depends(require(Role.VIEWER))
+) -> Response:
+    return await ask(request, "observer", "timeline", {"session_id": session_id})
+
+
+@router.get(
+    "/v1/executions/{execution_id}/transitions",
+    response_model=list[TransitionRecord],
+    responses=problems(*READ_ONE),
+    tags=["observation"],
+    summary="Every transition of one contract (seed 002 TransitionRecord)",
+)
+async def transitions(
+    request: Request, execution_id: Identifier, _: Caller = Depends(require(Role.VIEWER))
+) -> Response:
+    return await ask(request, "observer", "transitions", {"execution_id": execution_id})
+
+
+# ------------------------------------------------------------------ audit --
+@router.get(
+    "/v1/audit",
+    response_model=list[AuditRecord],
+    responses=problems(*READ, 422),
+    tags=["audit"],
+    summary="Audit records in order, each with index, prev_hash and hash",
+)
+async def audit(
+    request: Request,
+    after: int = Query(-1, ge=-1, description="answer records with an index greater than this"),
+    limit: int = Query(100, ge=1, le=1000),
+    _: Caller = Depends(require(Role.OPERATOR)),
+) -> Response:
+    return await ask(request, "firewall", "audit.list", {"after": after, "limit": limit})
+
+
+@router.get(
+    "/v1/audit/verify",
+    response_model=AuditVerification,
+    responses=problems(*READ),
+    tags=["audit"],
+    summary="Recompute the hash chain",
+)
+async def audit_verify(request: Request, _: Caller = Depends(require(Role.OPERATOR))) -> Response:
+    return await ask(request, "firewall", "audit.verify")
+
+
+# ----------------------------------------------------------------- policy --
+@router.get(
+    "/v1/policy",
+    response_model=PolicyDocument,
+    responses=problems(*READ),
+    tags=["policy"],
+    summary="The effective policy: admin layer, user layer, effective level per tool",
+)
+async def policy(request: Request, _: Caller = Depends(require(Role.VIEWER))) -> Response:
+    return await ask(request, "firewall", "policy.get")
+
+
+@router.put(
+    "/v1/policy/admin",
+    response_model=PolicyDocument,
+    responses=problems(*WRITE),
+    tags=["policy"],
+    summary="Replace the admin layer (validated by the firewall, recorded as an event and audited)",
+)
+async def replace_admin_policy(
+    request: Request,
+    body: Annotated[PolicyDocument, Body()],
+    caller: Caller = Depends(require(Role.ADMIN)),
+) -> Response:
+    payload = {"policy": body.model_dump(), "principal": caller.as_principal("admin").model_dump()}
+    return await ask(request, "firewall", "policy.replace_admin", payload)
+
+
+@router.post(
+    "/v1/policy/replay",
+    response_model=PolicyDocument,
+    responses=problems(*WRITE),
+    tags=["policy"],
+    summary="Which recorded proposals a candidate admin policy would judge differently",
+)
+async def replay_policy(
+    request: Request,
+    body: Annotated[PolicyDocument, Body()],
+    _: Caller = Depends(require(Role.ADMIN)),
+) -> Response:
+    return await ask(request, "firewall", "policy.replay", {"policy": body.model_dump()})
+
+
+# ----------------------------------------------------------- conversation --
+@router.post(
+    "/v1/sessions/{session_id}/messages",
+    status_code=202,
+    response_model=MessageAccepted,
+    responses=problems(*WRITE),
+    tags=["conversation"],
+    summary="Say something to Overseer's own agent (addition to CONTRACT.md)",
+)
+async def message(
+    request: Request,
+    body: MessageRequest,
+    session_id: Identifier,
+    caller: Caller = Depends(require(Role.OPERATOR)),
+) -> Response:
+    problem = session_id_problem(session_id)
+    if problem:
+        raise ProblemError(422, problem)
+    gateway = request.app.state.gateway
+    event = await gateway.runtime.execute(lambda uow: receive_message(uow, session_id, body.text, caller))
+    return json_response({"session_id": session_id, "event_id": event.event_id}, 202)
+
+
+@router.get(
+    "/v1/sessions/{session_id}/messages",
+    response_model=list[dict[str, Any]],
+    responses=problems(*READ_ONE),
+    tags=["conversation"],
+    summary="The conversation of a session, as the reasoning service recorded it (addition)",
+)
+async def conversation(
+    request: Request, session_id: Identifier, _: Caller = Depends(require(Role.VIEWER))
+) -> Response:
+    return await ask(request, "reasoning", "conversation.history", {"session_id": session_id})

@@ -1,0 +1,335 @@
+"""Request and response bodies of the REST API, with the examples the OpenAPI document shows.
+
+Observation bodies (seed 002) are produced by the observer and passed through
+untouched; the models here document them field for field. Models of answers
+allow extra fields: services may add fields, never rename or drop them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from overseer_events.canonical import MAX_DEPTH
+from overseer_gateway.domain.actions import (
+    ID,
+    SESSION_ID,
+    TOOL_NAME,
+    args_problem,
+    id_problem,
+    key_problem,
+    session_id_problem,
+    tool_name_problem,
+)
+
+MAX_TEXT = 4000
+
+
+class Strict(BaseModel):
+    """A request body: unknown fields are refused, so typos get a 422 instead of being ignored; no
+    type coercion either (``"confidence": false`` or ``"args_hash": 42`` are errors, not guesses)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Answer(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class Problem(Answer):
+    """RFC 9457 problem details (``application/problem+json``)."""
+
+    type: str = Field(examples=["about:blank"])
+    title: str = Field(examples=["Conflict"])
+    status: int = Field(examples=[409])
+    detail: str = Field(examples=["execution 0190… is completed, not waiting for a decision"])
+
+
+# ------------------------------------------------------------------ health --
+ServiceState = str
+
+
+class Health(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "status": "ok",
+                    "services": {
+                        "gateway": "ok",
+                        "reasoning": "ok",
+                        "executor": "ok",
+                        "col": "ok",
+                        "firewall": "ok",
+                        "observer": "ok",
+                    },
+                }
+            ]
+        }
+    )
+
+    status: Literal["ok", "degraded"]
+    services: dict[str, ServiceState]
+
+
+# ----------------------------------------------------------------- actions --
+class ActionRequest(Strict):
+    """A tool call an external agent wants to make; the firewall decides what happens to it."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={
+            "examples": [
+                {"session_id": "s-42", "tool": "fs.list", "args": {"path": "."}},
+                {
+                    "session_id": "s-42",
+                    "tool": "email.send",
+                    "args": {"to": "bob@example.com", "subject": "Meeting", "body": "Tomorrow at 10?"},
+                    "irreversible": True,
+                    "confidence": 0.9,
+                    "summary": "send a meeting invite to bob@example.com",
+                },
+            ]
+        },
+    )
+
+    session_id: str = Field(
+        min_length=1,
+        max_length=128,
+        description="the agent's session (correlation id)",
+        json_schema_extra={"pattern": SESSION_ID.pattern},
+    )
+    tool: str = Field(
+        min_length=1,
+        max_length=128,
+        description="a tool name such as fs.list or email.send",
+        json_schema_extra={"pattern": "^" + TOOL_NAME.pattern + "$"},
+    )
+    args: dict[str, Any] = Field(
+        default_factory=dict,
+        description=(
+            "the tool's arguments. The whole body may nest arrays and objects at most "
+            "`gateway.max_json_depth` levels deep (32 by default, so `args` 31; never more than "
+            f"{MAX_DEPTH}), else 422; no NUL character anywhere, and for `email.send` no control "
+            "character (NUL, CR, LF…) in `to`, `cc`, `reply_to` or `subject`"
+        ),
+    )
+    irreversible: bool | None = Field(default=None, description="the agent's own claim; the tool's flag wins")
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0, description="the agent's confidence, 0..1")
+    co_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        description="the Cognitive Object this serves",
+        json_schema_extra={"pattern": ID.pattern},
+    )
+    summary: str | None = Field(default=None, max_length=500, description="what this does, in words")
+    timeout_seconds: float | None = Field(
+        default=None, gt=0, le=3600, description="tool time limit (addition)"
+    )
+    idempotency_key: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        description="explicit key (addition): printable text, no control characters",
+    )
+
+    @field_validator("tool")
+    @classmethod
+    def _tool_name(cls, value: str) -> str:
+        problem = tool_name_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("session_id")
+    @classmethod
+    def _session(cls, value: str) -> str:
+        problem = session_id_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("args")
+    @classmethod
+    def _args(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        problem = args_problem(info.data.get("tool"), value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("co_id")
+    @classmethod
+    def _co_id(cls, value: str | None) -> str | None:
+        problem = id_problem("CO id", value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("idempotency_key")
+    @classmethod
+    def _key(cls, value: str | None) -> str | None:
+        problem = key_problem(value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
+        return value
+
+
+class ActionAccepted(Answer):
+    model_config = ConfigDict(extra="allow", json_schema_extra={"examples": [{"execution_id": "0190f1e2-…"}]})
+
+    execution_id: str
+
+
+# --------------------------------------------------------------- approvals --
+class ApprovalItem(Answer):
+    """One open question for a person: an approval, or a reconciliation (outcome unknown after a crash)."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "execution_id": "0190f1e2-…",
+                    "kind": "approval",
+                    "session_id": "s-42",
+                    "tool": "email.send",
+                    "args": {"to": "bob@example.com", "subject": "Meeting"},
+                    "args_hash": "9f2c…",
+                    "level": "APPROVE",
+                    "preview": {"summary": "send mail to bob@example.com"},
+                    "requested_at": 1763780000.5,
+                    "requested_by": "agent:agent",
+                    "message": None,
+                    "status": "pending",
+                }
+            ]
+        },
+    )
+
+    execution_id: str
+    kind: str
+    session_id: str | None = None
+    tool: str | None = None
+    args: dict[str, Any] = Field(default_factory=dict)
+    args_hash: str
+    level: str | None = None
+    preview: Any = None
+    requested_at: float | None = None
+    requested_by: str | None = Field(default=None, description="the proposer, as kind:id")
+
+
+class DecisionRequest(Strict):
+    """``approve``/``reject`` an approval card, or say what really happened (``completed``/``failed``)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={
+            "examples": [
+                {"decision": "approve", "args_hash": "9f2c…", "comment": "fine, send it"},
+                {"decision": "failed", "args_hash": "9f2c…"},
+            ]
+        },
+    )
+
+    decision: Literal["approve", "reject", "completed", "failed"]
+    args_hash: str = Field(min_length=1, max_length=256, description="the hash shown with the card")
+    comment: str | None = Field(default=None, max_length=MAX_TEXT)
+    reason: str | None = Field(default=None, max_length=MAX_TEXT, description="alias of comment")
+
+
+class DecisionRecorded(Answer):
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "execution_id": "0190f1e2-…",
+                    "decision": "approve",
+                    "args_hash": "9f2c…",
+                    "decided_by": {"kind": "operator", "id": "operator"},
+                    "event_id": "0190f1e3-…",
+                }
+            ]
+        },
+    )
+
+    execution_id: str
+    decision: str
+    args_hash: str
+    decided_by: dict[str, str]
+    event_id: str
+
+
+# ------------------------------------------------------------- observation --
+# Seed 002's models are the observer's contract, shared from overseer_events.views.
+# ---------------------------------------------------------- audit, policy --
+class AuditRecord(Answer):
+    index: int
+    prev_hash: str
+    hash: str
+
+
+class AuditVerification(Answer):
+    """The firewall's audit chain recomputed, and checked against the heads it published on the event stream."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "ok": True,
+                    "records": 12,
+                    "first_broken": None,
+                    "reason": None,
+                    "anchored": 4,
+                    "anchored_through": 12,
+                    "published_through": 12,
+                    "anchor_mismatch": None,
+                    "anchor_error": None,
+                }
+            ]
+        },
+    )
+
+    ok: bool
+    records: int
+    first_broken: int | None
+    reason: str | None = None
+    anchored: int | None = Field(
+        None, description="published heads checked; null: the stream could not be read"
+    )
+    anchored_through: int = Field(0, description="the last record a matching published head vouches for")
+    published_through: int = Field(0, description="the last record a head was published for")
+    anchor_mismatch: int | None = Field(
+        None, description="the record of the first published head the chain contradicts"
+    )
+    anchor_error: str | None = Field(None, description="why the published heads could not be read")
+
+
+class PolicyDocument(Answer):
+    """An admin policy layer as the firewall reads it (validated by the firewall)."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={"examples": [{"tools": {"fs.write": "CONFIRM", "email.send": "APPROVE"}}]},
+    )
+
+
+# ------------------------------------------------------------ conversation --
+class MessageRequest(Strict):
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={"examples": [{"text": "send a meeting invite to bob@example.com"}]},
+    )
+
+    text: str = Field(min_length=1, max_length=MAX_TEXT)
+
+
+class MessageAccepted(Answer):
+    session_id: str
+    event_id: str
