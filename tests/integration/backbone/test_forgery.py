@@ -25,7 +25,8 @@ from overseer_events.subjects import SERVICES
 from overseer_runtime.launcher import EmbeddedNats
 from overseer_runtime.permissions import READER
 from overseer_runtime.provisioning import Subscription
-from overseer_runtime.runtime import RpcMethod, Service, rpc_request
+from overseer_runtime.rpc import RpcMethod, rpc_request
+from overseer_runtime.service import Service
 from overseer_runtime.testing import NatsUnderTest, Stack
 
 CREDENTIALS = (*SERVICES, READER)

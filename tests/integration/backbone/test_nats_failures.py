@@ -81,7 +81,7 @@ async def test_anonymous_connections_are_refused(own_nats: EmbeddedNats) -> None
 
 
 async def test_only_the_gateway_may_call_deciding_rpc_methods(own_stack: Stack) -> None:
-    from overseer_runtime.runtime import RpcError, rpc_request
+    from overseer_runtime.rpc import RpcError, rpc_request
 
     for caller in ("reasoning", "executor", "col", "observer", "reader"):
         async with own_stack.client(caller) as nc:

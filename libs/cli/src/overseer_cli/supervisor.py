@@ -36,7 +36,8 @@ from overseer_runtime.home import private_umask, secure_home
 from overseer_runtime.launcher import EmbeddedNats, free_port, reachable
 from overseer_runtime.permissions import PROVISIONER, READER
 from overseer_runtime.provisioning import Subscription, provision_at
-from overseer_runtime.runtime import Service, rpc_request
+from overseer_runtime.rpc import rpc_request
+from overseer_runtime.service import Service
 
 # `overseer status` answers within this, whatever state the bus is in.
 STATUS_TIMEOUT = 5.0

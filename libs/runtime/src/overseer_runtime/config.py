@@ -17,9 +17,12 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 DEFAULTS_FILE = Path(__file__).with_name("overseer.toml")
+M = TypeVar("M", bound=BaseModel)
 
 
 def _parse_scalar(text: str) -> Any:
@@ -58,6 +61,13 @@ class Settings:
         """One ``[section]`` of the configuration (empty when absent)."""
         value = self.raw.get(name, {})
         return dict(value) if isinstance(value, dict) else {}
+
+    def typed(self, name: str, model: type[M]) -> M:
+        """``[name]`` validated as ``model``; its defaults are overseer.toml's, so the model declares none."""
+        try:
+            return model.model_validate(self.section(name))
+        except ValidationError as exc:
+            raise ValueError(f"[{name}] of the configuration: {exc}") from exc
 
     def get(self, dotted: str, default: Any = None) -> Any:
         node: Any = self.raw

@@ -34,7 +34,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 import orjson
 from nats.aio.client import Client
@@ -69,59 +69,23 @@ from overseer_runtime.permissions import PROVISIONER
 from overseer_runtime.provisioning import Subscription as Subscription
 from overseer_runtime.provisioning import consumer_plan, provision_at
 from overseer_runtime.relay import OutboxRelay, PubAckPublisher
+from overseer_runtime.rpc import RpcError as RpcError
+from overseer_runtime.rpc import RpcMethod as RpcMethod
+from overseer_runtime.rpc import RpcTable as RpcTable
+from overseer_runtime.rpc import StoreUnavailable, rpc_request
+from overseer_runtime.service import HandlerTable as HandlerTable
+from overseer_runtime.service import Service as Service
 from overseer_runtime.store import EventStore, OutboxEntry, Projection, is_unwritable
 
 log = logging.getLogger("overseer.runtime")
 
 T = TypeVar("T")
 Handler = Callable[["UnitOfWork", Envelope], None]
-RpcMethod = Callable[[dict[str, Any]], Awaitable[Any]]
 AfterCommit = Callable[[], Awaitable[None] | None]
 
 # Set in the task that runs a unit of work's after-commit work: what it records has already
 # happened (a tool ran), so its own units of work wait for the store however long it takes.
 _AFTER_COMMIT_WORK: contextvars.ContextVar[bool] = contextvars.ContextVar("after_commit_work", default=False)
-
-
-class RpcError(Exception):
-    """A refusal answered over RPC, with an HTTP-like status (404, 409, 422 …) and a human ``detail``."""
-
-    def __init__(self, status: int, detail: str, extra: dict[str, Any] | None = None) -> None:
-        super().__init__(f"{status}: {detail}")
-        self.status = status
-        self.detail = detail
-        self.extra = extra or {}
-
-
-class StoreUnavailable(RpcError):
-    """A command refused because the service's store refuses writes (503): nothing was done."""
-
-    def __init__(self, service: str, exc: BaseException) -> None:
-        super().__init__(503, f"{service} cannot write its store ({exc}): nothing was done; try again later")
-
-
-class Service:
-    """What a service is; subclass in ``services/<name>/bootstrap.py``."""
-
-    name: ClassVar[str] = ""
-
-    def projections(self) -> Sequence[Projection]:
-        return []
-
-    def subscriptions(self) -> Sequence[Subscription]:
-        return []
-
-    def handlers(self) -> Mapping[str, Handler]:
-        return {}
-
-    def rpc_methods(self) -> Mapping[str, RpcMethod]:
-        return {}
-
-    async def start(self, runtime: Runtime) -> None:
-        """After connecting and before consuming: recovery, timers, servers."""
-
-    async def stop(self) -> None:
-        """Before disconnecting."""
 
 
 class UnitOfWork:
@@ -199,12 +163,17 @@ class Runtime:
         self.subjects = Subjects(str(self.settings.get("nats.namespace") or DEFAULT_NAMESPACE))
         self.store = EventStore(self.settings.db_path(service.name))
         self.projections: list[Projection] = list(service.projections())
-        self.handlers: dict[str, Handler] = dict(service.handlers())
+        table = service.handlers()
+        # Transitional: a plain mapping by event type is still accepted until every service has a HandlerTable.
+        self.handlers: HandlerTable[Any] | dict[str, Handler] = (
+            table if isinstance(table, HandlerTable) else dict(table)
+        )
         self.nc: Client = Client()
         self.js: JetStreamContext
         self.relay: OutboxRelay
         self.consumers: list[DurablePullConsumer] = []
         self.ready = False
+        self.started = False  # service.start() returned: RPC methods other than health answer
         self.started_at = time.time()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._wanted: dict[str, tuple[str, ...]] = {}  # consumer -> the subject patterns it asked for
@@ -238,6 +207,7 @@ class Runtime:
         self.spawn(self.relay.run())
         await self._serve_rpc()
         await self.service.start(self)
+        self.started = True
         self._build_consumers(cfg)
         for consumer in self.consumers:
             self.spawn(consumer.run())
@@ -506,8 +476,9 @@ class Runtime:
                 for projection in self.projections:
                     projection.apply(conn, event)
                 uow = UnitOfWork(self, event)
-                handler = self.handlers.get(event.type)
-                if handler is not None:
+                if isinstance(self.handlers, HandlerTable):
+                    self.handlers.handle(uow, event)
+                elif (handler := self.handlers.get(event.type)) is not None:
                     handler(uow, event)
         except TransientError as exc:
             conn.execute("ROLLBACK TO message")
@@ -551,7 +522,15 @@ class Runtime:
 
     # -- RPC -------------------------------------------------------------------------
     async def _serve_rpc(self) -> None:
-        methods: dict[str, RpcMethod] = {"health": self._health_rpc, **self.service.rpc_methods()}
+        legacy = getattr(self.service, "rpc_methods", dict)  # transitional, until every service has rpc()
+        methods: dict[str, RpcMethod] = {**self.service.rpc().methods(), **legacy()}
+        self._rpc_subs.append(
+            await self.nc.subscribe(
+                self.subjects.rpc(self.service.name, "health"),
+                queue=self.service.name,
+                cb=self._rpc_callback(self._health_rpc, gated=False),
+            )
+        )
         for method, fn in methods.items():
             self._rpc_subs.append(
                 await self.nc.subscribe(
@@ -561,9 +540,13 @@ class Runtime:
                 )
             )
 
-    def _rpc_callback(self, fn: RpcMethod) -> Callable[[Msg], Awaitable[None]]:
+    def _rpc_callback(self, fn: RpcMethod, *, gated: bool = True) -> Callable[[Msg], Awaitable[None]]:
         async def answer(msg: Msg) -> None:
             try:
+                # RPC is served before the service's start() (recovery) has run: until then every
+                # method but health answers a retryable 503, here rather than in each service.
+                if gated and not self.started:
+                    raise RpcError(503, f"{self.service.name} is starting")
                 payload = orjson.loads(msg.data) if msg.data else {}
                 if not isinstance(payload, dict):
                     raise RpcError(422, "the request body must be a JSON object")
@@ -653,31 +636,6 @@ class _Applied:
         self.acks: list[Msg] = []
         self.naks: list[Msg] = []
         self.poison: list[tuple[Msg, str]] = []
-
-
-async def rpc_request(
-    nc: Client,
-    service: str,
-    method: str,
-    payload: dict[str, Any] | None = None,
-    timeout: float = 5.0,
-    *,
-    subjects: Subjects | None = None,
-) -> Any:
-    """Ask ``service`` over NATS request/reply; raises :class:`RpcError` for its refusals and for no answer."""
-    try:
-        reply = await nc.request(
-            (subjects or Subjects()).rpc(service, method), orjson.dumps(payload or {}), timeout=timeout
-        )
-    except TimeoutError as exc:
-        raise RpcError(504, f"{service} did not answer {method} within {timeout}s") from exc
-    except Exception as exc:  # no responders, disconnected
-        raise RpcError(503, f"{service} is not reachable: {type(exc).__name__}") from exc
-    answer = orjson.loads(reply.data)
-    if not answer.get("ok"):
-        extra = {k: v for k, v in answer.items() if k not in ("ok", "status", "detail")}
-        raise RpcError(int(answer.get("status", 500)), str(answer.get("detail", "error")), extra)
-    return answer.get("result")
 
 
 def _subject_filter(patterns: tuple[str, ...]) -> Callable[[Msg], bool]:

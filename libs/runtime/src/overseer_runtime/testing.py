@@ -31,7 +31,9 @@ from overseer_runtime.credentials import Keyring, NatsCredential
 from overseer_runtime.launcher import EmbeddedNats, reachable
 from overseer_runtime.permissions import PROVISIONER
 from overseer_runtime.provisioning import Subscription, provision_at
-from overseer_runtime.runtime import Runtime, Service, rpc_request
+from overseer_runtime.rpc import rpc_request
+from overseer_runtime.runtime import Runtime
+from overseer_runtime.service import Service
 
 
 @dataclass
