@@ -1,0 +1,1 @@
+"""In-memory implementations of the services' ports, for unit tests; each passes its port's contract suite."""
