@@ -19,9 +19,10 @@ from overseer_events.catalogue import EcsRequested, ExecutionTransitioned, Princ
 from overseer_events.errors import InvalidTransition
 from overseer_events.machines import ExecutionStatus
 from overseer_executor.domain.claims import Twin
-from overseer_executor.domain.contract import Moves, open_contract
+from overseer_executor.domain.contract import open_contract
 from overseer_executor.domain.idempotency import args_hash, idempotency_key
 from overseer_executor.domain.rules import (
+    Moves,
     ToolOutcome,
     decide_approval_expiry,
     decide_human_decision,

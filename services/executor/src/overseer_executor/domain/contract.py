@@ -2,9 +2,8 @@
 
 State is rebuilt from the executor's own events (``execution.contract_created``,
 ``execution.transitioned``, ``ecs.requested``) plus the firewall's verdict;
-:func:`evolve` is the only way it changes. :class:`Moves` fires triggers on the
-shared ``EXECUTION_MACHINE`` (so an illegal move raises ``InvalidTransition``)
-and collects the events that record them, each with its seed 003 trace step.
+:func:`evolve` is the only way it changes, and :func:`trace_step` is seed 003's
+trace step of one transition. The rules that move a contract are in ``rules.py``.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from overseer_events.catalogue import (
     VerdictIssued,
 )
 from overseer_events.envelope import EventData
-from overseer_events.machines import ECS_NODE, EXECUTION_MACHINE, TOOL_NODE, ExecutionStatus
+from overseer_events.machines import ECS_NODE, TOOL_NODE, ExecutionStatus
 from overseer_executor.domain.idempotency import idempotency_key
 from overseer_executor.domain.tools import ToolSpec
 
@@ -254,78 +253,3 @@ class Outcome:
     @property
     def changed(self) -> bool:
         return bool(self.events)
-
-
-class Moves:
-    """Fires triggers on a contract in order and collects the events recording them."""
-
-    __slots__ = ("contract", "events", "now")
-
-    def __init__(self, contract: ExecutionContract, now: float) -> None:
-        self.contract = contract
-        self.now = now
-        self.events: list[EventData] = []
-
-    def fire(
-        self,
-        trigger: str,
-        actor: str,
-        *,
-        reason: str | None = None,
-        result: str | None = None,
-        error: str | None = None,
-    ) -> Moves:
-        """Fire ``trigger`` as ``actor``; raises ``InvalidTransition`` when the machine refuses it."""
-        before = self.contract
-        target = EXECUTION_MACHINE.next_state(before.status, trigger, actor)
-        step = trace_step(
-            before.execution_id,
-            before.irreversible,
-            result if result is not None else before.result,
-            before.status.value,
-            target.value,
-            trigger,
-            actor,
-        )
-        data = ExecutionTransitioned(
-            execution_id=before.execution_id,
-            session_id=before.session_id,
-            from_status=before.status.value,
-            to_status=target.value,
-            trigger=trigger,
-            actor=actor,
-            timestamp=self.now,
-            reason=reason,
-            result=result,
-            error_message=error,
-            irreversible=before.irreversible,
-            co_id=before.co_id,
-            trace=step,
-        )
-        self.contract = evolve(before, data)
-        self.events.append(data)
-        return self
-
-    def request(self, kind: str, *, message: str | None = None) -> Moves:
-        """Publish the form a human answers (``ecs.requested``) for the contract now WAITING."""
-        contract = self.contract
-        verdict = contract.verdict
-        data = EcsRequested(
-            execution_id=contract.execution_id,
-            session_id=contract.session_id,
-            kind=kind,  # checked by pydantic against ApprovalKind
-            tool=contract.tool,
-            args=contract.run_args if contract.action_type == "tool_call" else contract.action_detail,
-            args_hash=verdict.args_hash if verdict is not None else "",
-            level=verdict.level if verdict is not None else None,
-            preview=verdict.preview if verdict is not None else None,
-            message=message,
-            requested_by=(verdict.requested_by if verdict and verdict.requested_by else contract.proposer),
-            requested_at=self.now,
-        )
-        self.contract = evolve(contract, data)
-        self.events.append(data)
-        return self
-
-    def outcome(self, *, run_tool: bool = False, note: str | None = None) -> Outcome:
-        return Outcome(self.contract, tuple(self.events), run_tool, note)

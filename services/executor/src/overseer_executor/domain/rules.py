@@ -1,10 +1,11 @@
 """How a contract moves: one pure decide function per thing that can happen to it.
 
 Each returns an :class:`Outcome` (the events to append and whether the tool
-runs next). The plans are tables; the machine in ``overseer_events.machines``
-refuses anything illegal. Actors follow seed 003: ``tool_node`` moves tool
-calls, ``ecs_node`` moves ECS requests, ``graph_runner`` resumes, times out and
-finishes what a human answered.
+runs next). The plans are tables; :class:`Moves` fires their triggers on the
+shared ``EXECUTION_MACHINE`` (so an illegal move raises ``InvalidTransition``)
+and collects the events that record them, each with its seed 003 trace step.
+Actors follow seed 003: ``tool_node`` moves tool calls, ``ecs_node`` moves ECS
+requests, ``graph_runner`` resumes, times out and finishes what a human answered.
 """
 
 from __future__ import annotations
@@ -12,11 +13,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from overseer_events.catalogue import HumanDecisionRecorded
-from overseer_events.machines import GRAPH_RUNNER, TERMINAL_STATUSES, TOOL_NODE, ExecutionStatus
+from overseer_events.catalogue import EcsRequested, ExecutionTransitioned, HumanDecisionRecorded
+from overseer_events.envelope import EventData
+from overseer_events.machines import (
+    EXECUTION_MACHINE,
+    GRAPH_RUNNER,
+    TERMINAL_STATUSES,
+    TOOL_NODE,
+    ExecutionStatus,
+)
 from overseer_executor.domain.alignment import ANSWERS, Answer, check_resume_alignment
 from overseer_executor.domain.claims import Twin, twin_refusal
-from overseer_executor.domain.contract import ExecutionContract, Moves, Outcome, Verdict
+from overseer_executor.domain.contract import ExecutionContract, Outcome, Verdict, evolve, trace_step
 
 # Triggers whose text is the contract's result; the others (reject, fail, cancel, timeout) carry an error.
 _RESULT_TRIGGERS = frozenset({"succeed"})
@@ -64,6 +72,81 @@ class ToolOutcome:
     kind: ToolOutcomeKind
     text: str
     attempts: int = 1
+
+
+class Moves:
+    """Fires triggers on a contract in order and collects the events recording them."""
+
+    __slots__ = ("contract", "events", "now")
+
+    def __init__(self, contract: ExecutionContract, now: float) -> None:
+        self.contract = contract
+        self.now = now
+        self.events: list[EventData] = []
+
+    def fire(
+        self,
+        trigger: str,
+        actor: str,
+        *,
+        reason: str | None = None,
+        result: str | None = None,
+        error: str | None = None,
+    ) -> Moves:
+        """Fire ``trigger`` as ``actor``; raises ``InvalidTransition`` when the machine refuses it."""
+        before = self.contract
+        target = EXECUTION_MACHINE.next_state(before.status, trigger, actor)
+        step = trace_step(
+            before.execution_id,
+            before.irreversible,
+            result if result is not None else before.result,
+            before.status.value,
+            target.value,
+            trigger,
+            actor,
+        )
+        data = ExecutionTransitioned(
+            execution_id=before.execution_id,
+            session_id=before.session_id,
+            from_status=before.status.value,
+            to_status=target.value,
+            trigger=trigger,
+            actor=actor,
+            timestamp=self.now,
+            reason=reason,
+            result=result,
+            error_message=error,
+            irreversible=before.irreversible,
+            co_id=before.co_id,
+            trace=step,
+        )
+        self.contract = evolve(before, data)
+        self.events.append(data)
+        return self
+
+    def request(self, kind: str, *, message: str | None = None) -> Moves:
+        """Publish the form a human answers (``ecs.requested``) for the contract now WAITING."""
+        contract = self.contract
+        verdict = contract.verdict
+        data = EcsRequested(
+            execution_id=contract.execution_id,
+            session_id=contract.session_id,
+            kind=kind,  # checked by pydantic against ApprovalKind
+            tool=contract.tool,
+            args=contract.run_args if contract.action_type == "tool_call" else contract.action_detail,
+            args_hash=verdict.args_hash if verdict is not None else "",
+            level=verdict.level if verdict is not None else None,
+            preview=verdict.preview if verdict is not None else None,
+            message=message,
+            requested_by=(verdict.requested_by if verdict and verdict.requested_by else contract.proposer),
+            requested_at=self.now,
+        )
+        self.contract = evolve(contract, data)
+        self.events.append(data)
+        return self
+
+    def outcome(self, *, run_tool: bool = False, note: str | None = None) -> Outcome:
+        return Outcome(self.contract, tuple(self.events), run_tool, note)
 
 
 def _fire(moves: Moves, triggers: tuple[str, ...], actor: str, text: str | None) -> Moves:
