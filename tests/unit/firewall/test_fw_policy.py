@@ -196,12 +196,17 @@ def test_declared_tools_join_the_catalogue() -> None:
         ({"defaults": {"fs.read": "SOMETIMES"}}, "unknown permission level"),
         ({"rules": [{"tool": "fs.read"}]}, "exactly one of level or deny"),
         ({"rules": [{"tool": "fs.read", "level": "AUTO", "deny": True}]}, "exactly one of level or deny"),
-        ({"rules": [{"tool": "fs.read", "level": "AUTO", "colour": "red"}]}, "unknown keys"),
-        ({"loops": {"same_args": "three"}}, "must be int"),
+        ({"rules": [{"tool": "fs.read", "level": "AUTO", "colour": "red"}]}, "unknown key 'colour'"),
+        ({"loops": {"same_args": "three"}}, "[loops].same_args: must be an integer"),
+        ({"loops": {"same_args": True}}, "[loops].same_args: must be an integer"),
         ({"loops": {"same_args": -1}}, "must not be negative"),
         ({"sandbox": {"output_dir": "../outside"}}, "relative path inside the sandbox"),
-        ({"timeouts": {"APPROVE": {"on_timeout": "approve"}}}, "on_timeout must be one of"),
+        ({"timeouts": {"APPROVE": {"on_timeout": "approve"}}}, "on_timeout: must be 'deny' or 'reject'"),
         ({"tools": {"fs.read": {"read_only": True}}}, "cannot be redeclared"),
+        (
+            {"tools": {"crm.lookup": {"schema": {"type": "object", "properties": 3}}}},
+            "[tools].crm.lookup: schema is not a valid JSON schema",
+        ),
         ({"firewall": True}, "unknown top-level key"),
     ],
 )
@@ -209,6 +214,26 @@ def test_an_invalid_admin_policy_is_refused_with_the_reason(raw: dict[str, objec
     with pytest.raises(PolicyError) as caught:
         parse_admin_policy(raw)
     assert any(problem in p for p in caught.value.problems), caught.value.problems
+
+
+def test_every_problem_of_an_admin_policy_is_listed_at_once() -> None:
+    raw = {
+        "firewall": True,
+        "defaults": {"fs.read": "SOMETIMES"},
+        "rules": [{"tool": "fs.read"}],
+        "loops": {"same_args": -1},
+    }
+    with pytest.raises(PolicyError) as caught:
+        parse_admin_policy(raw)
+    problems = caught.value.problems
+    assert len(problems) == 4, problems
+    for where in (
+        "unknown top-level key 'firewall'",
+        "[defaults].fs.read:",
+        "rules[0]:",
+        "[loops].same_args:",
+    ):
+        assert any(p.startswith(where) for p in problems), (where, problems)
 
 
 def test_describe_lists_admin_user_and_effective_level_per_tool() -> None:

@@ -20,6 +20,10 @@ whitespace-normalised text, kept for old policies. A rule that would *lower* a
 shell command below the tool's default matches only when every program the
 command runs matches (invocations) and nothing unknown runs, or (commands) the
 text has no shell metacharacters: ``ls; rm -rf ~`` is not ``ls *``.
+
+The file is read by pydantic models (:class:`AdminPolicyFile` and its tables), so
+every problem in it is reported at once, located as the file writes it
+(``rules[0].level``, ``[loops].same_args``).
 """
 
 from __future__ import annotations
@@ -28,7 +32,20 @@ import fnmatch
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    Strict,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import ErrorDetails
 
 from overseer_firewall.domain.levels import Level, stricter
 from overseer_firewall.domain.shell import (
@@ -218,59 +235,85 @@ class PolicyRule:
         return out
 
 
-# -------------------------------------------------------------------- thresholds ---
-@dataclass(frozen=True, slots=True)
-class LoopThresholds:
+# ------------------------------------------------------------- policy tables ---
+class PolicyTable(BaseModel):
+    """A table of the admin policy file: its keys are exactly the fields, its values keep their TOML types."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+Count = Annotated[int, Strict(), Field(ge=0)]
+Amount = Annotated[float, Strict(), Field(ge=0)]  # an integer is a number too; a boolean is neither
+Flag = Annotated[bool, Strict()]
+NonEmpty = Annotated[str, Strict(), Field(min_length=1)]
+
+
+def _listed(value: Any) -> Any:
+    """One string stands for a list of one; an absent (``null``) list is empty."""
+    if value is None:
+        return ()
+    return [value] if isinstance(value, str) else value
+
+
+Strings = Annotated[tuple[NonEmpty, ...], BeforeValidator(_listed)]
+
+
+def _inside_sandbox(path: str) -> str:
+    if path.startswith("/") or ".." in path.split("/"):
+        raise ValueError("must be a relative path inside the sandbox")
+    return path
+
+
+class LoopThresholds(PolicyTable):
     """L2: a hold when the same call repeats, one tool floods, or two calls alternate."""
 
-    same_args: int = 3
-    same_tool: int = 8
-    window_seconds: float = 120.0
-    oscillation: bool = True
-    low_confidence: float = 0.5
-    confidence_window: int = 3
+    same_args: Count = 3
+    same_tool: Count = 8
+    window_seconds: Amount = 120.0
+    oscillation: Flag = True
+    low_confidence: Amount = 0.5
+    confidence_window: Count = 3
 
 
-@dataclass(frozen=True, slots=True)
-class BreakerThresholds:
+class BreakerThresholds(PolicyTable):
     """L5: a hold after K proposals in a row below a confidence, or on stagnation."""
 
-    low_confidence: float = 0.4
-    consecutive: int = 3
-    stagnation: int = 2
+    low_confidence: Amount = 0.4
+    consecutive: Count = 3
+    stagnation: Count = 2
 
 
-@dataclass(frozen=True, slots=True)
-class AdaptiveThresholds:
-    rejections_to_escalate: int = 3
-    approvals_to_relax: int = 5
-    hesitation_ms: float = 30_000.0
-    rubber_stamp_count: int = 5
-    rubber_stamp_ms: float = 1_500.0
+class AdaptiveThresholds(PolicyTable):
+    rejections_to_escalate: Count = 3
+    approvals_to_relax: Count = 5
+    hesitation_ms: Amount = 30_000.0
+    rubber_stamp_count: Count = 5
+    rubber_stamp_ms: Amount = 1_500.0
 
 
-TIMEOUT_RULES = ("deny", "reject")
-
-
-@dataclass(frozen=True, slots=True)
-class TimeoutRule:
+class TimeoutRule(PolicyTable):
     """A held call unanswered for ``escalate_after_seconds`` goes to an admin; after
     ``decide_after_seconds`` the rule decides (``deny``: the contract times out; ``reject``)."""
 
-    escalate_after_seconds: float = 900.0
-    decide_after_seconds: float = 3_600.0
-    on_timeout: str = "deny"
+    escalate_after_seconds: Amount = 900.0
+    decide_after_seconds: Amount = 3_600.0
+    on_timeout: Literal["deny", "reject"] = "deny"
+
+    @model_validator(mode="after")
+    def _decides_after_escalating(self) -> Self:
+        if self.decide_after_seconds < self.escalate_after_seconds:
+            raise ValueError("decide_after_seconds is before escalate_after_seconds")
+        return self
 
 
-@dataclass(frozen=True, slots=True)
-class SandboxPolicy:
+class SandboxPolicy(PolicyTable):
     """Where tools may read and write.
 
     Placeholders: ``{sandbox}`` (``OVERSEER_HOME/sandbox``), ``{cwd}`` (the working directory), ``{home}``.
     """
 
-    readable_paths: tuple[str, ...] = ("{sandbox}", "{cwd}")
-    output_dir: str = "."
+    readable_paths: Strings = ("{sandbox}", "{cwd}")
+    output_dir: Annotated[str, Strict(), AfterValidator(_inside_sandbox)] = "."
 
 
 # ---------------------------------------------------------------------- admin ---
@@ -347,222 +390,188 @@ class AdminPolicy:
                 "readable_paths": list(self.sandbox.readable_paths),
                 "output_dir": self.sandbox.output_dir,
             },
-            "loops": _fields(self.loops),
-            "breaker": _fields(self.breaker),
-            "adaptive": _fields(self.adaptive),
-            "timeouts": {level.name: _fields(rule) for level, rule in self.timeouts},
+            "loops": self.loops.model_dump(),
+            "breaker": self.breaker.model_dump(),
+            "adaptive": self.adaptive.model_dump(),
+            "timeouts": {level.name: rule.model_dump() for level, rule in self.timeouts},
         }
         if self.tool_sources:
             out["tools"] = {name: dict(source) for name, source in self.tool_sources}
         return out
 
 
-def _fields(obj: Any) -> JSON:
-    return {name: getattr(obj, name) for name in obj.__dataclass_fields__ if not name.startswith("_")}
+# ------------------------------------------------------------- the admin file ---
+def _level(value: Any) -> Level:
+    return Level.parse(str(value))
 
 
-_TOP_KEYS = {"version", "defaults", "rules", "tools", "sandbox", "loops", "breaker", "adaptive", "timeouts"}
-_RULE_KEYS = {"tool", "level", "deny", "paths", "recipients", "commands", "invocations", "name", "reason"}
+LevelName = Annotated[Level, PlainValidator(_level)]
 
 
-def _section(raw: Mapping[str, Any], key: str, cls: Any, problems: list[str]) -> Any:
-    value = raw.get(key, {})
-    if not isinstance(value, Mapping):
-        problems.append(f"[{key}] must be a table")
-        return cls()
-    known = {name for name in cls.__dataclass_fields__ if not name.startswith("_")}
-    kwargs: JSON = {}
-    for name, item in value.items():
-        if name not in known:
-            problems.append(f"[{key}] has an unknown key {name!r} (known: {', '.join(sorted(known))})")
-            continue
-        expected = type(getattr(cls(), name))
-        if expected is float and isinstance(item, int) and not isinstance(item, bool):
-            item = float(item)
-        if expected is tuple and isinstance(item, list):
-            item = tuple(item)
-        if not isinstance(item, expected) or (expected is int and isinstance(item, bool)):
-            problems.append(f"[{key}].{name} must be {expected.__name__}")
-            continue
-        if expected in (int, float) and item < 0:
-            problems.append(f"[{key}].{name} must not be negative")
-            continue
-        kwargs[name] = item
-    return cls(**kwargs)
+def _invocation(pattern: str) -> str:
+    parse_pattern(pattern)  # raises ValueError naming what is wrong with the pattern
+    return pattern
 
 
-def _strings(value: Any, where: str, problems: list[str]) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        problems.append(f"{where} must be a list of non-empty strings")
-        return ()
-    return tuple(value)
+class RuleEntry(PolicyTable):
+    """One ``[[rules]]`` table: a tool glob, argument conditions, and exactly one of ``level`` or ``deny``."""
+
+    tool: NonEmpty
+    level: Annotated[Level | None, PlainValidator(_level)] = None
+    deny: Flag = False
+    paths: Strings = ()
+    recipients: Strings = ()
+    commands: Strings = ()
+    invocations: Annotated[
+        tuple[Annotated[NonEmpty, AfterValidator(_invocation)], ...], BeforeValidator(_listed)
+    ] = ()
+    name: Annotated[str, BeforeValidator(str)] = ""
+    reason: Annotated[str, BeforeValidator(str)] = ""
+
+    @model_validator(mode="after")
+    def _level_or_deny(self) -> Self:
+        if self.deny == (self.level is not None):
+            raise ValueError("needs exactly one of level or deny = true")
+        return self
+
+    def rule(self) -> PolicyRule:
+        return PolicyRule(
+            tool=self.tool,
+            level=self.level,
+            deny=self.deny,
+            paths=self.paths,
+            recipients=tuple(r.lower() for r in self.recipients),
+            commands=self.commands,
+            invocations=self.invocations,
+            name=self.name,
+            reason=self.reason,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DeclaredTool:
+    """A tool the admin file adds to the catalogue, and its declaration as written."""
+
+    spec: ToolSpec
+    source: JSON
+
+
+def _named(value: Any) -> Any:
+    """Pairs each ``[tools]`` entry with its name, which validating a declaration needs."""
+    return {name: (name, entry) for name, entry in value.items()} if isinstance(value, Mapping) else value
+
+
+def _tool_entry(named: tuple[str, Any]) -> Level | DeclaredTool:
+    name, entry = named
+    if isinstance(entry, str):  # shorthand: tools."fs.write" = "CONFIRM" is a default level
+        return Level.parse(entry)
+    if name in BUILTIN_CATALOGUE:
+        raise ValueError("a built-in tool cannot be redeclared")
+    if not isinstance(entry, Mapping):
+        raise ValueError("must be a table, or a level")
+    return DeclaredTool(spec_from_mapping(name, entry), dict(entry))
+
+
+class AdminPolicyFile(PolicyTable):
+    """The admin policy file as written (``version`` aside: the store numbers versions itself)."""
+
+    defaults: dict[str, LevelName] = Field(default_factory=dict)
+    rules: list[RuleEntry] = Field(default_factory=list)
+    tools: Annotated[
+        dict[str, Annotated[Level | DeclaredTool, PlainValidator(_tool_entry)]], BeforeValidator(_named)
+    ] = Field(default_factory=dict)
+    sandbox: SandboxPolicy = SandboxPolicy()
+    loops: LoopThresholds = LoopThresholds()
+    breaker: BreakerThresholds = BreakerThresholds()
+    adaptive: AdaptiveThresholds = AdaptiveThresholds()
+    timeouts: dict[LevelName, TimeoutRule] = Field(default_factory=dict)
+
+    def admin_policy(self, version: int) -> AdminPolicy:
+        levels = [(name, entry) for name, entry in self.tools.items() if isinstance(entry, Level)]
+        declared = [(name, entry) for name, entry in self.tools.items() if isinstance(entry, DeclaredTool)]
+        return AdminPolicy(
+            version=version,
+            defaults=(*self.defaults.items(), *levels),
+            rules=tuple(entry.rule() for entry in self.rules),
+            tools=tuple(entry.spec for _, entry in declared),
+            tool_sources=tuple((name, entry.source) for name, entry in declared),
+            sandbox=self.sandbox,
+            loops=self.loops,
+            breaker=self.breaker,
+            adaptive=self.adaptive,
+            timeouts=tuple(self.timeouts.items()),
+        )
+
+
+# The tables an unknown key can be found in, by the top-level key they sit under.
+_TABLES: dict[str, type[PolicyTable]] = {
+    "rules": RuleEntry,
+    "sandbox": SandboxPolicy,
+    "loops": LoopThresholds,
+    "breaker": BreakerThresholds,
+    "adaptive": AdaptiveThresholds,
+    "timeouts": TimeoutRule,
+}
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    """``("rules", 0, "tool")`` → ``rules[0].tool``; ``("loops", "same_args")`` → ``[loops].same_args``."""
+    head, rest = loc[0], loc[1:]
+    text = str(head) if rest and isinstance(rest[0], int) else f"[{head}]"
+    for step in rest:
+        text += f"[{step}]" if isinstance(step, int) else f".{step}"
+    return text
+
+
+# Pydantic's complaints in the policy file's terms (a model is a table, a tuple a list of strings).
+_PHRASES = {
+    "model_type": "must be a table",
+    "dict_type": "must be a table",
+    "list_type": "must be an array of tables",
+    "tuple_type": "must be a list of strings",
+    "string_type": "must be a string",
+    "string_too_short": "must not be empty",
+    "int_type": "must be an integer",
+    "float_type": "must be a number",
+    "bool_type": "must be true or false",
+    "greater_than_equal": "must not be negative",
+    "literal_error": "must be {expected}",
+    "missing": "is missing",
+}
+
+
+def _unknown_key(loc: tuple[int | str, ...]) -> str:
+    """An unknown key, with the keys its table does know."""
+    if len(loc) == 1:
+        names = sorted({*AdminPolicyFile.model_fields, "version"})
+        return f"unknown top-level key {loc[0]!r} (known: {', '.join(names)})"
+    table = _TABLES.get(str(loc[0]))
+    known = f" (known: {', '.join(sorted(table.model_fields))})" if table is not None else ""
+    return f"{_where(loc[:-1])} has an unknown key {loc[-1]!r}{known}"
+
+
+def _problem(error: ErrorDetails) -> str:
+    """One validation error, located the way the policy file is written."""
+    loc = tuple(step for step in error["loc"] if step != "[key]")
+    if error["type"] == "extra_forbidden":
+        return _unknown_key(loc)
+    phrase = _PHRASES.get(error["type"])
+    if error["type"] == "value_error":
+        message = str(error["ctx"]["error"])
+    else:
+        message = phrase.format(**error.get("ctx", {})) if phrase is not None else error["msg"]
+    return f"{_where(loc)}: {message}" if loc else message
 
 
 def parse_admin_policy(raw: Mapping[str, Any], *, version: int = 0) -> AdminPolicy:
     """Validate a TOML-shaped mapping into an :class:`AdminPolicy`; raises :class:`PolicyError`."""
-    problems: list[str] = []
     if not isinstance(raw, Mapping):
         raise PolicyError(["a policy must be a table"])
-    raw = {k: v for k, v in raw.items() if k != "version"}  # the store numbers versions itself
-    for key in raw:
-        if key not in _TOP_KEYS:
-            problems.append(f"unknown top-level key {key!r} (known: {', '.join(sorted(_TOP_KEYS))})")
-
-    defaults: list[tuple[str, Level]] = []
-    raw_defaults = raw.get("defaults", {})
-    if not isinstance(raw_defaults, Mapping):
-        problems.append("[defaults] must be a table of tool glob = level")
-    else:
-        for glob, text in raw_defaults.items():
-            try:
-                defaults.append((str(glob), Level.parse(str(text))))
-            except ValueError as exc:
-                problems.append(f"[defaults].{glob}: {exc}")
-
-    rules: list[PolicyRule] = []
-    raw_rules = raw.get("rules", [])
-    if not isinstance(raw_rules, list):
-        problems.append("[[rules]] must be an array of tables")
-        raw_rules = []
-    for i, item in enumerate(raw_rules):
-        where = f"rules[{i}]"
-        if not isinstance(item, Mapping):
-            problems.append(f"{where} must be a table")
-            continue
-        unknown = set(item) - _RULE_KEYS
-        if unknown:
-            problems.append(f"{where} has unknown keys {sorted(unknown)}")
-        tool = item.get("tool")
-        if not isinstance(tool, str) or not tool:
-            problems.append(f"{where}.tool must be a tool name or glob")
-            continue
-        deny = item.get("deny", False)
-        if not isinstance(deny, bool):
-            problems.append(f"{where}.deny must be true or false")
-            continue
-        level: Level | None = None
-        if "level" in item:
-            try:
-                level = Level.parse(str(item["level"]))
-            except ValueError as exc:
-                problems.append(f"{where}.level: {exc}")
-                continue
-        if deny == (level is not None):
-            problems.append(f"{where} needs exactly one of level or deny = true")
-            continue
-        invocations = _strings(item.get("invocations"), f"{where}.invocations", problems)
-        bad = False
-        for pattern in invocations:
-            try:
-                parse_pattern(pattern)
-            except ValueError as exc:
-                problems.append(f"{where}.invocations: {exc}")
-                bad = True
-        if bad:
-            continue
-        rules.append(
-            PolicyRule(
-                tool=tool,
-                level=level,
-                deny=deny,
-                paths=_strings(item.get("paths"), f"{where}.paths", problems),
-                recipients=tuple(
-                    r.lower() for r in _strings(item.get("recipients"), f"{where}.recipients", problems)
-                ),
-                commands=_strings(item.get("commands"), f"{where}.commands", problems),
-                invocations=invocations,
-                name=str(item.get("name", "")),
-                reason=str(item.get("reason", "")),
-            )
-        )
-
-    tools: list[ToolSpec] = []
-    sources: list[tuple[str, JSON]] = []
-    raw_tools = raw.get("tools", {})
-    if not isinstance(raw_tools, Mapping):
-        problems.append("[tools] must be a table of tool name = declaration")
-    else:
-        for name, declared in raw_tools.items():
-            if isinstance(declared, str):  # shorthand: tools."fs.write" = "CONFIRM" is a default level
-                try:
-                    defaults.append((str(name), Level.parse(declared)))
-                except ValueError as exc:
-                    problems.append(f"tools.{name}: {exc}")
-                continue
-            if name in BUILTIN_CATALOGUE:
-                problems.append(f"tools.{name}: a built-in tool cannot be redeclared")
-                continue
-            if not isinstance(declared, Mapping):
-                problems.append(f"tools.{name} must be a table")
-                continue
-            try:
-                tools.append(spec_from_mapping(str(name), declared))
-                sources.append((str(name), dict(declared)))
-            except ValueError as exc:
-                problems.append(str(exc))
-
-    sandbox = raw.get("sandbox", {})
-    sandbox_policy = SandboxPolicy()
-    if not isinstance(sandbox, Mapping):
-        problems.append("[sandbox] must be a table")
-    else:
-        unknown = set(sandbox) - {"readable_paths", "output_dir"}
-        if unknown:
-            problems.append(f"[sandbox] has unknown keys {sorted(unknown)}")
-        readable = _strings(
-            sandbox.get("readable_paths", ["{sandbox}", "{cwd}"]), "[sandbox].readable_paths", problems
-        )
-        output_dir = sandbox.get("output_dir", ".")
-        if not isinstance(output_dir, str) or output_dir.startswith("/") or ".." in output_dir.split("/"):
-            problems.append("[sandbox].output_dir must be a relative path inside the sandbox")
-            output_dir = "."
-        sandbox_policy = SandboxPolicy(readable, output_dir)
-
-    loops = _section(raw, "loops", LoopThresholds, problems)
-    breaker = _section(raw, "breaker", BreakerThresholds, problems)
-    adaptive = _section(raw, "adaptive", AdaptiveThresholds, problems)
-
-    timeouts: list[tuple[Level, TimeoutRule]] = []
-    raw_timeouts = raw.get("timeouts", {})
-    if not isinstance(raw_timeouts, Mapping):
-        problems.append("[timeouts] must be a table of level = {...}")
-    else:
-        for level_name, rule_raw in raw_timeouts.items():
-            try:
-                level = Level.parse(str(level_name))
-            except ValueError as exc:
-                problems.append(f"[timeouts].{level_name}: {exc}")
-                continue
-            rule = _section({"t": rule_raw}, "t", TimeoutRule, problems)
-            if rule.on_timeout not in TIMEOUT_RULES:
-                problems.append(
-                    f"[timeouts.{level.name}].on_timeout must be one of {', '.join(TIMEOUT_RULES)}"
-                )
-            elif rule.decide_after_seconds < rule.escalate_after_seconds:
-                problems.append(
-                    f"[timeouts.{level.name}]: decide_after_seconds is before escalate_after_seconds"
-                )
-            else:
-                timeouts.append((level, rule))
-
-    if problems:
-        raise PolicyError(problems)
-    return AdminPolicy(
-        version=version,
-        defaults=tuple(defaults),
-        rules=tuple(rules),
-        tools=tuple(tools),
-        tool_sources=tuple(sources),
-        sandbox=sandbox_policy,
-        loops=loops,
-        breaker=breaker,
-        adaptive=adaptive,
-        timeouts=tuple(timeouts),
-    )
+    try:
+        document = AdminPolicyFile.model_validate({k: v for k, v in raw.items() if k != "version"})
+    except ValidationError as exc:
+        raise PolicyError([_problem(error) for error in exc.errors()]) from None
+    return document.admin_policy(version)
 
 
 # ----------------------------------------------------------------------- user ---

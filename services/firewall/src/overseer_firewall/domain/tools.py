@@ -201,7 +201,8 @@ def spec_from_mapping(name: str, raw: Mapping[str, Any]) -> ToolSpec:
     """A tool declared in the admin policy file (``[tools."name"]``); raises ``ValueError`` when malformed."""
     schema = raw.get("schema", {"type": "object"})
     if not isinstance(schema, dict) or schema.get("type", "object") != "object":
-        raise ValueError(f"tools.{name}.schema must be a JSON schema of type object")
+        raise ValueError("schema must be a JSON schema of type object")
+    default_level = Level.parse(str(raw.get("level", "CONFIRM")))
     try:
         return ToolSpec(
             name,
@@ -209,11 +210,12 @@ def spec_from_mapping(name: str, raw: Mapping[str, Any]) -> ToolSpec:
             irreversible=bool(raw.get("irreversible", False)),
             idempotent=bool(raw.get("idempotent", False)),
             read_only=bool(raw.get("read_only", False)),
-            default_level=Level.parse(str(raw.get("level", "CONFIRM"))),
+            default_level=default_level,
             description=str(raw.get("description", "")),
         )
-    except fastjsonschema.JsonSchemaDefinitionException as exc:
-        raise ValueError(f"tools.{name}.schema is not a valid JSON schema: {exc}") from exc
+    except (fastjsonschema.JsonSchemaDefinitionException, TypeError) as exc:
+        # TypeError: "properties" or "required" of a shape the catalogue cannot read.
+        raise ValueError(f"schema is not a valid JSON schema: {exc}") from exc
 
 
 BUILTIN_CATALOGUE = ToolCatalogue()
