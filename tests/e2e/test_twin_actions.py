@@ -18,7 +18,7 @@ import pytest
 from e2e_support import FullStack
 
 from overseer_events.catalogue import Principal
-from overseer_firewall.adapters.read_models import ApprovalQueries
+from overseer_firewall.adapters.pending_approvals import SqliteApprovals
 from overseer_runtime.testing import eventually
 from tests.support.twin_cards import open_twin_card_as_before
 
@@ -50,7 +50,7 @@ async def pending_cards(operator: httpx.AsyncClient) -> set[str]:
 
 def firewall_pending(full_stack: FullStack) -> set[str]:
     conn = full_stack.services.runtimes["firewall"].store.conn
-    return {p.execution_id for p in ApprovalQueries(conn).pending()}
+    return {p.execution_id for p in SqliteApprovals(conn).pending()}
 
 
 def mails_with_subject(full_stack: FullStack, subject: str) -> int:

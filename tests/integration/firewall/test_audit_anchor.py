@@ -18,9 +18,10 @@ import pytest
 from fw_harness import one as one_emitted
 from fw_harness import propose, respond, verdict
 
-from overseer_firewall.adapters.read_models import AuditQueries
+from overseer_firewall.adapters.audit_chain import ReaderAuditHistory, SqliteAuditChain
 from overseer_firewall.bootstrap import FirewallService
 from overseer_firewall.domain.audit import chain_hash, record_text, verify_chain
+from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.runtime import Runtime, rebuild
 from overseer_runtime.stream_reader import StreamReader
 from overseer_runtime.testing import Stack, eventually
@@ -42,7 +43,7 @@ async def make_history(stack: Stack, tmp_path: Path, rejections: int = 4) -> Pat
 
 
 def chain_head(rt: Runtime) -> int:
-    head = AuditQueries(rt.store.conn).head()
+    head = SqliteAuditChain(rt.store.conn).head()
     return head.index if head else 0
 
 
@@ -111,14 +112,15 @@ def first_of(db: Path, kind: str) -> int:
         conn.close()
 
 
-def file_alone_verifies(db: Path) -> bool:
+async def file_alone_verifies(db: Path) -> bool:
     """The checks that read only the file: the chain recomputed, and its end against the recorded head."""
-    conn = sqlite3.connect(db)
+    reader = await ReadModelReader(db).open()
     try:
-        queries = AuditQueries(conn)
-        return verify_chain(queries.rows(), queries.recorded_head()).ok
+        history = ReaderAuditHistory(reader)
+        head = await history.recorded_head()
+        return verify_chain(await history.entries(), head).ok
     finally:
-        conn.close()
+        await reader.close()
 
 
 async def test_an_untouched_chain_verifies_against_every_head_published_after_its_records(
@@ -167,7 +169,7 @@ async def test_a_history_rewritten_rehashed_and_rebuilt_in_the_sqlite_file_is_fo
 
     rewrite_history(db, forged, forge)
     rebuild(FirewallService(policy_file=policy), settings)  # fw_audit now agrees with the rewritten events
-    assert file_alone_verifies(db)  # what `audit verify` could see before the chain was anchored
+    assert await file_alone_verifies(db)  # what `audit verify` could see before the chain was anchored
 
     async with stack.runtime(FirewallService(policy_file=policy)):
         result = await stack.rpc("firewall", "audit.verify")
@@ -188,7 +190,7 @@ async def test_records_committed_before_a_crash_are_anchored_at_the_next_start(
         await verdict(rt, execution_id)
         committed = chain_head(rt)
         assert published_head(rt) < committed  # the head is still waiting when the firewall "crashes"
-        service.handlers_.anchor.runtime = None  # no head at stop either: as if killed
+        service.anchor.unbind()  # no head at stop either: as if killed
     async with stack.runtime(FirewallService(policy_file=policy)) as rt:
         assert published_head(rt) == committed
         result = await stack.rpc("firewall", "audit.verify")

@@ -24,52 +24,62 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from overseer_events.catalogue import AuditHeadPublished, AuditRecorded
-from overseer_events.envelope import decode
-from overseer_firewall.adapters.read_models import AuditQueries
+from overseer_firewall.application.ports import (
+    AuditHistory,
+    Outbox,
+    PublishedAudit,
+    PublishedEntry,
+    Spawn,
+    Unit,
+    UnitRunner,
+)
 from overseer_firewall.domain.audit import AuditHead, VerifyResult, first_difference, verify_chain
-from overseer_runtime.runtime import Runtime, UnitOfWork
-from overseer_runtime.stream_reader import StreamReader
 
 log = logging.getLogger("overseer.firewall.audit")
 
 ACTOR = "firewall"
 HEAD_AGGREGATE = "audit:head"
-DEFAULT_LINGER = 0.02
 RETRY_SECONDS = 1.0
 
 
 class AuditAnchor:
-    """Publishes the chain's head once the records it covers are committed."""
+    """Publishes the chain's head once the records it covers are committed.
 
-    def __init__(self, linger: float = DEFAULT_LINGER) -> None:
-        self.linger = linger
-        self.runtime: Runtime | None = None
-        self._noted: UnitOfWork | None = None
+    Unbound (in a unit test, or once the service stops) it notes appends and publishes nothing:
+    the next start catches up on what is still unpublished.
+    """
+
+    def __init__(self) -> None:
+        self.linger = 0.0
+        self._run: UnitRunner | None = None
+        self._spawn: Spawn | None = None
+        self._noted: Outbox | None = None
         self._due = False
-        self._task: asyncio.Task[None] | None = None
+        self._task: object | None = None
 
-    def bind(self, runtime: Runtime, linger: float | None = None) -> None:
-        self.runtime = runtime
-        if linger is not None:
-            self.linger = linger
+    def bind(self, run: UnitRunner, spawn: Spawn, linger: float) -> None:
+        """Publish heads through ``run`` (a new unit of work), in tasks made by ``spawn``."""
+        self._run, self._spawn, self.linger = run, spawn, linger
 
-    def appended(self, uow: UnitOfWork) -> None:
-        """``uow`` appended an audit record: once it commits, a head follows (never if it rolls back)."""
-        if uow is self._noted:
+    def unbind(self) -> None:
+        self._run = self._spawn = None
+
+    def appended(self, outbox: Outbox) -> None:
+        """``outbox``'s unit appended an audit record: once it commits, a head follows (never if it rolls back)."""
+        if outbox is self._noted:
             return
-        self._noted = uow
-        uow.after_commit(self._committed)
+        self._noted = outbox
+        outbox.after_commit(self._committed)
 
     def _committed(self) -> None:
         self._due = True
-        if self._task is None and self.runtime is not None:
-            self._task = self.runtime.spawn(self._publish_due())
+        if self._task is None and self._spawn is not None:
+            self._task = self._spawn(self._publish_due())
 
     async def _publish_due(self) -> None:
         try:
@@ -87,17 +97,17 @@ class AuditAnchor:
 
     async def flush(self) -> AuditHead | None:
         """Publish the committed head now if no head covers it yet (at start, at stop, after commits)."""
-        if self.runtime is None:
+        if self._run is None:
             return None
-        return await self.runtime.execute(publish_head)
+        return await self._run(publish_head)
 
 
-def publish_head(uow: UnitOfWork) -> AuditHead | None:
+def publish_head(unit: Unit) -> AuditHead | None:
     """Emit ``audit.head_published`` for the committed chain's head, unless a head at or past it exists."""
-    head = AuditQueries(uow.conn).head()
-    if head is None or head.index <= uow.store.last_version(HEAD_AGGREGATE):
+    head = unit.audit.head()
+    if head is None or head.index <= unit.audit.published_through():
         return None
-    uow.emit(
+    unit.outbox.emit(
         AuditHeadPublished(index=head.index, hash=head.hash),
         aggregate_id=HEAD_AGGREGATE,
         actor=ACTOR,
@@ -106,72 +116,46 @@ def publish_head(uow: UnitOfWork) -> AuditHead | None:
     return head
 
 
-@dataclass(frozen=True, slots=True)
-class PublishedEntry:
-    """An entry (head or record) as the stream holds it, with its stream sequence."""
-
-    index: int
-    hash: str
-    seq: int
-
-    @property
-    def head(self) -> AuditHead:
-        return AuditHead(self.index, self.hash)
-
-
 class AuditVerifier:
     """``audit verify``: the local chain, checked against itself and against the heads on the stream."""
 
-    def __init__(self, runtime: Runtime, *, batch: int = 256, timeout: float = 5.0) -> None:
-        self.runtime = runtime
-        self.reader = StreamReader(runtime.nc, runtime.subjects.events_stream, batch=batch, timeout=timeout)
-        self.head_subject = runtime.subjects.event("firewall", AuditHeadPublished.TYPE)
-        self.record_subject = runtime.subjects.event("firewall", AuditRecorded.TYPE)
+    def __init__(self, history: AuditHistory, published: PublishedAudit) -> None:
+        self.history = history
+        self.published = published
 
     async def verify(self) -> dict[str, Any]:
-        conn = self.runtime.store.conn
         anchor_error: str | None = None
         heads: list[PublishedEntry] | None
         try:
-            heads = [entry async for entry in self._entries(self.head_subject, AuditHeadPublished)]
+            heads = [entry async for entry in self.published.entries(AuditHeadPublished)]
         except Exception as exc:  # the stream cannot be read: say so, judge the file alone
             heads = None
             anchor_error = f"the published heads could not be read: {exc or type(exc).__name__}"
             log.warning("firewall: audit verify: %s", anchor_error)
-        queries = AuditQueries(conn)
-        result = verify_chain(
-            queries.rows(), queries.recorded_head(), None if heads is None else [h.head for h in heads]
-        )
+        # The recorded head before the entries: a record committed in between only lengthens them.
+        recorded_head = await self.history.recorded_head()
+        entries = await self.history.entries()
+        result = verify_chain(entries, recorded_head, None if heads is None else [h.head for h in heads])
         if result.anchor_mismatch is not None and heads is not None:
-            result = await self._pinpoint(conn, result, heads)
+            result = await self._pinpoint(result, result.anchor_mismatch, heads)
         answer = result.as_dict()
         answer["anchor_error"] = anchor_error
         return answer
 
     async def _pinpoint(
-        self, conn: sqlite3.Connection, result: VerifyResult, heads: list[PublishedEntry]
+        self, result: VerifyResult, mismatch: int, heads: list[PublishedEntry]
     ) -> VerifyResult:
         """Name the first rewritten entry between the last confirmed head and the contradicted one,
         from the stream's own copies of those records (published between the two heads)."""
-        after, mismatch = result.anchored_through, result.anchor_mismatch
-        assert mismatch is not None
+        after = result.anchored_through
         after_seq = min((h.seq for h in heads if h.index == after), default=0)
         until_seq = max(h.seq for h in heads if h.index == mismatch)
         try:
-            copies = [
-                entry.head
-                async for entry in self._entries(
-                    self.record_subject, AuditRecorded, after=after_seq, through=until_seq
-                )
-            ]
+            copies = [entry.head async for entry in self._records(after_seq, until_seq)]
         except Exception as exc:
             log.warning("firewall: audit verify: the published records could not be read: %s", exc)
             return result
-        local = dict(
-            conn.execute(
-                "SELECT idx, hash FROM fw_audit WHERE idx > ? AND idx <= ?", (after, mismatch)
-            ).fetchall()
-        )
+        local = await self.history.hashes(after, mismatch)
         first = first_difference(local, copies, after, mismatch)
         return replace(
             result,
@@ -182,19 +166,5 @@ class AuditVerifier:
             ),
         )
 
-    async def _entries(
-        self,
-        subject: str,
-        kind: type[AuditHeadPublished] | type[AuditRecorded],
-        *,
-        after: int = 0,
-        through: int | None = None,
-    ) -> AsyncIterator[PublishedEntry]:
-        async for message in self.reader.messages(subject, after=after, through=through):
-            try:
-                data = decode(message.data).data
-            except Exception:
-                log.warning("firewall: audit verify: undecodable message %s on %s", message.seq, subject)
-                continue
-            if isinstance(data, kind):
-                yield PublishedEntry(data.index, data.hash, message.seq)
+    def _records(self, after: int, through: int) -> AsyncIterator[PublishedEntry]:
+        return self.published.entries(AuditRecorded, after=after, through=through)

@@ -5,13 +5,12 @@ Every proposal gets exactly one ``firewall.verdict_issued``; every answer a
 change an event. :meth:`FirewallHandlers.emit` appends each audited event to
 the hash chain (see :mod:`audit_trail`) and folds it into the in-memory kernel;
 once the transaction commits, the chain's head is published (see :mod:`anchoring`).
+Each handler works on the ports of its unit of work (:class:`~.ports.Unit`).
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from overseer_events.catalogue import (
@@ -38,98 +37,80 @@ from overseer_events.catalogue import (
 )
 from overseer_events.envelope import Envelope, EventData
 from overseer_events.errors import TransientError
-from overseer_firewall.adapters.read_models import (
-    ApprovalQueries,
-    AuditQueries,
-    ProposalQueries,
-    proposal_from_event,
-)
 from overseer_firewall.application.anchoring import AuditAnchor
 from overseer_firewall.application.audit_trail import audit_record
+from overseer_firewall.application.ports import Surroundings, Unit
 from overseer_firewall.application.state import ABORT_COMMENT, TERMINAL, KernelState
+from overseer_firewall.application.translation import proposal_from_event
 from overseer_firewall.domain.adaptive import adapt
 from overseer_firewall.domain.audit import EMPTY_HEAD, append_entry
 from overseer_firewall.domain.gate import GateOutcome, Intent, PendingApproval, PendingStatus, TimeoutAction
+from overseer_firewall.domain.levels import Level
 from overseer_firewall.domain.model import L3, Verdict
 from overseer_firewall.domain.modes import ModeSetting
 from overseer_firewall.domain.perception import classify_result
 from overseer_firewall.domain.policy import AdminPolicy
-from overseer_firewall.domain.preview import ABSENT, CurrentFile, build_preview
-from overseer_runtime.runtime import UnitOfWork
+from overseer_firewall.domain.preview import ABSENT, build_preview
 
 ACTOR = "firewall"
 FIREWALL = Principal(kind="system", id="firewall")
-CurrentFileReader = Callable[[str], CurrentFile]
 
 
-@dataclass(frozen=True, slots=True)
-class Surroundings:
-    """What the handlers need from outside the kernel: the sandbox on disk and a clock."""
-
-    sandbox_root: str
-    current_file: CurrentFileReader
-    clock: Callable[[], float] = time.time
-    response_grace_seconds: float = 10.0
-
-
-def _name(level: Any) -> str | None:
+def _name(level: Level | None) -> str | None:
     return level.name if level is not None else None
 
 
 class FirewallHandlers:
-    def __init__(self, state: KernelState, surroundings: Surroundings) -> None:
+    """Every safety judgement and what follows from it, on the ports of one unit of work at a time."""
+
+    def __init__(self, state: KernelState, anchor: AuditAnchor) -> None:
         self.state = state
-        self.env = surroundings
-        self.anchor = AuditAnchor()
+        self.anchor = anchor
 
     # -- the two ways out: an event, and its audit record ------------------------------------------
     def emit(
         self,
-        uow: UnitOfWork,
+        unit: Unit,
         data: EventData,
         aggregate_id: str,
         *,
         version: int | None = None,
         **audit_extra: Any,
     ) -> Envelope:
-        event = uow.emit(data, aggregate_id=aggregate_id, actor=ACTOR, aggregate_version=version)
-        self.audit(uow, event, **audit_extra)
-        self.state.apply_own(uow, event, ProposalQueries(uow.conn).get)
+        event = unit.outbox.emit(data, aggregate_id=aggregate_id, actor=ACTOR, aggregate_version=version)
+        self.audit(unit, event, **audit_extra)
+        self.state.apply_own(unit.outbox, event, unit.proposals.get)
         return event
 
-    def audit(self, uow: UnitOfWork, event: Envelope, **extra: Any) -> None:
+    def audit(self, unit: Unit, event: Envelope, **extra: Any) -> None:
         """Append the event's record to the hash chain (the unique aggregate version guards the index)."""
         record = audit_record(event, **extra)
         if record is None:
             return
-        entry = append_entry(AuditQueries(uow.conn).head() or EMPTY_HEAD, record)
-        uow.emit(
+        entry = append_entry(unit.audit.head() or EMPTY_HEAD, record)
+        unit.outbox.emit(
             AuditRecorded(index=entry.index, prev_hash=entry.prev_hash, hash=entry.hash, record=record),
             aggregate_id="audit",
             actor=ACTOR,
             aggregate_version=entry.index,
         )
-        self.anchor.appended(uow)
+        self.anchor.appended(unit.outbox)
 
     # -- execution.proposed -------------------------------------------------------------------------
-    def on_proposed(self, uow: UnitOfWork, event: Envelope) -> None:
-        data = event.data
-        assert isinstance(data, ExecutionProposed)
-        if ProposalQueries(uow.conn).has_verdict(data.execution_id):
+    def on_proposed(self, data: ExecutionProposed, unit: Unit, event: Envelope) -> None:
+        if unit.proposals.has_verdict(data.execution_id):
             return  # one verdict per execution_id, however often it is proposed
-        self.audit(uow, event)
+        self.audit(unit, event)
         proposal = proposal_from_event(data, event.occurred_at)
         verdict = self.state.engine.evaluate(proposal)
-        issued = uow.emit(
-            self.verdict_event(data, verdict),
+        issued = unit.outbox.emit(
+            self.verdict_event(data, verdict, unit),
             aggregate_id=f"verdict:{data.execution_id}",
             actor=ACTOR,
             aggregate_version=1,
         )
-        self.audit(uow, issued)
-        self.state.apply(
-            issued, ProposalQueries(uow.conn).get, proposal=proposal, signature=verdict.signature
-        )
+        self.audit(unit, issued)
+        self.state.apply(issued, unit.proposals.get, proposal=proposal, signature=verdict.signature)
         if verdict.notify:
             message = "; ".join(f.message for f in verdict.findings if f.layer == L3)
             notice = FirewallNotified(
@@ -138,17 +119,17 @@ class FirewallHandlers:
                 tool=data.tool,
                 message=f"runs and tells you: {message}",
             )
-            self.emit(uow, notice, f"notify:{data.execution_id}")
+            self.emit(unit, notice, f"notify:{data.execution_id}")
         for text in verdict.alerts:
             self.alert(
-                uow,
+                unit,
                 "audited_violation",
                 text,
                 data.session_id,
                 {"execution_id": data.execution_id, "tool": data.tool, "proposer": str(data.proposer)},
             )
 
-    def verdict_event(self, data: ExecutionProposed, verdict: Verdict) -> VerdictIssued:
+    def verdict_event(self, data: ExecutionProposed, verdict: Verdict, unit: Unit) -> VerdictIssued:
         return VerdictIssued(
             execution_id=verdict.execution_id,
             session_id=verdict.session_id,
@@ -163,24 +144,22 @@ class FirewallHandlers:
             args=dict(verdict.args),
             args_hash=verdict.args_hash,
             policy_version=verdict.policy_version,
-            preview=self.preview(data, verdict) if verdict.needs_preview else None,
+            preview=self.preview(data, verdict, unit.env) if verdict.needs_preview else None,
             requested_by=data.proposer,
         )
 
-    def preview(self, data: ExecutionProposed, verdict: Verdict) -> dict[str, Any]:
+    def preview(self, data: ExecutionProposed, verdict: Verdict, env: Surroundings) -> dict[str, Any]:
         if data.action_type == "ecs_request":
             return {"kind": "question", "detail": dict(data.action_detail), "summary": data.summary}
         path = verdict.args.get("path")
         current = ABSENT
         if verdict.tool == "fs.write" and isinstance(path, str) and not path.startswith("/"):
-            current = self.env.current_file(f"{self.env.sandbox_root}/{path}")
-        return build_preview(verdict.tool, verdict.args, current, cwd=self.env.sandbox_root)
+            current = env.current_file(f"{env.sandbox_root}/{path}")
+        return build_preview(verdict.tool, verdict.args, current, cwd=env.sandbox_root)
 
     # -- human.responded ----------------------------------------------------------------------------
-    def on_responded(self, uow: UnitOfWork, event: Envelope) -> None:
-        data = event.data
-        assert isinstance(data, HumanResponded)
-        pending = ApprovalQueries(uow.conn).get(data.execution_id)
+    def on_responded(self, data: HumanResponded, unit: Unit, event: Envelope) -> None:
+        pending = unit.approvals.get(data.execution_id)
         outcome = self.state.engine.gate.decide(
             pending,
             execution_id=data.execution_id,
@@ -189,82 +168,84 @@ class FirewallHandlers:
             responder=str(data.responder),
             responded_at=event.occurred_at,
         )
-        if outcome.refusal is not None:
-            return self.refuse(uow, event, data, pending, outcome)
-        assert pending is not None
+        if outcome.refusal is not None or pending is None:  # decide() refuses without a pending request
+            self.refuse(data, unit, event, pending, outcome)
+            return
         session, by = pending.session_id, data.responder
         if outcome.cancel_session:
             self.emit(
-                uow,
+                unit,
                 SessionCancelRequested(session_id=session, by=by, reason="second abort"),
                 f"session:{session}",
             )
-            return None
+            return
         if outcome.pause_session:
             self.emit(
-                uow, SessionPaused(session_id=session, by=by, reason="first abort"), f"session:{session}"
+                unit, SessionPaused(session_id=session, by=by, reason="first abort"), f"session:{session}"
             )
         if outcome.decision is not None:
-            self.record_decision(uow, event, data, pending, outcome)
+            self.record_decision(data, unit, event, pending, outcome, outcome.decision)
         if outcome.resume_session:
-            self.emit(uow, SessionResumed(session_id=session, by=by), f"session:{session}")
+            self.emit(unit, SessionResumed(session_id=session, by=by), f"session:{session}")
         if pending.kind == "approval" and pending.tool and not outcome.pause_session:
-            self.adapt(uow, pending.tool, outcome.decision == "approve", outcome.latency_ms, str(by), session)
-        return None
+            self.adapt(
+                unit, pending.tool, outcome.decision == "approve", outcome.latency_ms, str(by), session
+            )
 
     def refuse(
         self,
-        uow: UnitOfWork,
-        event: Envelope,
         data: HumanResponded,
+        unit: Unit,
+        event: Envelope,
         pending: PendingApproval | None,
         outcome: GateOutcome,
     ) -> None:
-        if self.may_still_open(pending, outcome.intent, event.occurred_at):
+        if self.may_still_open(pending, outcome.intent, event.occurred_at, unit.env):
             raise TransientError(f"no open reconciliation for {data.execution_id} yet")
-        assert outcome.refusal is not None
         refused = ResponseRefused(
             execution_id=data.execution_id,
             session_id=data.session_id,
             responder=data.responder,
             response=data.response[:500],
-            reason=outcome.refusal,
+            reason=outcome.refusal or f"no pending request for {data.execution_id}",
             status=outcome.status,
             response_event_id=event.event_id,
         )
-        self.emit(uow, refused, f"approval:{data.execution_id}")
+        self.emit(unit, refused, f"approval:{data.execution_id}")
 
     def record_decision(
         self,
-        uow: UnitOfWork,
-        event: Envelope,
         data: HumanResponded,
+        unit: Unit,
+        event: Envelope,
         pending: PendingApproval,
         outcome: GateOutcome,
+        decision: str,
     ) -> None:
-        assert outcome.decision is not None
         decided = HumanDecisionRecorded(
             execution_id=data.execution_id,
             session_id=pending.session_id,
-            decision=outcome.decision,
+            decision=decision,
             args_hash=pending.args_hash,
             decided_by=data.responder,
             latency_ms=outcome.latency_ms,
             comment=ABORT_COMMENT if outcome.pause_session else data.comment,
             response_event_id=event.event_id,
         )
-        self.emit(uow, decided, f"approval:{data.execution_id}")
+        self.emit(unit, decided, f"approval:{data.execution_id}")
 
-    def may_still_open(self, pending: PendingApproval | None, intent: Intent, responded_at: float) -> bool:
+    def may_still_open(
+        self, pending: PendingApproval | None, intent: Intent, responded_at: float, env: Surroundings
+    ) -> bool:
         """A reconciliation answer may overtake the executor's ``ecs.requested`` on the way here."""
         if intent not in (Intent.CONFIRM, Intent.FAILED) or pending is None:
             return False
-        fresh = self.env.clock() - responded_at < self.env.response_grace_seconds
+        fresh = env.clock() - responded_at < env.response_grace_seconds
         return pending.status is not PendingStatus.PENDING and fresh
 
     def adapt(
         self,
-        uow: UnitOfWork,
+        unit: Unit,
         tool: str,
         approved: bool,
         latency_ms: float | None,
@@ -288,33 +269,31 @@ class FirewallHandlers:
             change = UserLevelChanged(
                 tool=c.tool, before=_name(c.before), after=_name(c.after), trigger=c.trigger, hint=c.hint
             )
-            self.emit(uow, change, "policy")
+            self.emit(unit, change, "policy")
         for hint in adaptation.hints:
             self.emit(
-                uow,
+                unit,
                 HintIssued(tool=hint.tool, kind=hint.kind, message=hint.message, session_id=session_id),
                 "hints",
             )
         for alert in adaptation.alerts:
-            self.alert(uow, alert.kind, alert.message, session_id, alert.details)
+            self.alert(unit, alert.kind, alert.message, session_id, alert.details)
 
     def alert(
-        self, uow: UnitOfWork, kind: str, message: str, session_id: str | None, details: Mapping[str, Any]
+        self, unit: Unit, kind: str, message: str, session_id: str | None, details: Mapping[str, Any]
     ) -> None:
         self.emit(
-            uow,
+            unit,
             FirewallAlert(kind=kind, message=message, session_id=session_id, details=dict(details)),
             "alerts",
         )
 
     # -- executor events ------------------------------------------------------------------------------
-    def on_ecs_requested(self, uow: UnitOfWork, event: Envelope) -> None:
-        data = event.data
-        assert isinstance(data, EcsRequested)
-        stored = ProposalQueries(uow.conn).get(data.execution_id)
+    def on_ecs_requested(self, data: EcsRequested, unit: Unit, event: Envelope) -> None:
+        stored = unit.proposals.get(data.execution_id)
         if stored is not None and stored.args_hash and stored.args_hash != data.args_hash:
             self.alert(
-                uow,
+                unit,
                 "args_hash_mismatch",
                 f"the executor asks about {data.execution_id} with other arguments than the firewall judged",
                 data.session_id,
@@ -325,30 +304,28 @@ class FirewallHandlers:
                 },
             )
 
-    def on_transitioned(self, uow: UnitOfWork, event: Envelope) -> None:
-        data = event.data
-        assert isinstance(data, ExecutionTransitioned)
+    def on_transitioned(self, data: ExecutionTransitioned, unit: Unit, event: Envelope) -> None:
         if data.to_status not in TERMINAL:
             return
-        stored = ProposalQueries(uow.conn).get(data.execution_id)
+        stored = unit.proposals.get(data.execution_id)
         self.state.apply(event, lambda _id: stored)
         outcome = classify_result(data.to_status, data.result, data.error_message)
-        self.audit(uow, event, tool=stored.proposal.tool if stored else None, outcome=outcome.value)
+        self.audit(unit, event, tool=stored.proposal.tool if stored else None, outcome=outcome.value)
 
     # -- timers -----------------------------------------------------------------------------------------
-    def check_timeouts(self, uow: UnitOfWork) -> int:
+    def check_timeouts(self, unit: Unit) -> int:
         """Escalate requests unanswered after T1, decide those unanswered after T2 (the decider of last resort)."""
         engine = self.state.engine
-        actions = engine.gate.due(ApprovalQueries(uow.conn).pending(), self.env.clock(), engine.policy.admin)
+        actions = engine.gate.due(unit.approvals.pending(), unit.env.clock(), engine.policy.admin)
         for action in actions:
-            self.time_out(uow, action)
+            self.time_out(unit, action)
         return len(actions)
 
-    def time_out(self, uow: UnitOfWork, action: TimeoutAction) -> None:
+    def time_out(self, unit: Unit, action: TimeoutAction) -> None:
         key = f"approval:{action.execution_id}"
         if action.action == "escalate":
             self.emit(
-                uow,
+                unit,
                 ApprovalEscalated(
                     execution_id=action.execution_id,
                     session_id=action.session_id,
@@ -358,12 +335,12 @@ class FirewallHandlers:
                 key,
             )
             return
-        pending = ApprovalQueries(uow.conn).get(action.execution_id)
+        pending = unit.approvals.get(action.execution_id)
         if pending is None or pending.status is not PendingStatus.PENDING or action.decision is None:
             return
         comment = f"no answer within {action.after_seconds:.0f} s: decided by the level's timeout rule"
         self.emit(
-            uow,
+            unit,
             HumanDecisionRecorded(
                 execution_id=action.execution_id,
                 session_id=action.session_id,
@@ -377,13 +354,15 @@ class FirewallHandlers:
         )
 
     # -- commands (RPC) -------------------------------------------------------------------------------------
-    def replace_admin(self, uow: UnitOfWork, admin: AdminPolicy, by: Principal) -> int:
+    def replace_admin(self, unit: Unit, admin: AdminPolicy, by: Principal) -> int:
         version = self.state.engine.policy.admin.version + 1
-        self.emit(uow, AdminPolicyReplaced(version=version, policy=admin.as_dict(), replaced_by=by), "policy")
+        self.emit(
+            unit, AdminPolicyReplaced(version=version, policy=admin.as_dict(), replaced_by=by), "policy"
+        )
         return version
 
-    def set_mode(self, uow: UnitOfWork, principal: str, setting: ModeSetting, by: Principal) -> None:
+    def set_mode(self, unit: Unit, principal: str, setting: ModeSetting, by: Principal) -> None:
         grant = setting.grant.as_dict() if setting.grant else None
         self.emit(
-            uow, AgentModeSet(principal=principal, mode=setting.mode.value, grant=grant, set_by=by), "policy"
+            unit, AgentModeSet(principal=principal, mode=setting.mode.value, grant=grant, set_by=by), "policy"
         )

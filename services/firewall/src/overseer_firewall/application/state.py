@@ -34,15 +34,15 @@ from overseer_events.catalogue import (
     UserLevelChanged,
     VerdictIssued,
 )
-from overseer_events.envelope import Envelope
+from overseer_events.envelope import Envelope, EventData
 from overseer_events.machines import TERMINAL_STATUSES
-from overseer_firewall.adapters.read_models import PolicyRows, StoredProposal, mode_setting
+from overseer_firewall.application.ports import Outbox, PolicyRows, StoredProposal
+from overseer_firewall.application.translation import mode_setting
 from overseer_firewall.domain.engine import FirewallEngine
 from overseer_firewall.domain.levels import Level
 from overseer_firewall.domain.model import Proposal
 from overseer_firewall.domain.perception import classify_result
 from overseer_firewall.domain.policy import PolicyStore, UserPolicy, parse_admin_policy
-from overseer_runtime.runtime import UnitOfWork
 
 log = logging.getLogger("overseer.firewall")
 
@@ -66,16 +66,17 @@ class KernelState:
 
     def __init__(self, engine: FirewallEngine) -> None:
         self.engine = engine
-        self._apply: dict[str, Callable[[Any, Envelope, Lookup], None]] = {
-            "firewall.verdict_issued": self._verdict,
-            "human.decision_recorded": self._decision,
-            "execution.transitioned": self._transitioned,
-            "policy.admin_replaced": self._admin,
-            "policy.user_level_changed": self._user,
-            "policy.agent_mode_set": self._mode,
-            "firewall.session_paused": self._paused,
-            "firewall.session_cancel_requested": self._cancel,
-            "firewall.session_resumed": self._resumed,
+        # Keyed by the event's class: each fold receives its data typed (the catalogue decoded it).
+        self._apply: dict[type[EventData], Callable[[Any, Lookup], None]] = {
+            VerdictIssued: self._verdict,
+            HumanDecisionRecorded: self._decision,
+            ExecutionTransitioned: self._transitioned,
+            AdminPolicyReplaced: self._admin,
+            UserLevelChanged: self._user,
+            AgentModeSet: self._mode,
+            SessionPaused: self._paused,
+            SessionCancelRequested: self._cancel,
+            SessionResumed: self._resumed,
         }
 
     # -- start-up -------------------------------------------------------------------------
@@ -118,24 +119,24 @@ class KernelState:
         if event.type == "firewall.verdict_issued" and proposal is not None:
             self.engine.observe(proposal, signature)
             return
-        fold = self._apply.get(event.type)
+        fold = self._apply.get(type(event.data))
         if fold is not None:
-            fold(event.data, event, lookup)
+            fold(event.data, lookup)
 
-    def apply_own(self, uow: UnitOfWork, event: Envelope, lookup: Lookup) -> None:
+    def apply_own(self, outbox: Outbox, event: Envelope, lookup: Lookup) -> None:
         """An event this service just emitted: now when it tightens, after commit when it may loosen."""
         if event.type in LOOSENING:
-            uow.after_commit(lambda: self.apply(event, lookup))
+            outbox.after_commit(lambda: self.apply(event, lookup))
         else:
             self.apply(event, lookup)
 
     # -- folds ------------------------------------------------------------------------------
-    def _verdict(self, data: VerdictIssued, event: Envelope, lookup: Lookup) -> None:
+    def _verdict(self, data: VerdictIssued, lookup: Lookup) -> None:
         stored = lookup(data.execution_id)
         if stored is not None:
             self.engine.observe(stored.proposal)
 
-    def _decision(self, data: HumanDecisionRecorded, event: Envelope, lookup: Lookup) -> None:
+    def _decision(self, data: HumanDecisionRecorded, lookup: Lookup) -> None:
         if data.decided_by.kind == SYSTEM_PRINCIPAL_KIND:
             return
         stored = lookup(data.execution_id)
@@ -148,7 +149,7 @@ class KernelState:
                 stored.proposal.tool, data.decision == "approve", data.latency_ms, str(data.decided_by)
             )
 
-    def _transitioned(self, data: ExecutionTransitioned, event: Envelope, lookup: Lookup) -> None:
+    def _transitioned(self, data: ExecutionTransitioned, lookup: Lookup) -> None:
         if data.to_status not in TERMINAL:
             return
         stored = lookup(data.execution_id)
@@ -157,11 +158,11 @@ class KernelState:
         outcome = classify_result(data.to_status, data.result, data.error_message)
         self.engine.bus.record_outcome(data.session_id, stored.proposal.tool, outcome, data.result)
 
-    def _admin(self, data: AdminPolicyReplaced, event: Envelope, lookup: Lookup) -> None:
+    def _admin(self, data: AdminPolicyReplaced, lookup: Lookup) -> None:
         admin = parse_admin_policy(data.policy, version=data.version)
         self.engine.set_policy(self.engine.policy.with_admin(admin))
 
-    def _user(self, data: UserLevelChanged, event: Envelope, lookup: Lookup) -> None:
+    def _user(self, data: UserLevelChanged, lookup: Lookup) -> None:
         self.engine.set_policy(
             self.engine.policy.with_user_change(
                 tool=data.tool,
@@ -172,16 +173,16 @@ class KernelState:
             )
         )
 
-    def _mode(self, data: AgentModeSet, event: Envelope, lookup: Lookup) -> None:
+    def _mode(self, data: AgentModeSet, lookup: Lookup) -> None:
         self.engine.modes.set(data.principal, mode_setting(data.mode, data.grant))
 
-    def _paused(self, data: SessionPaused, event: Envelope, lookup: Lookup) -> None:
+    def _paused(self, data: SessionPaused, lookup: Lookup) -> None:
         self.engine.gate.paused(data.session_id)
 
-    def _cancel(self, data: SessionCancelRequested, event: Envelope, lookup: Lookup) -> None:
+    def _cancel(self, data: SessionCancelRequested, lookup: Lookup) -> None:
         self.engine.gate.cancel_requested(data.session_id)
 
-    def _resumed(self, data: SessionResumed, event: Envelope, lookup: Lookup) -> None:
+    def _resumed(self, data: SessionResumed, lookup: Lookup) -> None:
         self.engine.gate.resumed(data.session_id)
 
 

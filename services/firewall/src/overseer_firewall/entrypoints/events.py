@@ -1,11 +1,15 @@
-"""What the firewall consumes from whom, and which handler takes each type."""
+"""What the firewall consumes from whom, and which handler takes each event class."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 
+from overseer_events.catalogue import EcsRequested, ExecutionProposed, ExecutionTransitioned, HumanResponded
 from overseer_firewall.application.handlers import FirewallHandlers
-from overseer_runtime.runtime import Handler, Subscription
+from overseer_firewall.application.ports import Unit
+from overseer_runtime.provisioning import Subscription
+from overseer_runtime.runtime import UnitOfWork
+from overseer_runtime.service import HandlerTable
 
 SUBSCRIPTIONS: tuple[Subscription, ...] = (
     # Proposals come from Overseer's own agent (reasoning) and from external agents (gateway).
@@ -18,10 +22,11 @@ SUBSCRIPTIONS: tuple[Subscription, ...] = (
 )
 
 
-def handler_table(handlers: FirewallHandlers) -> Mapping[str, Handler]:
-    return {
-        "execution.proposed": handlers.on_proposed,
-        "human.responded": handlers.on_responded,
-        "ecs.requested": handlers.on_ecs_requested,
-        "execution.transitioned": handlers.on_transitioned,
-    }
+def handlers(firewall: FirewallHandlers, unit_for: Callable[[UnitOfWork], Unit]) -> HandlerTable[Unit]:
+    return (
+        HandlerTable(unit_for)
+        .on(ExecutionProposed, firewall.on_proposed)
+        .on(HumanResponded, firewall.on_responded)
+        .on(EcsRequested, firewall.on_ecs_requested)
+        .on(ExecutionTransitioned, firewall.on_transitioned)
+    )

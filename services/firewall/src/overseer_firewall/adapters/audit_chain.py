@@ -1,0 +1,116 @@
+"""``fw_audit``: the hash chain, one row per ``audit.recorded``; nothing else writes here.
+
+A rebuild restores it from the stored ``audit.recorded`` events. Its end is read on the writer's
+connection (every record appended reads the head before it); whole-chain reads, for ``audit
+list`` and ``audit verify``, go through the read-only reader.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from overseer_events.catalogue import AuditRecorded
+from overseer_events.envelope import Envelope
+from overseer_firewall.adapters.appliers import Appliers
+from overseer_firewall.application.anchoring import HEAD_AGGREGATE
+from overseer_firewall.domain.audit import AuditHead, record_text
+from overseer_runtime.projection import Apply, SqlProjection
+from overseer_runtime.readers import ReadModelReader
+
+
+class AuditProjection(SqlProjection):
+    """The hash chain. Rows are written from ``audit.recorded`` events; nothing else writes here."""
+
+    name = "firewall_audit"
+    tables = ("fw_audit",)
+    ddl = """
+    CREATE TABLE IF NOT EXISTS fw_audit (
+        idx        INTEGER PRIMARY KEY,
+        prev_hash  TEXT NOT NULL,
+        hash       TEXT NOT NULL,
+        record     TEXT NOT NULL,
+        kind       TEXT,
+        at         REAL
+    );
+    """
+
+    def appliers(self) -> Mapping[str, Apply]:
+        return Appliers().on(AuditRecorded, _recorded).by_type()
+
+
+def _recorded(conn: sqlite3.Connection, data: AuditRecorded, event: Envelope) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO fw_audit (idx, prev_hash, hash, record, kind, at) VALUES (?, ?, ?, ?, ?, ?)",
+        (
+            data.index,
+            data.prev_hash,
+            data.hash,
+            record_text(data.record),
+            data.record.get("kind"),
+            event.occurred_at,
+        ),
+    )
+
+
+class SqliteAuditChain:
+    """:class:`~overseer_firewall.application.ports.AuditChain` on the writer's connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def head(self) -> AuditHead | None:
+        row = self.conn.execute("SELECT idx, hash FROM fw_audit ORDER BY idx DESC LIMIT 1").fetchone()
+        return AuditHead(int(row[0]), str(row[1])) if row else None
+
+    def published_through(self) -> int:
+        # The firewall's own audit.head_published events, each with its index as aggregate version.
+        row = self.conn.execute(
+            "SELECT MAX(aggregate_version) FROM events WHERE aggregate_id = ? AND origin = 'local'",
+            (HEAD_AGGREGATE,),
+        ).fetchone()
+        return int(row[0] or 0)
+
+
+class ReaderAuditHistory:
+    """:class:`~overseer_firewall.application.ports.AuditHistory` through the read-only reader."""
+
+    def __init__(self, reader: ReadModelReader) -> None:
+        self.reader = reader
+
+    async def page(self, after: int, limit: int) -> list[dict[str, Any]]:
+        rows = await self.reader.fetch_all(
+            "SELECT idx, prev_hash, hash, record FROM fw_audit WHERE idx > ? ORDER BY idx LIMIT ?",
+            (after, limit),
+        )
+        return [
+            {
+                "index": r["idx"],
+                "prev_hash": r["prev_hash"],
+                "hash": r["hash"],
+                "record": orjson.loads(r["record"]),
+            }
+            for r in rows
+        ]
+
+    async def entries(self) -> list[tuple[int, str, str, str]]:
+        rows = await self.reader.fetch_all("SELECT idx, prev_hash, hash, record FROM fw_audit ORDER BY idx")
+        return [(r["idx"], r["prev_hash"], r["hash"], r["record"]) for r in rows]
+
+    async def recorded_head(self) -> AuditHead | None:
+        row = await self.reader.fetch_one(
+            "SELECT body FROM events WHERE type = 'audit.recorded' AND origin = 'local' ORDER BY position DESC LIMIT 1"
+        )
+        if row is None:
+            return None
+        data = orjson.loads(row["body"])["data"]
+        return AuditHead(int(data["index"]), str(data["hash"]))
+
+    async def hashes(self, after: int, through: int) -> dict[int, str]:
+        rows = await self.reader.fetch_all(
+            "SELECT idx, hash FROM fw_audit WHERE idx > ? AND idx <= ?", (after, through)
+        )
+        return {r["idx"]: r["hash"] for r in rows}

@@ -1,0 +1,179 @@
+"""``fw_approvals``: the requests a person must answer.
+
+Opened by a held verdict or the executor's ``ecs.requested``; ``status`` goes pending → decided
+(answered) or closed (the contract ended).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from typing import Any
+
+from overseer_events.catalogue import (
+    ApprovalEscalated,
+    EcsRequested,
+    ExecutionTransitioned,
+    HumanDecisionRecorded,
+    VerdictIssued,
+)
+from overseer_events.envelope import Envelope
+from overseer_events.machines import TERMINAL_STATUSES
+from overseer_firewall.adapters.appliers import Appliers
+from overseer_firewall.domain.gate import PendingApproval, PendingStatus
+from overseer_firewall.domain.levels import Level
+from overseer_runtime.projection import Apply, SqlProjection
+
+_TERMINAL = frozenset(status.value for status in TERMINAL_STATUSES)
+
+
+class ApprovalsProjection(SqlProjection):
+    """Requests waiting for a person. ``status``: pending → decided (answered) or closed (the contract ended)."""
+
+    name = "firewall_approvals"
+    tables = ("fw_approvals",)
+    ddl = """
+    CREATE TABLE IF NOT EXISTS fw_approvals (
+        execution_id  TEXT PRIMARY KEY,
+        session_id    TEXT NOT NULL,
+        kind          TEXT NOT NULL,
+        tool          TEXT,
+        args_hash     TEXT NOT NULL,
+        level         TEXT,
+        requested_by  TEXT NOT NULL,
+        requested_at  REAL NOT NULL,
+        status        TEXT NOT NULL,
+        escalated     INTEGER NOT NULL DEFAULT 0,
+        decision      TEXT,
+        decided_by    TEXT,
+        decided_at    REAL
+    );
+    CREATE INDEX IF NOT EXISTS fw_approvals_status ON fw_approvals (status, requested_at);
+    """
+
+    def appliers(self) -> Mapping[str, Apply]:
+        return (
+            Appliers()
+            .on(VerdictIssued, _verdict)
+            .on(EcsRequested, _requested)
+            .on(HumanDecisionRecorded, _decided)
+            .on(ApprovalEscalated, _escalated)
+            .on(ExecutionTransitioned, _transitioned)
+            .by_type()
+        )
+
+
+def _verdict(conn: sqlite3.Connection, data: VerdictIssued, event: Envelope) -> None:
+    if data.decision != "hold":
+        return
+    row = conn.execute(
+        "SELECT action_type FROM fw_proposals WHERE execution_id = ?", (data.execution_id,)
+    ).fetchone()
+    kind = "confirmation" if row is not None and row[0] == "ecs_request" else "approval"
+    conn.execute(
+        "INSERT OR IGNORE INTO fw_approvals (execution_id, session_id, kind, tool, args_hash, level, requested_by, "
+        "requested_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
+        (
+            data.execution_id,
+            data.session_id,
+            kind,
+            data.tool,
+            data.args_hash,
+            data.level,
+            str(data.requested_by) if data.requested_by else "unknown:unknown",
+            event.occurred_at,
+        ),
+    )
+
+
+def _requested(conn: sqlite3.Connection, data: EcsRequested, event: Envelope) -> None:
+    row = conn.execute(
+        "SELECT status FROM fw_approvals WHERE execution_id = ?", (data.execution_id,)
+    ).fetchone()
+    if row is None:
+        conn.execute(
+            "INSERT INTO fw_approvals (execution_id, session_id, kind, tool, args_hash, level, requested_by, "
+            "requested_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
+            (
+                data.execution_id,
+                data.session_id,
+                data.kind,
+                data.tool,
+                data.args_hash,
+                data.level,
+                str(data.requested_by),
+                data.requested_at,
+            ),
+        )
+    elif row[0] == PendingStatus.PENDING.value:
+        # The executor's form for a request the verdict opened: it names the kind; the binding
+        # (args_hash, requester) stays the one the firewall judged.
+        conn.execute(
+            "UPDATE fw_approvals SET kind = ? WHERE execution_id = ?", (data.kind, data.execution_id)
+        )
+    elif data.kind == "reconciliation":
+        # An approved call interrupted by a crash: a new question about the same execution.
+        conn.execute(
+            "UPDATE fw_approvals SET kind = 'reconciliation', status = 'pending', requested_at = ?, "
+            "escalated = 0, decision = NULL, decided_by = NULL, decided_at = NULL WHERE execution_id = ?",
+            (data.requested_at, data.execution_id),
+        )
+
+
+def _decided(conn: sqlite3.Connection, data: HumanDecisionRecorded, event: Envelope) -> None:
+    conn.execute(
+        "UPDATE fw_approvals SET status = 'decided', decision = ?, decided_by = ?, decided_at = ? "
+        "WHERE execution_id = ? AND status = 'pending'",
+        (data.decision, str(data.decided_by), event.occurred_at, data.execution_id),
+    )
+
+
+def _escalated(conn: sqlite3.Connection, data: ApprovalEscalated, event: Envelope) -> None:
+    conn.execute("UPDATE fw_approvals SET escalated = 1 WHERE execution_id = ?", (data.execution_id,))
+
+
+def _transitioned(conn: sqlite3.Connection, data: ExecutionTransitioned, event: Envelope) -> None:
+    if data.to_status in _TERMINAL:
+        conn.execute(
+            "UPDATE fw_approvals SET status = 'closed' WHERE execution_id = ? AND status = 'pending'",
+            (data.execution_id,),
+        )
+
+
+_COLUMNS = (
+    "execution_id, session_id, kind, tool, args_hash, level, requested_by, requested_at, status, escalated"
+)
+
+
+def _pending_from_row(row: tuple[Any, ...]) -> PendingApproval:
+    return PendingApproval(
+        execution_id=row[0],
+        session_id=row[1],
+        kind=row[2],
+        tool=row[3],
+        args_hash=row[4],
+        level=Level.parse(row[5]) if row[5] else None,
+        requested_by=row[6],
+        requested_at=row[7],
+        status=PendingStatus(row[8]),
+        escalated=bool(row[9]),
+    )
+
+
+class SqliteApprovals:
+    """:class:`~overseer_firewall.application.ports.Approvals` on the writer's connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def get(self, execution_id: str) -> PendingApproval | None:
+        row = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM fw_approvals WHERE execution_id = ?", (execution_id,)
+        ).fetchone()
+        return _pending_from_row(row) if row else None
+
+    def pending(self) -> list[PendingApproval]:
+        rows = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM fw_approvals WHERE status = 'pending' ORDER BY requested_at"
+        ).fetchall()
+        return [_pending_from_row(r) for r in rows]

@@ -1,0 +1,218 @@
+"""The policy state: admin policies (every version), user-layer levels, agent modes, sessions, hints.
+
+What HumanGate knows about sessions lives here too (paused, aborts), so a restart, or a
+rebuild then a start, gives the kernel the same policy state.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from overseer_events.catalogue import (
+    AdminPolicyReplaced,
+    AgentModeSet,
+    HintIssued,
+    SessionCancelRequested,
+    SessionPaused,
+    SessionResumed,
+    UserLevelChanged,
+)
+from overseer_events.envelope import Envelope
+from overseer_firewall.adapters.appliers import Appliers
+from overseer_firewall.application.ports import PolicyRows
+from overseer_firewall.application.translation import mode_setting
+from overseer_firewall.domain.gate import SessionState
+from overseer_firewall.domain.levels import Level
+from overseer_firewall.domain.policy import UserLevel
+from overseer_runtime.projection import Apply, SqlProjection
+from overseer_runtime.readers import ReadModelReader
+
+
+class PolicyProjection(SqlProjection):
+    """Admin policies (every version), user-layer levels, agent modes, session states and hints."""
+
+    name = "firewall_policy"
+    tables = (
+        "fw_admin_policy",
+        "fw_user_levels",
+        "fw_user_version",
+        "fw_agent_modes",
+        "fw_sessions",
+        "fw_hints",
+    )
+    ddl = """
+    CREATE TABLE IF NOT EXISTS fw_admin_policy (
+        version      INTEGER PRIMARY KEY,
+        policy       TEXT NOT NULL,
+        replaced_by  TEXT NOT NULL,
+        replaced_at  REAL NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS fw_user_levels (
+        tool      TEXT PRIMARY KEY,
+        level     TEXT NOT NULL,
+        previous  TEXT,
+        trigger   TEXT NOT NULL,
+        hint      TEXT,
+        seq       INTEGER NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS fw_user_version (
+        id       INTEGER PRIMARY KEY CHECK (id = 1),
+        version  INTEGER NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS fw_agent_modes (
+        principal  TEXT PRIMARY KEY,
+        mode       TEXT NOT NULL,
+        grant_json TEXT,
+        set_by     TEXT NOT NULL,
+        set_at     REAL NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS fw_sessions (
+        session_id  TEXT PRIMARY KEY,
+        paused      INTEGER NOT NULL,
+        aborts      INTEGER NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS fw_hints (
+        tool     TEXT NOT NULL,
+        kind     TEXT NOT NULL,
+        message  TEXT NOT NULL,
+        at       REAL NOT NULL,
+        PRIMARY KEY (tool, kind)
+    );
+    """
+
+    def appliers(self) -> Mapping[str, Apply]:
+        return (
+            Appliers()
+            .on(AdminPolicyReplaced, _admin)
+            .on(UserLevelChanged, _user)
+            .on(AgentModeSet, _mode)
+            .on(SessionPaused, _paused)
+            .on(SessionCancelRequested, _cancel)
+            .on(SessionResumed, _resumed)
+            .on(HintIssued, _hint)
+            .by_type()
+        )
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _admin(conn: sqlite3.Connection, data: AdminPolicyReplaced, event: Envelope) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO fw_admin_policy (version, policy, replaced_by, replaced_at) VALUES (?, ?, ?, ?)",
+        (data.version, _json(data.policy), str(data.replaced_by), event.occurred_at),
+    )
+
+
+def _user(conn: sqlite3.Connection, data: UserLevelChanged, event: Envelope) -> None:
+    # The same fold as the domain's evolve_user, in SQL: ``previous`` is the level before the
+    # first escalation, kept through further escalations and dropped by a relaxation.
+    current = conn.execute(
+        "SELECT level, previous FROM fw_user_levels WHERE tool = ?", (data.tool,)
+    ).fetchone()
+    conn.execute(
+        "INSERT INTO fw_user_version (id, version) VALUES (1, 1) ON CONFLICT(id) DO UPDATE SET version = version + 1"
+    )
+    if data.after is None:
+        conn.execute("DELETE FROM fw_user_levels WHERE tool = ?", (data.tool,))
+        return
+    after = Level.parse(data.after)
+    previous: str | None
+    if current is None:
+        previous = data.before
+    else:
+        now_level = Level.parse(current[0])
+        previous = current[1] if after >= now_level else None
+    conn.execute(
+        "INSERT OR REPLACE INTO fw_user_levels (tool, level, previous, trigger, hint, seq) VALUES (?, ?, ?, ?, ?, ?)",
+        (data.tool, data.after, previous, data.trigger, data.hint, event.aggregate_version),
+    )
+
+
+def _mode(conn: sqlite3.Connection, data: AgentModeSet, event: Envelope) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO fw_agent_modes (principal, mode, grant_json, set_by, set_at) VALUES (?, ?, ?, ?, ?)",
+        (
+            data.principal,
+            data.mode,
+            _json(data.grant) if data.grant else None,
+            str(data.set_by),
+            event.occurred_at,
+        ),
+    )
+
+
+def _paused(conn: sqlite3.Connection, data: SessionPaused, event: Envelope) -> None:
+    conn.execute(
+        "INSERT INTO fw_sessions (session_id, paused, aborts) VALUES (?, 1, 1) "
+        "ON CONFLICT(session_id) DO UPDATE SET paused = 1, aborts = MAX(aborts, 1)",
+        (data.session_id,),
+    )
+
+
+def _cancel(conn: sqlite3.Connection, data: SessionCancelRequested, event: Envelope) -> None:
+    conn.execute(
+        "INSERT INTO fw_sessions (session_id, paused, aborts) VALUES (?, 1, 1) "
+        "ON CONFLICT(session_id) DO UPDATE SET paused = 1, aborts = aborts + 1",
+        (data.session_id,),
+    )
+
+
+def _resumed(conn: sqlite3.Connection, data: SessionResumed, event: Envelope) -> None:
+    conn.execute("DELETE FROM fw_sessions WHERE session_id = ?", (data.session_id,))
+
+
+def _hint(conn: sqlite3.Connection, data: HintIssued, event: Envelope) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO fw_hints (tool, kind, message, at) VALUES (?, ?, ?, ?)",
+        (data.tool, data.kind, data.message, event.occurred_at),
+    )
+
+
+class ReaderPolicyState:
+    """:class:`~overseer_firewall.application.ports.PolicyState` through the read-only reader."""
+
+    def __init__(self, reader: ReadModelReader) -> None:
+        self.reader = reader
+
+    async def rows(self) -> PolicyRows:
+        fetch = self.reader.fetch_all
+        admin = await self.reader.fetch_one(
+            "SELECT version, policy FROM fw_admin_policy ORDER BY version DESC LIMIT 1"
+        )
+        version = await self.reader.fetch_one("SELECT version FROM fw_user_version WHERE id = 1")
+        levels = {
+            r["tool"]: UserLevel(
+                Level.parse(r["level"]),
+                Level.parse(r["previous"]) if r["previous"] else None,
+                r["trigger"],
+                r["hint"],
+            )
+            for r in await fetch("SELECT tool, level, previous, trigger, hint FROM fw_user_levels")
+        }
+        modes = {
+            r["principal"]: mode_setting(
+                r["mode"], orjson.loads(r["grant_json"]) if r["grant_json"] else None
+            )
+            for r in await fetch("SELECT principal, mode, grant_json FROM fw_agent_modes")
+        }
+        sessions = {
+            r["session_id"]: SessionState(bool(r["paused"]), int(r["aborts"]))
+            for r in await fetch("SELECT session_id, paused, aborts FROM fw_sessions")
+        }
+        return PolicyRows(
+            admin_version=int(admin["version"]) if admin else None,
+            admin_policy=orjson.loads(admin["policy"]) if admin else None,
+            user_version=int(version["version"]) if version else 0,
+            user_levels=levels,
+            modes=modes,
+            sessions=sessions,
+        )
+
+    async def hints(self) -> list[dict[str, Any]]:
+        return await self.reader.fetch_all("SELECT tool, kind, message, at FROM fw_hints ORDER BY at")

@@ -1,0 +1,234 @@
+"""What the firewall's application layer needs from outside: read models, the outbox, the stream.
+
+Two kinds of read port, by the connection they read on:
+
+* **in a unit of work** (:class:`Proposals`, :class:`Approvals`, :class:`AuditChain`): point reads on
+  the writer's connection, inside the transaction that handles an event, so they see what that
+  transaction has written so far (the verdict's hot path reads them on every proposal);
+* **for queries** (:class:`PolicyState`, :class:`ProposalHistory`, :class:`AuditHistory`): reads
+  that may scan, answered by the runtime's read-only reader off the event loop, so a long one never
+  stalls the consumer; they see what is committed.
+
+``bootstrap.unit_for`` builds a :class:`Unit` per transaction from the SQLite adapters; unit tests
+build one from the in-memory fakes of ``tests/fakes/firewall.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from overseer_events.catalogue import AuditHeadPublished, AuditRecorded
+from overseer_events.envelope import Envelope, EventData
+from overseer_firewall.domain.audit import AuditHead
+from overseer_firewall.domain.gate import PendingApproval, SessionState
+from overseer_firewall.domain.model import Proposal
+from overseer_firewall.domain.modes import ModeSetting
+from overseer_firewall.domain.policy import UserLevel
+from overseer_firewall.domain.preview import CurrentFile
+from overseer_firewall.domain.replay import RecordedProposal
+
+T = TypeVar("T")
+CurrentFileReader = Callable[[str], CurrentFile]
+
+
+# -- what the read models hand back ----------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class StoredProposal:
+    """A proposal as recorded, with the verdict it got (``None`` fields before the verdict)."""
+
+    proposal: Proposal
+    level: str | None
+    decision: str | None
+    args_hash: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyRows:
+    """The policy state as the read model holds it."""
+
+    admin_version: int | None
+    admin_policy: dict[str, Any] | None
+    user_version: int
+    user_levels: dict[str, UserLevel]
+    modes: dict[str, ModeSetting]
+    sessions: dict[str, SessionState]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "admin_version": self.admin_version,
+            "admin_policy": self.admin_policy,
+            "user_version": self.user_version,
+            "user_levels": {
+                tool: {
+                    "level": e.level.name,
+                    "previous": e.previous.name if e.previous else None,
+                    "trigger": e.trigger,
+                    "hint": e.hint,
+                }
+                for tool, e in sorted(self.user_levels.items())
+            },
+            "modes": {
+                p: {"mode": s.mode.value, "grant": s.grant.as_dict() if s.grant else None}
+                for p, s in sorted(self.modes.items())
+            },
+            "sessions": {
+                s: {"paused": st.paused, "aborts": st.aborts} for s, st in sorted(self.sessions.items())
+            },
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedEntry:
+    """An audit entry (a head or a record) as the events stream holds it, with its stream sequence."""
+
+    index: int
+    hash: str
+    seq: int
+
+    @property
+    def head(self) -> AuditHead:
+        return AuditHead(self.index, self.hash)
+
+
+# -- in a unit of work: the writer's connection, inside the transaction --------------------------------
+class Outbox(Protocol):
+    """The firewall's own events: appended in the unit's transaction and applied to the read models at
+    once (the next read in the same unit sees them); relayed after the commit. The runtime's
+    ``UnitOfWork`` is one."""
+
+    def emit(
+        self, data: EventData, *, aggregate_id: str, actor: str, aggregate_version: int | None = None
+    ) -> Envelope: ...
+
+    def after_commit(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` once the unit is committed (never if it rolls back)."""
+
+
+class Proposals(Protocol):
+    """``fw_proposals``: every proposal with its verdict. Point reads on the writer's connection."""
+
+    def has_verdict(self, execution_id: str) -> bool: ...
+
+    def get(self, execution_id: str) -> StoredProposal | None: ...
+
+
+class Approvals(Protocol):
+    """``fw_approvals``: the requests a person must answer. Point reads on the writer's connection
+    (the one an answer is about), and the pending ones for the timer (an index range)."""
+
+    def get(self, execution_id: str) -> PendingApproval | None: ...
+
+    def pending(self) -> list[PendingApproval]:
+        """Pending requests, oldest first."""
+        ...
+
+
+class AuditChain(Protocol):
+    """``fw_audit``'s end, on the writer's connection: every record appended reads the head before it."""
+
+    def head(self) -> AuditHead | None: ...
+
+    def published_through(self) -> int:
+        """The highest index an ``audit.head_published`` was emitted for (0: none yet)."""
+        ...
+
+
+# -- for queries: the runtime's read-only reader, committed data ---------------------------------------
+class PolicyState(Protocol):
+    """The policy read models (admin policy, user levels, agent modes, sessions, hints). Read by the
+    read-only reader: each table on its own, so read it when nothing writes (at start) or accept that a
+    change committing meanwhile shows in part (the ``policy.get`` diagnostic view)."""
+
+    async def rows(self) -> PolicyRows: ...
+
+    async def hints(self) -> list[dict[str, Any]]:
+        """Every standing hint, oldest first: ``{tool, kind, message, at}``."""
+        ...
+
+
+class ProposalHistory(Protocol):
+    """``fw_proposals`` scanned for policy replay, by the read-only reader."""
+
+    async def recorded(self, limit: int) -> list[RecordedProposal]:
+        """The last ``limit`` proposals that got a verdict, oldest first."""
+        ...
+
+
+class AuditHistory(Protocol):
+    """``fw_audit`` and the stored ``audit.recorded`` events, scanned by the read-only reader.
+
+    The chain only grows: read the recorded head before the entries, and a record committed
+    in between makes the entries longer than the head, never shorter.
+    """
+
+    async def page(self, after: int, limit: int) -> list[dict[str, Any]]:
+        """``{index, prev_hash, hash, record}`` of the entries after index ``after``, at most ``limit``."""
+        ...
+
+    async def entries(self) -> list[tuple[int, str, str, str]]:
+        """Every entry as ``(index, prev_hash, hash, record_text)``, in index order."""
+        ...
+
+    async def recorded_head(self) -> AuditHead | None:
+        """The last ``audit.recorded`` in the append-only events table: what the chain must end with."""
+        ...
+
+    async def hashes(self, after: int, through: int) -> dict[int, str]:
+        """The hash of each entry with ``after < index <= through``."""
+        ...
+
+
+class PublishedAudit(Protocol):
+    """The audit entries published on the events stream, which denies delete and purge."""
+
+    def entries(
+        self,
+        kind: type[AuditHeadPublished] | type[AuditRecorded],
+        *,
+        after: int = 0,
+        through: int | None = None,
+    ) -> AsyncIterator[PublishedEntry]:
+        """The published heads or records, with stream sequence in ``(after, through]``, in stream order."""
+        ...
+
+
+# -- the unit ----------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Roots:
+    """The directories ``{sandbox}``, ``{cwd}`` and ``{home}`` in a policy's paths stand for."""
+
+    sandbox: str
+    cwd: str
+    home: str
+
+
+@dataclass(frozen=True, slots=True)
+class Surroundings:
+    """What the handlers need besides the kernel: the sandbox on disk, a clock, the configured grace."""
+
+    sandbox_root: str
+    current_file: CurrentFileReader
+    clock: Callable[[], float]
+    response_grace_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """The ports of one unit of work, bound to its transaction."""
+
+    outbox: Outbox
+    proposals: Proposals
+    approvals: Approvals
+    audit: AuditChain
+    env: Surroundings
+
+
+class UnitRunner(Protocol):
+    """Runs ``fn`` in a new unit of work (one transaction) and answers its result once committed."""
+
+    def __call__(self, fn: Callable[[Unit], T]) -> Awaitable[T]: ...
+
+
+Spawn = Callable[[Coroutine[Any, Any, Any]], object]
