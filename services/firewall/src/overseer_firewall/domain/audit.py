@@ -100,6 +100,65 @@ class VerifyResult:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class _Break:
+    index: int
+    reason: str
+    anchor_mismatch: int | None = None
+
+
+@dataclass(slots=True)
+class _ChainWalk:
+    """A verification under way: the entries read, the last hash, what the published heads confirmed."""
+
+    anchors: Mapping[int, set[str]]
+    count: int = 0
+    checked: int = 0
+    through: int = 0
+    next_index: int = FIRST_INDEX
+    previous: str = GENESIS
+
+    def step(self, index: int, prev_hash: str, stored_hash: str, text: str) -> _Break | None:
+        """Read one entry; the break it shows, if any."""
+        self.count += 1
+        if index != self.next_index:
+            return _Break(self.next_index, f"entry {self.next_index} is missing or out of order")
+        if prev_hash != self.previous:
+            return _Break(index, f"entry {index} does not follow entry {index - 1}")
+        if chain_hash(prev_hash, text) != stored_hash:
+            return _Break(index, f"entry {index} was changed after it was written")
+        heads = self.anchors.get(index)
+        if heads is not None:
+            self.checked += len(heads)
+            if heads != {stored_hash}:
+                return _Break(
+                    index,
+                    f"entry {index} is not the one whose hash was published on the stream: "
+                    "the chain was rewritten at or before it",
+                    index,
+                )
+            self.through = index
+        self.previous = stored_hash
+        self.next_index += 1
+        return None
+
+    def end(self, top: int, expected_head: AuditHead | None) -> _Break | None:
+        """After the last entry: the break a missing tail shows, if any."""
+        last = self.next_index - 1
+        if last < top:
+            return _Break(
+                self.next_index,
+                f"entries from {self.next_index} on are missing (a head was published for {top})",
+            )
+        if expected_head is None:
+            return None
+        if last < expected_head.index:
+            return _Break(self.next_index, f"entries from {self.next_index} on are missing")
+        if last == expected_head.index and self.previous != expected_head.hash:
+            return _Break(last, f"entry {last} differs from the recorded head")
+        return None
+
+
 def verify_chain(
     rows: Iterable[tuple[int, str, str, str]],
     expected_head: AuditHead | None = None,
@@ -116,56 +175,20 @@ def verify_chain(
     for head in published or ():
         anchors.setdefault(head.index, set()).add(head.hash)
     top = max(anchors, default=0)
-    checked = 0
-    through = 0
-    expected_index = FIRST_INDEX
-    previous = GENESIS
-    count = 0
-
-    def broken(index: int, reason: str, mismatch: int | None = None) -> VerifyResult:
-        return VerifyResult(
-            False,
-            count,
-            index,
-            reason,
-            checked if published is not None else None,
-            through,
-            top,
-            mismatch,
-        )
-
-    for index, prev_hash, stored_hash, text in rows:
-        count += 1
-        if index != expected_index:
-            return broken(expected_index, f"entry {expected_index} is missing or out of order")
-        if prev_hash != previous:
-            return broken(index, f"entry {index} does not follow entry {index - 1}")
-        if chain_hash(prev_hash, text) != stored_hash:
-            return broken(index, f"entry {index} was changed after it was written")
-        heads = anchors.get(index)
-        if heads is not None:
-            checked += len(heads)
-            if heads != {stored_hash}:
-                return broken(
-                    index,
-                    f"entry {index} is not the one whose hash was published on the stream: "
-                    "the chain was rewritten at or before it",
-                    index,
-                )
-            through = index
-        previous = stored_hash
-        expected_index += 1
-    last = expected_index - 1
-    if last < top:
-        return broken(
-            expected_index, f"entries from {expected_index} on are missing (a head was published for {top})"
-        )
-    if expected_head is not None:
-        if last < expected_head.index:
-            return broken(expected_index, f"entries from {expected_index} on are missing")
-        if last == expected_head.index and previous != expected_head.hash:
-            return broken(last, f"entry {last} differs from the recorded head")
-    return VerifyResult(True, count, None, None, checked if published is not None else None, through, top)
+    walk = _ChainWalk(anchors)
+    found: _Break | None = None
+    for row in rows:
+        found = walk.step(*row)
+        if found is not None:
+            break
+    else:
+        found = walk.end(top, expected_head)
+    anchored = walk.checked if published is not None else None
+    if found is None:
+        return VerifyResult(True, walk.count, None, None, anchored, walk.through, top)
+    return VerifyResult(
+        False, walk.count, found.index, found.reason, anchored, walk.through, top, found.anchor_mismatch
+    )
 
 
 def first_difference(

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 FENCED = re.compile(r"```[ \t]*decision[ \t]*\r?\n(.*?)```", re.DOTALL | re.IGNORECASE)
 DEFAULT_CONFIDENCE_FLOOR = 0.4
@@ -31,6 +31,7 @@ _KEYS = frozenset(
 _REQUIRED = ("confidence", "human_required")
 _DECODER = json.JSONDecoder()
 MAX_TEXT = 4000
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,65 +127,26 @@ def _validate(
     unknown = sorted(set(obj) - _KEYS)
     if unknown:
         problems.append(f"unknown keys {unknown}")
-    for key in _REQUIRED:
-        if key not in obj:
-            problems.append(f"{key!r} is missing")
+    problems.extend(f"{key!r} is missing" for key in _REQUIRED if key not in obj)
 
-    thought = obj.get("thought", "")
-    if not isinstance(thought, str):
-        problems.append("'thought' must be a string")
-        thought = ""
-    confidence = obj.get("confidence", 0.0)
-    if (
-        isinstance(confidence, bool)
-        or not isinstance(confidence, int | float)
-        or not 0.0 <= confidence <= 1.0
-    ):
-        problems.append("'confidence' must be a number from 0 to 1")
-        confidence = 0.0
-    human_required = obj.get("human_required", True)
-    if not isinstance(human_required, bool):
-        problems.append("'human_required' must be true or false")
-        human_required = True
-    is_complete = obj.get("is_complete", False)
-    if not isinstance(is_complete, bool):
-        problems.append("'is_complete' must be true or false")
-        is_complete = False
-    human_reason = obj.get("human_reason")
-    if human_reason is not None and not isinstance(human_reason, str):
-        problems.append("'human_reason' must be a string")
-        human_reason = None
-    response = obj.get("response")
-    if response is not None and not isinstance(response, str):
-        problems.append("'response' must be a string")
-        response = None
-
-    calls: list[ToolCall] = []
-    raw_calls = obj.get("tool_calls", [])
-    if not isinstance(raw_calls, list):
-        problems.append("'tool_calls' must be a list")
-        raw_calls = []
-    for i, call in enumerate(raw_calls):
-        if (
-            not isinstance(call, dict)
-            or not isinstance(call.get("tool"), str)
-            or not call["tool"]
-            or not isinstance(call.get("args", {}), dict)
-            or set(call) - {"tool", "args"}
-        ):
-            problems.append(f'tool_calls[{i}] must be {{"tool": string, "args": object}}')
-            continue
-        calls.append(ToolCall(call["tool"], call.get("args", {})))
-
-    # Self-contradictions: each is a reason to ask a person rather than guess.
-    if is_complete and calls:
-        problems.append("contradictory: the task is complete but tool calls are proposed")
-    if not human_required and not calls and not is_complete:
-        problems.append("contradictory: no tool call, not complete, and no human asked")
-    if not human_required and float(confidence) < floor:
-        problems.append(f"confidence {float(confidence):g} is below {floor:g}: a human must be asked")
-    if is_complete and not human_required:
-        problems.append("completing a task needs a person's confirmation")
+    thought = _checked(obj, "thought", "", _is_text, "'thought' must be a string", problems)
+    confidence = _checked(
+        obj, "confidence", 0.0, _is_fraction, "'confidence' must be a number from 0 to 1", problems
+    )
+    human_required = _checked(
+        obj, "human_required", True, _is_flag, "'human_required' must be true or false", problems
+    )
+    is_complete = _checked(
+        obj, "is_complete", False, _is_flag, "'is_complete' must be true or false", problems
+    )
+    human_reason: str | None = _checked(
+        obj, "human_reason", None, _is_optional_text, "'human_reason' must be a string", problems
+    )
+    response: str | None = _checked(
+        obj, "response", None, _is_optional_text, "'response' must be a string", problems
+    )
+    calls = _tool_calls(obj.get("tool_calls", []), problems)
+    problems.extend(_contradictions(calls, float(confidence), human_required, is_complete, floor))
 
     if problems:
         reason = "; ".join(problems)
@@ -201,3 +163,70 @@ def _validate(
         source=source,
         problems=tuple(problems),
     )
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_optional_text(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _is_flag(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _is_fraction(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and 0.0 <= value <= 1.0
+
+
+def _checked(
+    obj: Mapping[str, Any],
+    key: str,
+    default: T,
+    valid: Callable[[Any], bool],
+    problem: str,
+    problems: list[str],
+) -> T:
+    """``obj[key]`` when present and valid, else ``default`` (and, when invalid, the problem noted)."""
+    value = obj.get(key, default)
+    if valid(value):
+        return cast(T, value)
+    problems.append(problem)
+    return default
+
+
+def _tool_calls(raw: Any, problems: list[str]) -> list[ToolCall]:
+    if not isinstance(raw, list):
+        problems.append("'tool_calls' must be a list")
+        return []
+    calls: list[ToolCall] = []
+    for i, call in enumerate(raw):
+        if (
+            not isinstance(call, dict)
+            or not isinstance(call.get("tool"), str)
+            or not call["tool"]
+            or not isinstance(call.get("args", {}), dict)
+            or set(call) - {"tool", "args"}
+        ):
+            problems.append(f'tool_calls[{i}] must be {{"tool": string, "args": object}}')
+            continue
+        calls.append(ToolCall(call["tool"], call.get("args", {})))
+    return calls
+
+
+def _contradictions(
+    calls: list[ToolCall], confidence: float, human_required: bool, is_complete: bool, floor: float
+) -> list[str]:
+    """Self-contradictions: each is a reason to ask a person rather than guess."""
+    problems: list[str] = []
+    if is_complete and calls:
+        problems.append("contradictory: the task is complete but tool calls are proposed")
+    if not human_required and not calls and not is_complete:
+        problems.append("contradictory: no tool call, not complete, and no human asked")
+    if not human_required and confidence < floor:
+        problems.append(f"confidence {confidence:g} is below {floor:g}: a human must be asked")
+    if is_complete and not human_required:
+        problems.append("completing a task needs a person's confirmation")
+    return problems

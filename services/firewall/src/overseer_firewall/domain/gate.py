@@ -70,35 +70,50 @@ def parse_intent(text: str | None) -> Intent:
     Abort wins over reject (both only stop things); any other mix of intents is
     contradictory and decides nothing.
     """
-    if not text:
-        return Intent.FREE_TEXT
-    lowered = text.casefold().strip(_TRIM)
+    lowered = (text or "").casefold().strip(_TRIM)
     if not lowered:
         return Intent.FREE_TEXT
     found: set[Intent] = set()
-    remaining = lowered
-    for intent, (chinese, _) in _WORDS.items():
-        for word in chinese:
-            if word in remaining:
-                found.add(intent)
-                remaining = remaining.replace(word, " ")
-    for pattern, intent in _PHRASES:
-        if pattern.search(remaining):
-            found.add(intent)
-            remaining = pattern.sub(" ", remaining)
-    tokens = _TOKEN.findall(remaining)
-    for i, token in enumerate(tokens):
-        word_intent = _ENGLISH.get(token)
-        if word_intent is None:
-            continue
-        if word_intent in _NEGATED and i > 0 and tokens[i - 1] in _NEGATIONS:
-            word_intent = _NEGATED[word_intent]
-        found.add(word_intent)
+    remaining = _take_chinese(lowered, found)
+    remaining = _take_phrases(remaining, found)
+    found.update(_english_intents(_TOKEN.findall(remaining)))
     if len(found) == 1:
         return found.pop()
     if found == {Intent.ABORT, Intent.REJECT}:
         return Intent.ABORT
     return Intent.FREE_TEXT
+
+
+def _take_chinese(text: str, found: set[Intent]) -> str:
+    """Adds the intents of the Chinese words in ``text`` to ``found``; the text without them."""
+    for intent, (chinese, _) in _WORDS.items():
+        for word in chinese:
+            if word in text:
+                found.add(intent)
+                text = text.replace(word, " ")
+    return text
+
+
+def _take_phrases(text: str, found: set[Intent]) -> str:
+    """Adds the intents of the English phrases in ``text`` to ``found``; the text without them."""
+    for pattern, intent in _PHRASES:
+        if pattern.search(text):
+            found.add(intent)
+            text = pattern.sub(" ", text)
+    return text
+
+
+def _english_intents(tokens: list[str]) -> set[Intent]:
+    """The intents of English words; a negation just before a word turns approve/confirm around."""
+    found: set[Intent] = set()
+    for i, token in enumerate(tokens):
+        intent = _ENGLISH.get(token)
+        if intent is None:
+            continue
+        if intent in _NEGATED and i > 0 and tokens[i - 1] in _NEGATIONS:
+            intent = _NEGATED[intent]
+        found.add(intent)
+    return found
 
 
 # ---------------------------------------------------------------------- requests ---

@@ -19,7 +19,7 @@ from overseer_firewall.domain.layers.base import KernelView, SandboxGeometry
 from overseer_firewall.domain.levels import Level
 from overseer_firewall.domain.model import L4, Evaluation, Finding
 from overseer_firewall.domain.paths import absolute, relative, within
-from overseer_firewall.domain.tools import PathAccess
+from overseer_firewall.domain.tools import PathAccess, PathArg
 
 _PASS = Finding(L4, "pass", "no file system access")
 _INSIDE = Finding(L4, "pass", "paths inside the sandbox")
@@ -33,28 +33,12 @@ class SandboxLayer:
         if spec is None or not spec.path_args:
             ev.record(_PASS)
             return
-        geometry = kernel.sandbox
         rewrites: dict[str, str] = {}
         for path_arg in spec.path_args:
             raw = ev.args.get(path_arg.name, path_arg.default)
             if raw is None:
                 continue
-            if not isinstance(raw, str) or "\x00" in raw:
-                ev.deny(L4, f"{path_arg.name}: not a usable path")
-                return
-            match path_arg.access:
-                case PathAccess.WRITE:
-                    target = _confined(
-                        ev, kernel, geometry, path_arg.name, raw, geometry.output, geometry.real_output
-                    )
-                case PathAccess.CWD:
-                    target = _confined(
-                        ev, kernel, geometry, path_arg.name, raw, geometry.root, geometry.real_root
-                    )
-                case PathAccess.READ:
-                    target = _readable(ev, kernel, geometry, path_arg.name, raw)
-                case _:
-                    raise ValueError(f"unknown path access {path_arg.access!r}")
+            target = _target(ev, kernel, path_arg, raw)
             if target is None:
                 return
             if target != raw:
@@ -68,6 +52,23 @@ class SandboxLayer:
             )
         elif not ev.findings or ev.findings[-1].layer != L4:
             ev.record(_INSIDE)
+
+
+def _target(ev: Evaluation, kernel: KernelView, path_arg: PathArg, raw: object) -> str | None:
+    """Where a path argument points once judged (relative to the sandbox root if inside it); None: denied."""
+    if not isinstance(raw, str) or "\x00" in raw:
+        ev.deny(L4, f"{path_arg.name}: not a usable path")
+        return None
+    g = kernel.sandbox
+    match path_arg.access:
+        case PathAccess.WRITE:
+            return _confined(ev, kernel, g, path_arg.name, raw, g.output, g.real_output)
+        case PathAccess.CWD:
+            return _confined(ev, kernel, g, path_arg.name, raw, g.root, g.real_root)
+        case PathAccess.READ:
+            return _readable(ev, kernel, g, path_arg.name, raw)
+        case _:
+            raise ValueError(f"unknown path access {path_arg.access!r}")
 
 
 def _confined(
