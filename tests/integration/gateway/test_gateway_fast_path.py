@@ -50,7 +50,7 @@ async def serve(app: Any) -> tuple[str, EmbeddedServer, asyncio.Task[Any]]:
 @pytest.fixture(scope="module")
 async def fastapi_only(gateway: LiveGateway) -> AsyncIterator[str]:
     """The running gateway's FastAPI application, without the fast path in front of it."""
-    url, server, task = await serve(gateway.services["gateway"].app)  # type: ignore[attr-defined]
+    url, server, task = await serve(gateway.service.app)
     yield url
     server.should_exit = True
     await task
@@ -275,14 +275,16 @@ async def test_answers_are_byte_for_byte_what_fastapi_answers(
 async def test_the_hot_requests_are_answered_by_the_fast_path_and_the_rest_by_fastapi(
     gateway: LiveGateway,
 ) -> None:
-    service = gateway.services["gateway"]
+    service = gateway.service
+    app = service.app
+    assert app is not None
     handed_on: list[str] = []
 
     async def fastapi(scope: Any, receive: Any, send: Any) -> None:
         handed_on.append(f"{scope['method']} {scope['path']}")
-        await service.app(scope, receive, send)  # type: ignore[attr-defined]
+        await app(scope, receive, send)
 
-    url, server, task = await serve(build_asgi(service, fastapi, max_body_bytes=MAX_BODY))
+    url, server, task = await serve(build_asgi(service, fastapi, service.settings))
     try:
         hot = [
             raw_request(gateway, "POST", "/v1/actions", "agent", GOOD),

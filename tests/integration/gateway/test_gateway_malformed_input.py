@@ -17,8 +17,6 @@ import pytest
 from gateway_support import LiveGateway
 from test_gateway_fast_path import exchange, raw_request, serve
 
-from overseer_gateway.entrypoints.limits import MAX_JSON_DEPTH
-
 PROBLEM = "application/problem+json"
 DEPTHS = [100, 254, 300, 1023, 5000]
 
@@ -31,7 +29,7 @@ def gateway_services() -> tuple[str, ...]:
 @pytest.fixture(scope="module")
 async def fastapi_only(gateway: LiveGateway) -> AsyncIterator[str]:
     """The running gateway's FastAPI application, without the fast path in front of it."""
-    url, server, task = await serve(gateway.services["gateway"].app)  # type: ignore[attr-defined]
+    url, server, task = await serve(gateway.service.app)
     yield url
     server.should_exit = True
     await task
@@ -50,7 +48,12 @@ def proposal_with_args_of_depth(depth: int) -> bytes:
 
 def proposals_made(gateway: LiveGateway) -> int:
     """How many events the gateway has emitted (each accepted proposal is one)."""
-    return gateway.services["gateway"].runtime.store.count("local")  # type: ignore[attr-defined,no-any-return]
+    return gateway.service.runtime.store.count("local")
+
+
+def depth_limit(gateway: LiveGateway) -> int:
+    """How deep the running gateway lets a request body nest (``gateway.max_json_depth``)."""
+    return gateway.service.settings.max_json_depth
 
 
 def assert_problem(response: httpx.Response, status: int, *details: str) -> dict[str, Any]:
@@ -81,7 +84,7 @@ async def test_args_nested_too_deep_are_422_naming_the_limit_on_the_fast_path_an
     status, problem = status_and_body(fast)
     assert status == 422
     assert problem["title"] == "Nested too deeply"
-    assert f"more than {MAX_JSON_DEPTH} levels deep" in problem["detail"]
+    assert f"more than {depth_limit(gateway)} levels deep" in problem["detail"]
     assert "gateway.max_json_depth" in problem["detail"]
     assert proposals_made(gateway) == before
 
@@ -92,13 +95,13 @@ async def test_a_body_nested_exactly_to_the_limit_is_accepted_and_one_level_more
     async with gateway.client("agent") as client:
         headers = {"Content-Type": "application/json"}
         at_limit = await client.post(
-            "/v1/actions", content=proposal_with_args_of_depth(MAX_JSON_DEPTH - 1), headers=headers
+            "/v1/actions", content=proposal_with_args_of_depth(depth_limit(gateway) - 1), headers=headers
         )
         beyond = await client.post(
-            "/v1/actions", content=proposal_with_args_of_depth(MAX_JSON_DEPTH), headers=headers
+            "/v1/actions", content=proposal_with_args_of_depth(depth_limit(gateway)), headers=headers
         )
     assert at_limit.status_code == 202, at_limit.text
-    assert_problem(beyond, 422, f"more than {MAX_JSON_DEPTH} levels deep")
+    assert_problem(beyond, 422, f"more than {depth_limit(gateway)} levels deep")
 
 
 async def test_brackets_inside_strings_do_not_count_towards_the_depth(gateway: LiveGateway) -> None:
@@ -134,7 +137,7 @@ async def test_every_route_that_takes_a_body_refuses_deep_json_with_422_not_500(
             content=f'{{"tools": {nested(depth)}}}'.encode(),
             headers={"Content-Type": "application/json"},
         )
-    assert_problem(response, 422, f"more than {MAX_JSON_DEPTH} levels deep")
+    assert_problem(response, 422, f"more than {depth_limit(gateway)} levels deep")
 
 
 # -- control characters ---------------------------------------------------------------------------------

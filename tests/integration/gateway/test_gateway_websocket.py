@@ -130,6 +130,8 @@ async def test_reconnecting_with_since_misses_nothing_after_a_drop_mid_burst(gat
 
 async def test_without_since_only_new_events_arrive(gateway: LiveGateway) -> None:
     await say(gateway, "ws-new", ["before"])
+    # Accepted is not yet in the stream: the event is relayed after the commit.
+    await eventually(lambda: gateway.service.runtime.store.relay_backlog() == 0)
     async with connect(
         ws_url(gateway, session="ws-new", subjects="conversation.message_received"),
         additional_headers=auth(gateway),
@@ -153,7 +155,7 @@ async def test_replies_of_other_services_stream_too(gateway: LiveGateway) -> Non
 async def test_a_slow_client_is_dropped_with_a_reason_and_others_keep_flowing(
     gateway: LiveGateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    live = gateway.services["gateway"].live  # type: ignore[attr-defined]
+    live = gateway.service.live
     monkeypatch.setattr(live, "queue_size", 4)
     monkeypatch.setattr(live, "slow_seconds", 0.3)
     session = "ws-slow"
@@ -192,4 +194,4 @@ async def test_a_slow_client_is_dropped_with_a_reason_and_others_keep_flowing(
     assert closed.value.rcvd is not None
     assert closed.value.rcvd.code == 1013
     assert "slow consumer" in closed.value.rcvd.reason
-    await eventually(lambda: len(gateway.services["gateway"].sockets) == 0)  # type: ignore[attr-defined]
+    await eventually(lambda: len(gateway.service.sockets) == 0)

@@ -1,11 +1,14 @@
 """The gateway service: REST and WebSocket for people and external agents, on the shared runtime.
 
-uvicorn runs inside the runtime's event loop (``loop="none"``, no signal
-handlers of its own: the runtime handles SIGTERM and stops the server through
-:meth:`GatewayService.stop`). Requests become the gateway's own events
-(``execution.proposed``, ``human.responded``, ``conversation.message_received``,
-``co.command.*``) emitted through ``runtime.execute``; everything else is asked
-of the owning service over request/reply.
+The only place that builds the gateway's adapters. uvicorn runs inside the
+runtime's event loop (``loop="none"``, no signal handlers of its own: the
+runtime handles SIGTERM and stops the server through :meth:`GatewayService.stop`).
+Requests become the gateway's own events (``execution.proposed``,
+``human.responded``, ``conversation.message_received``, ``co.command.*``),
+emitted in a transaction of its store (:meth:`GatewayService.execute`, with the
+ports :func:`unit_for` binds to it); everything else is asked of the owning
+service over request/reply. The gateway consumes no events and serves no RPC
+methods of its own (the runtime answers ``health``).
 """
 
 from __future__ import annotations
@@ -14,24 +17,30 @@ import asyncio
 import contextlib
 import logging
 import socket
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import uvicorn
 from fastapi import FastAPI, WebSocket
 
 from overseer_gateway.adapters.live_stream import LiveStream
 from overseer_gateway.adapters.peers import Peers
-from overseer_gateway.adapters.responses import RecordedResponses
+from overseer_gateway.adapters.responses import RecordedResponses, SqliteResponses
 from overseer_gateway.adapters.tokens import TokenRegistry
+from overseer_gateway.application.ports import GatewayUnit
 from overseer_gateway.entrypoints.http import build_app, build_asgi
-from overseer_gateway.entrypoints.limits import MAX_JSON_DEPTH
-from overseer_runtime.runtime import Runtime, Service
+from overseer_gateway.settings import GatewaySettings
+from overseer_runtime.runtime import Runtime, Service, UnitOfWork
 from overseer_runtime.store import Projection
 
 log = logging.getLogger("overseer.gateway")
 
-# The announcement that may settle an execution somebody waits for (GET /v1/actions/{id}?wait=).
+T = TypeVar("T")
+
+
+def unit_for(uow: UnitOfWork) -> GatewayUnit:
+    """The gateway's ports bound to one transaction: its outbox, and the decisions it recorded."""
+    return GatewayUnit(outbox=uow, responses=SqliteResponses(uow.conn))
 
 
 class EmbeddedServer(uvicorn.Server):
@@ -43,19 +52,22 @@ class EmbeddedServer(uvicorn.Server):
 
 
 class GatewayService(Service):
+    """The gateway the routes see (:class:`~overseer_gateway.entrypoints.context.Gateway`)."""
+
     name = "gateway"
 
     def __init__(self) -> None:
         self.runtime: Runtime
+        self.settings: GatewaySettings
         self.tokens: TokenRegistry
         self.peers: Peers
         self.live: LiveStream
         self.sockets: set[WebSocket] = set()
-        self.max_wait = 60.0
+        self.max_wait: float
         self.app: FastAPI | None = None
         self.server: EmbeddedServer | None = None
         self.port = 0
-        self.host = "127.0.0.1"
+        self.host = ""
         self._serving: asyncio.Task[Any] | None = None
 
     def projections(self) -> Sequence[Projection]:
@@ -65,39 +77,40 @@ class GatewayService(Service):
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
+    async def execute(self, command: Callable[[GatewayUnit], T]) -> T:
+        """Run ``command`` in one transaction of the gateway's store; its events are relayed after commit."""
+        return await self.runtime.execute(lambda uow: command(unit_for(uow)))
+
+    def bus_connected(self) -> bool:
+        return bool(self.runtime.nc.is_connected)
+
     async def start(self, runtime: Runtime) -> None:
         self.runtime = runtime
-        cfg = runtime.settings.section("gateway")
-        self.tokens = TokenRegistry.load(runtime.settings.home, cfg)
+        settings = self.settings = runtime.settings.typed("gateway", GatewaySettings)
+        self.tokens = TokenRegistry.load(runtime.settings.home, settings.tokens_file, settings.principals)
         self.peers = Peers(
-            runtime,
-            timeout=float(cfg.get("rpc_timeout_seconds", 5.0)),
-            health_timeout=float(cfg.get("health_timeout_seconds", 1.0)),
+            runtime, timeout=settings.rpc_timeout_seconds, health_timeout=settings.health_timeout_seconds
         )
         self.live = LiveStream(
             runtime.nc,
             runtime.js,
             runtime.subjects,
-            queue_size=int(cfg.get("ws_queue_size", 1024)),
-            slow_seconds=float(cfg.get("ws_slow_client_seconds", 5.0)),
-            poll_seconds=float(cfg.get("ws_poll_seconds", 1.0)),
+            queue_size=settings.ws_queue_size,
+            slow_seconds=settings.ws_slow_client_seconds,
+            poll_seconds=settings.ws_poll_seconds,
         )
-        self.max_wait = float(cfg.get("max_wait_seconds", 60.0))
-        max_body_bytes = int(cfg.get("max_body_bytes", 1 << 20))
-        max_json_depth = int(cfg.get("max_json_depth", MAX_JSON_DEPTH))
-        exporter = str(runtime.settings.get("telemetry.exporter", "none"))
-        self.app = build_app(
-            self, max_body_bytes=max_body_bytes, max_json_depth=max_json_depth, telemetry=exporter != "none"
-        )
-        self.host = str(cfg.get("host", "127.0.0.1"))
-        sock = _bind(self.host, int(cfg.get("port", 8080)))
+        self.max_wait = settings.max_wait_seconds
+        telemetry = runtime.settings.section("telemetry")["exporter"] != "none"
+        self.app = build_app(self, settings, telemetry=telemetry)
+        self.host = settings.host
+        sock = _bind(self.host, settings.port)
         self.port = int(sock.getsockname()[1])
         config = uvicorn.Config(
-            build_asgi(self, self.app, max_body_bytes=max_body_bytes, max_json_depth=max_json_depth),
+            build_asgi(self, self.app, settings),
             loop="none",
             lifespan="off",
-            log_level=str(cfg.get("log_level", "warning")),
-            access_log=bool(cfg.get("access_log", False)),
+            log_level=settings.log_level,
+            access_log=settings.access_log,
             timeout_graceful_shutdown=3,
             ws_max_size=1 << 20,
         )
@@ -119,7 +132,7 @@ class GatewayService(Service):
         if self._serving is not None:
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(asyncio.shield(self._serving), 5.0)
-        if hasattr(self, "live"):
+        if hasattr(self, "live"):  # a start that failed earlier has none
             await self.live.close()
 
 

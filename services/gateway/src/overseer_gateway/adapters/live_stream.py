@@ -40,6 +40,7 @@ from nats.js import JetStreamContext
 from overseer_events import catalogue  # noqa: F401 - registers every event type
 from overseer_events.envelope import registered_types
 from overseer_events.subjects import SERVICES, Subjects, type_of_subject
+from overseer_gateway.application.ports import SlowClient
 from overseer_gateway.domain.patterns import SubjectFilter
 from overseer_runtime.stream_reader import StreamReader
 
@@ -48,10 +49,6 @@ log = logging.getLogger("overseer.gateway.live")
 
 # First tokens of every event type in the catalogue (``execution``, ``firewall``, ``co`` …).
 TYPE_HEADS = tuple(sorted({name.split(".", 1)[0] for name in registered_types()}))
-
-
-class SlowClient(Exception):
-    pass
 
 
 class LiveFeed:
@@ -134,9 +131,8 @@ class LiveFeed:
     async def frames(self) -> AsyncIterator[bytes]:
         while True:
             frame = await self.queue.get()
-            if frame is None:
-                assert self.failure is not None
-                raise self.failure
+            if frame is None:  # the sentinel :meth:`fail` queues
+                raise self.failure if self.failure is not None else ConnectionError("the live feed stopped")
             yield frame
 
     async def close(self) -> None:
@@ -151,15 +147,17 @@ class LiveFeed:
 
 
 class LiveStream:
+    """:class:`~overseer_gateway.application.ports.LiveEvents` over the events stream, with Direct Get."""
+
     def __init__(
         self,
         nc: Client,
         js: JetStreamContext,
         subjects: Subjects,
         *,
-        queue_size: int = 1024,
-        slow_seconds: float = 5.0,
-        poll_seconds: float = 1.0,
+        queue_size: int,
+        slow_seconds: float,
+        poll_seconds: float,
         batch: int = 256,
     ):
         self.nc = nc

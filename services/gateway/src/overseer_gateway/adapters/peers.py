@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from overseer_events.catalogue import Principal
 from overseer_events.subjects import SERVICES
-from overseer_gateway.domain.approvals import ApprovalCard
-from overseer_runtime.runtime import RpcError, Runtime
+from overseer_runtime.rpc import RpcError
+from overseer_runtime.runtime import Runtime
 
 
 class Peers:
+    """:class:`~overseer_gateway.application.ports.Peers` over the runtime's NATS connection."""
+
     def __init__(self, runtime: Runtime, *, timeout: float = 5.0, health_timeout: float = 1.0) -> None:
         self.runtime = runtime
         self.timeout = timeout
@@ -38,30 +39,3 @@ class Peers:
 
         states = await asyncio.gather(*(one(s) for s in SERVICES))
         return dict(zip(SERVICES, states, strict=True))
-
-
-def approval_card_from(answer: dict[str, Any], execution_id: str) -> tuple[ApprovalCard, str, str | None]:
-    """The executor's form (``approvals.get``) as an :class:`ApprovalCard`, the card's key, its session.
-
-    The form's ``status`` is ``pending`` or ``answered``; ``contract_status`` is the contract's state.
-    ``requested_by`` is ``"<kind>:<id>"``.
-    """
-    requested = answer.get("requested_by")
-    requester: Principal | None = None
-    if isinstance(requested, dict) and "id" in requested:
-        requester = Principal(kind=str(requested.get("kind", "agent")), id=str(requested["id"]))
-    elif isinstance(requested, str) and requested:
-        kind, _, ident = requested.partition(":")
-        requester = Principal(kind=kind if ident else "agent", id=ident or kind)
-    kind = str(answer.get("kind", "approval"))
-    requested_at = answer.get("requested_at")
-    card = ApprovalCard(
-        execution_id=execution_id,
-        kind=kind,
-        status=str(answer.get("contract_status") or "unknown").lower(),
-        args_hash=str(answer.get("args_hash", "")),
-        requested_by=requester,
-        decided=answer.get("status") == "answered",
-    )
-    key = f"{kind}@{requested_at}" if requested_at is not None else kind
-    return card, key, answer.get("session_id")

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from overseer_events.catalogue import HumanResponded
 from overseer_events.envelope import Envelope
+from overseer_gateway.domain.approvals import card_of
 from overseer_runtime.projection import Apply, SqlProjection
 
 
@@ -31,36 +32,33 @@ class RecordedResponses(SqlProjection):
     tables = ("gateway_responses",)
 
     def appliers(self) -> Mapping[str, Apply]:
-        return {"human.responded": self._responded}
+        return {HumanResponded.TYPE: self._responded}
 
     @staticmethod
     def _responded(conn: sqlite3.Connection, event: Envelope) -> None:
-        data = event.data
-        assert isinstance(data, HumanResponded)
-        conn.execute(
-            "INSERT OR IGNORE INTO gateway_responses VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                data.execution_id,
-                card_of(event.aggregate_id),
-                event.event_id,
-                data.response,
-                str(data.responder),
-                event.occurred_at,
-            ),
-        )
+        match event.data:
+            case HumanResponded() as data:
+                conn.execute(
+                    "INSERT OR IGNORE INTO gateway_responses VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        data.execution_id,
+                        card_of(event.aggregate_id),
+                        event.event_id,
+                        data.response,
+                        str(data.responder),
+                        event.occurred_at,
+                    ),
+                )
 
 
-def response_aggregate(execution_id: str, card: str) -> str:
-    """The aggregate of a response names the card it answers: ``response:<execution id>:<card>``."""
-    return f"response:{execution_id}:{card}"
+class SqliteResponses:
+    """:class:`~overseer_gateway.application.ports.Responses` on the writer's connection (in its transaction)."""
 
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
 
-def card_of(aggregate_id: str) -> str:
-    return aggregate_id.rpartition(":")[2]
-
-
-def already_responded(conn: sqlite3.Connection, execution_id: str, card: str) -> bool:
-    row = conn.execute(
-        "SELECT 1 FROM gateway_responses WHERE execution_id = ? AND card = ?", (execution_id, card)
-    ).fetchone()
-    return row is not None
+    def already_responded(self, execution_id: str, card: str) -> bool:
+        row = self.conn.execute(
+            "SELECT 1 FROM gateway_responses WHERE execution_id = ? AND card = ?", (execution_id, card)
+        ).fetchone()
+        return row is not None

@@ -21,9 +21,9 @@ import os
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from overseer_gateway.domain.access import Caller, Role
+from overseer_gateway.settings import PrincipalSettings
 
 TOKENS_FILE = "tokens.json"
 
@@ -52,30 +52,30 @@ def ensure_tokens_file(home: Path) -> dict[str, str]:
 
 
 class TokenRegistry:
-    """token -> :class:`Caller`."""
+    """token -> :class:`Caller` (:class:`~overseer_gateway.application.ports.Callers`)."""
 
     def __init__(self, entries: list[tuple[bytes, Caller]]) -> None:
         self._entries = entries
 
     @classmethod
     def from_sources(
-        cls, tokens: Mapping[str, str], principals: Mapping[str, Any] | None = None
+        cls, tokens: Mapping[str, str], principals: Mapping[str, PrincipalSettings] | None = None
     ) -> TokenRegistry:
+        """The role tokens of ``tokens.json`` (a key that is no role is ignored) and the named principals."""
         entries: list[tuple[bytes, Caller]] = []
         for role_name, token in tokens.items():
             if role_name in Role.__members__.values() and token:
                 entries.append((str(token).encode(), Caller(name=role_name, role=Role(role_name))))
-        for name, spec in (principals or {}).items():
-            if not isinstance(spec, Mapping) or not spec.get("token"):
-                raise ValueError(f"gateway.principals.{name}: needs a token and a role")
-            entries.append((str(spec["token"]).encode(), Caller(name=name, role=Role(str(spec.get("role"))))))
+        for name, principal in (principals or {}).items():
+            entries.append((principal.token.encode(), Caller(name=name, role=principal.role)))
         return cls(entries)
 
     @classmethod
-    def load(cls, home: Path, section: Mapping[str, Any]) -> TokenRegistry:
-        path = Path(section["tokens_file"]) if section.get("tokens_file") else tokens_path(home)
+    def load(cls, home: Path, tokens_file: str, principals: Mapping[str, PrincipalSettings]) -> TokenRegistry:
+        """``tokens_file`` (empty: ``tokens.json`` under ``home``, written when missing) and ``principals``."""
+        path = Path(tokens_file) if tokens_file else tokens_path(home)
         tokens = ensure_tokens_file(path.parent) if path.name == TOKENS_FILE else json.loads(path.read_text())
-        return cls.from_sources(tokens, section.get("principals") or {})
+        return cls.from_sources(tokens, principals)
 
     def identify(self, presented: str | None) -> Caller | None:
         if not presented:

@@ -1,8 +1,8 @@
 """The gateway's commands: each turns one validated request into one of the gateway's own events.
 
-Run inside ``runtime.execute``: the event is appended to the outbox in the same
-transaction as any check against the gateway's read models, and relayed after
-commit.
+Each runs inside one transaction (:class:`~overseer_gateway.application.ports.GatewayUnit`): the
+event is appended to the outbox in the same transaction as any check against the gateway's read
+models, and relayed after commit.
 """
 
 from __future__ import annotations
@@ -10,13 +10,34 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from overseer_events.catalogue import ExecutionProposed, HumanResponded, MessageReceived
+from overseer_events.catalogue import (
+    CoCreateCommand,
+    CoDecideSuggestionCommand,
+    CoLinkCommand,
+    CoTransitionCommand,
+    CoUpdateCommand,
+    ExecutionProposed,
+    HumanResponded,
+    MessageReceived,
+)
 from overseer_events.envelope import Envelope
 from overseer_events.ids import uuid7
-from overseer_gateway.adapters.responses import already_responded, response_aggregate
+from overseer_gateway.application.ports import GatewayUnit, Peers, Transactions
+from overseer_gateway.application.queries import OpenQuestion
 from overseer_gateway.domain.access import Caller
-from overseer_gateway.domain.approvals import ApprovalCard, Refusal, refuse_decision
-from overseer_runtime.runtime import UnitOfWork
+from overseer_gateway.domain.approvals import Refusal, refuse_decision, response_aggregate
+
+# A user's command on a Cognitive Object; the col service carries it out.
+CoCommand = (
+    CoCreateCommand | CoUpdateCommand | CoTransitionCommand | CoLinkCommand | CoDecideSuggestionCommand
+)
+# How long a CO command waits for the col's outcome (seconds); the request itself gets a little longer.
+CO_AWAIT_SECONDS = 10.0
+
+
+def actor(caller: Caller) -> str:
+    """Who the gateway's events say acted: the authenticated caller, through the gateway."""
+    return f"gateway:{caller.name}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,10 +53,10 @@ class ProposeAction:
     idempotency_key: str | None = None
 
 
-def propose_action(uow: UnitOfWork, command: ProposeAction, caller: Caller) -> Envelope:
-    """``execution.proposed`` for an external agent; the execution id is a fresh UUIDv7."""
+def propose_action(unit: GatewayUnit, command: ProposeAction, caller: Caller) -> str:
+    """``execution.proposed`` for an external agent; answers the execution id, a fresh UUIDv7."""
     execution_id = uuid7()
-    return uow.emit(
+    unit.outbox.emit(
         ExecutionProposed(
             execution_id=execution_id,
             session_id=command.session_id,
@@ -52,9 +73,10 @@ def propose_action(uow: UnitOfWork, command: ProposeAction, caller: Caller) -> E
         ),
         aggregate_id=execution_id,
         aggregate_version=1,
-        actor=f"gateway:{caller.name}",
+        actor=actor(caller),
         correlation_id=command.session_id,
     )
+    return execution_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,47 +87,74 @@ class DecideApproval:
     comment: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """A decision the gateway recorded, and the id of its ``human.responded`` event."""
+
+    response: HumanResponded
+    event_id: str
+
+
 def decide_approval(
-    uow: UnitOfWork,
-    command: DecideApproval,
-    card: ApprovalCard,
-    card_key: str,
-    session_id: str | None,
-    caller: Caller,
-) -> Envelope | Refusal:
+    unit: GatewayUnit, command: DecideApproval, question: OpenQuestion, caller: Caller
+) -> Decided | Refusal:
     """``human.responded`` with the operator principal, unless the card refuses this decision."""
     decider = caller.as_principal("operator")
     refusal = refuse_decision(
-        card,
+        question.card,
         decision=command.decision,
         args_hash=command.args_hash,
         decider=decider,
-        already_decided=already_responded(uow.conn, command.execution_id, card_key),
+        already_decided=unit.responses.already_responded(command.execution_id, question.key),
     )
     if refusal is not None:
         return refusal
-    return uow.emit(
-        HumanResponded(
-            execution_id=command.execution_id,
-            response=command.decision,
-            args_hash=command.args_hash,
-            comment=command.comment,
-            responder=decider,
-            session_id=session_id,
-        ),
-        aggregate_id=response_aggregate(command.execution_id, card_key),
-        aggregate_version=1,
-        actor=f"gateway:{caller.name}",
-        correlation_id=session_id,
+    response = HumanResponded(
+        execution_id=command.execution_id,
+        response=command.decision,
+        args_hash=command.args_hash,
+        comment=command.comment,
+        responder=decider,
+        session_id=question.session_id,
     )
+    event = unit.outbox.emit(
+        response,
+        aggregate_id=response_aggregate(command.execution_id, question.key),
+        aggregate_version=1,
+        actor=actor(caller),
+        correlation_id=question.session_id,
+    )
+    return Decided(response, event.event_id)
 
 
-def receive_message(uow: UnitOfWork, session_id: str, text: str, caller: Caller) -> Envelope:
-    return uow.emit(
+def receive_message(unit: GatewayUnit, session_id: str, text: str, caller: Caller) -> Envelope:
+    """``conversation.message_received`` from a person, for Overseer's own agent."""
+    return unit.outbox.emit(
         MessageReceived(
             session_id=session_id, text=text, channel="rest", principal=caller.as_principal("user")
         ),
         aggregate_id=f"session:{session_id}",
-        actor=f"gateway:{caller.name}",
+        actor=actor(caller),
         correlation_id=session_id,
     )
+
+
+def send_co_command(unit: GatewayUnit, command: CoCommand, caller: Caller) -> Envelope:
+    """A ``co.command.*`` event: only the gateway may publish one, and the col applies it once."""
+    return unit.outbox.emit(
+        command,
+        aggregate_id=f"co-command:{command.command_id}",
+        aggregate_version=1,
+        actor=actor(caller),
+    )
+
+
+async def run_co_command(
+    transactions: Transactions, peers: Peers, command: CoCommand, caller: Caller
+) -> dict[str, Any]:
+    """Emit the command, then wait for the col's committed outcome: the CO as it now is (and the
+    suggestion it decided); a refusal (404, 409 with ``legal_triggers``, 422) raises ``RpcError``."""
+    await transactions.execute(lambda unit: send_co_command(unit, command, caller))
+    payload = {"command_id": command.command_id, "timeout": CO_AWAIT_SECONDS}
+    answer = await peers.ask("col", "command.await", payload, timeout=CO_AWAIT_SECONDS + 2.0)
+    return dict(answer)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from overseer_gateway.adapters.peers import Peers
-from overseer_runtime.runtime import RpcError
+from overseer_events.catalogue import Principal
+from overseer_gateway.application.ports import Peers
+from overseer_gateway.domain.approvals import ApprovalCard
+from overseer_runtime.rpc import RpcError
 
 
 async def consequence_when_settled(
@@ -29,3 +32,49 @@ async def consequence_when_settled(
             raise
         return None
     return view
+
+
+@dataclass(frozen=True, slots=True)
+class OpenQuestion:
+    """An execution's approval card as the executor shows it, the card's key, and its session."""
+
+    card: ApprovalCard
+    key: str
+    session_id: str | None
+
+
+async def open_question(peers: Peers, execution_id: str) -> OpenQuestion | None:
+    """The executor's open question on ``execution_id`` (``approvals.get``); None when it answers none.
+
+    Its refusals (404 for an execution it does not know) raise :class:`RpcError`."""
+    answer = await peers.ask("executor", "approvals.get", {"execution_id": execution_id})
+    if not isinstance(answer, dict):
+        return None
+    return question_from(answer, execution_id)
+
+
+def question_from(answer: dict[str, Any], execution_id: str) -> OpenQuestion:
+    """The executor's form (``approvals.get``) as an :class:`OpenQuestion`.
+
+    The form's ``status`` is ``pending`` or ``answered``; ``contract_status`` is the contract's state.
+    ``requested_by`` is ``"<kind>:<id>"`` (or a principal object).
+    """
+    requested = answer.get("requested_by")
+    requester: Principal | None = None
+    if isinstance(requested, dict) and "id" in requested:
+        requester = Principal(kind=str(requested.get("kind", "agent")), id=str(requested["id"]))
+    elif isinstance(requested, str) and requested:
+        kind, _, ident = requested.partition(":")
+        requester = Principal(kind=kind if ident else "agent", id=ident or kind)
+    kind = str(answer.get("kind", "approval"))
+    requested_at = answer.get("requested_at")
+    card = ApprovalCard(
+        execution_id=execution_id,
+        kind=kind,
+        status=str(answer.get("contract_status") or "unknown").lower(),
+        args_hash=str(answer.get("args_hash", "")),
+        requested_by=requester,
+        decided=answer.get("status") == "answered",
+    )
+    key = f"{kind}@{requested_at}" if requested_at is not None else kind
+    return OpenQuestion(card, key, answer.get("session_id"))

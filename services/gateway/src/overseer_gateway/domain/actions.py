@@ -25,16 +25,12 @@ def tool_name_problem(tool: str) -> str | None:
 
 
 def session_id_problem(session_id: str) -> str | None:
-    if len(session_id) > SESSION_ID_MAX:
-        return f"a session id has at most {SESSION_ID_MAX} characters"
-    if not SESSION_ID.fullmatch(session_id):
-        return f"{session_id!r} is not a session id: letters, digits and _ . : - only"
-    return None
+    return id_problem("session id", session_id)
 
 
 # Ids an agent may name (``co_id``): as the events require (``overseer_events.catalogue.ProposalId``).
 ID = SESSION_ID
-ID_MAX = 128
+ID_MAX = SESSION_ID_MAX
 # C0 controls, DEL and C1 controls: never in an e-mail header (NUL, CR and LF least of all).
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # The header arguments of ``email.send``; the firewall (L1) and the executor check the addresses
@@ -58,14 +54,28 @@ def key_problem(value: str) -> str | None:
 
 def args_problem(tool: str | None, args: dict[str, Any]) -> str | None:
     """Why these arguments can never be run, or None: a control character in an e-mail header of
-    ``email.send``, a NUL anywhere (in a key or a value), or nested deeper than the events allow.
-    One walk, level by level (no recursion, whatever the depth)."""
+    ``email.send``, a NUL anywhere (in a key or a value), or nested deeper than the events allow."""
     if tool == "email.send":
-        for name in EMAIL_HEADERS:
-            value = args.get(name)
-            for item in value if isinstance(value, list) else [value]:
-                if isinstance(item, str) and CONTROL.search(item):
-                    return f"{name}: {item!r} contains control characters (no NUL, CR, LF… in a mail header)"
+        problem = mail_header_problem(args)
+        if problem is not None:
+            return problem
+    return nesting_problem(args)
+
+
+def mail_header_problem(args: dict[str, Any]) -> str | None:
+    """A control character in one of the header arguments of ``email.send`` (a string or a list of them)."""
+    for name in EMAIL_HEADERS:
+        value = args.get(name)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and CONTROL.search(item):
+                return f"{name}: {item!r} contains control characters (no NUL, CR, LF… in a mail header)"
+    return None
+
+
+def nesting_problem(args: dict[str, Any]) -> str | None:
+    """A NUL in any key or string value, or arrays and objects nested deeper than the events allow.
+
+    One walk, level by level (no recursion, whatever the depth)."""
     level: list[Any] = [args]
     depth = 0  # levels seen that hold an array or an object
     while level:

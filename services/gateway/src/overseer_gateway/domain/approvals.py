@@ -74,3 +74,13 @@ def refuse_decision(
             f"args_hash {args_hash!r} does not match the arguments awaiting approval ({card.args_hash!r})",
         )
     return None
+
+
+def response_aggregate(execution_id: str, card: str) -> str:
+    """The aggregate of a response names the card it answers: ``response:<execution id>:<card>``."""
+    return f"response:{execution_id}:{card}"
+
+
+def card_of(aggregate_id: str) -> str:
+    """The card a response's aggregate names (see :func:`response_aggregate`)."""
+    return aggregate_id.rpartition(":")[2]

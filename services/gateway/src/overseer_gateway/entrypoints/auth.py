@@ -8,8 +8,9 @@ from collections.abc import Awaitable, Callable
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from overseer_gateway.adapters.tokens import TokenRegistry
+from overseer_gateway.application.ports import Callers
 from overseer_gateway.domain.access import Caller, Role
+from overseer_gateway.entrypoints.context import gateway_of
 from overseer_gateway.entrypoints.problems import ProblemError
 
 bearer = HTTPBearer(auto_error=False, description="a token from OVERSEER_HOME/tokens.json")
@@ -28,9 +29,9 @@ def bearer_token(authorization: str | None) -> str | None:
     return token
 
 
-def check(tokens: TokenRegistry, token: str | None, role: Role) -> Caller:
+def check(tokens: Callers, token: str | None, role: Role) -> Caller:
     """The :class:`Caller` the token stands for, or :class:`ProblemError` 401 (no or unknown token) /
-    403 (a role that may not). Tokens are compared in constant time (:meth:`TokenRegistry.identify`)."""
+    403 (a role that may not). Tokens are compared in constant time (:class:`Callers`)."""
     if token is None:
         raise ProblemError(
             401, "a bearer token is required: Authorization: Bearer <token>", headers=CHALLENGE
@@ -53,7 +54,7 @@ def require(role: Role) -> Callable[..., Awaitable[Caller]]:
         request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer)
     ) -> Caller:
         token = credentials.credentials if credentials is not None else None
-        return check(request.app.state.gateway.tokens, token, role)
+        return check(gateway_of(request).tokens, token, role)
 
     dependency.__name__ = f"require_{role.value}"
     return dependency

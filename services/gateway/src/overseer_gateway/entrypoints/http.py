@@ -3,19 +3,18 @@ the fast path for the two hot endpoints in front of it."""
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from fastapi import FastAPI
 from starlette.types import ASGIApp
 
-from overseer_gateway.entrypoints import problems, routes_actions, routes_views, routes_ws
+from overseer_gateway.entrypoints import problems, routes_actions, routes_cos, routes_views, routes_ws
 from overseer_gateway.entrypoints.bus_guard import BusGuard
+from overseer_gateway.entrypoints.context import Gateway
 from overseer_gateway.entrypoints.docs import problem_media_types
 from overseer_gateway.entrypoints.fast_actions import FastActions
-from overseer_gateway.entrypoints.limits import MAX_JSON_DEPTH, RequestBodyGuard
-
-log = logging.getLogger("overseer.gateway.http")
+from overseer_gateway.entrypoints.limits import RequestBodyGuard
+from overseer_gateway.settings import GatewaySettings
 
 DESCRIPTION = """\
 The way people and other agents reach Overseer, a human decision firewall for AI agents.
@@ -29,23 +28,7 @@ sends `{"seq","subject","type","event"}` messages; with `since`, every matching 
 """
 
 
-def cos_router() -> Any | None:
-    """The Cognitive Object routes, written by the COL service's authors; absent until they land."""
-    try:
-        from overseer_gateway.entrypoints.cos_routes import router
-    except ImportError as exc:
-        log.warning("COL routes not available: %s", exc)
-        return None
-    return router
-
-
-def build_app(
-    gateway: Any,
-    *,
-    max_body_bytes: int = 1 << 20,
-    max_json_depth: int = MAX_JSON_DEPTH,
-    telemetry: bool = False,
-) -> FastAPI:
+def build_app(gateway: Gateway, settings: GatewaySettings, *, telemetry: bool) -> FastAPI:
     """The FastAPI application. ``telemetry``: FastAPI's own OpenTelemetry hooks, for when an exporter
     is configured; without one they only cost time (three global-provider lookups, each reading
     ``os.environ``, on every request)."""
@@ -61,11 +44,9 @@ def build_app(
     problems.install(app)
     app.include_router(routes_views.router)
     app.include_router(routes_actions.router)
-    cos = cos_router()
-    if cos is not None:
-        app.include_router(cos)
+    app.include_router(routes_cos.router)
     app.include_router(routes_ws.router)
-    app.add_middleware(RequestBodyGuard, max_bytes=max_body_bytes, max_depth=max_json_depth)
+    app.add_middleware(RequestBodyGuard, max_bytes=settings.max_body_bytes, max_depth=settings.max_json_depth)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -81,11 +62,11 @@ def build_app(
     return app
 
 
-def build_asgi(
-    gateway: Any, app: FastAPI, *, max_body_bytes: int = 1 << 20, max_json_depth: int = MAX_JSON_DEPTH
-) -> ASGIApp:
+def build_asgi(gateway: Gateway, app: FastAPI, settings: GatewaySettings) -> ASGIApp:
     """What uvicorn serves: writes refused while the bus is down (:class:`BusGuard`), then
     ``POST /v1/actions`` and ``GET /v1/actions/{id}`` on a fast path, the rest (and whatever the fast
     path is not sure of) by ``app``."""
-    fast = FastActions(app, gateway, max_body_bytes=max_body_bytes, max_json_depth=max_json_depth)
-    return BusGuard(fast, lambda: bool(gateway.runtime.nc.is_connected))
+    fast = FastActions(
+        app, gateway, max_body_bytes=settings.max_body_bytes, max_json_depth=settings.max_json_depth
+    )
+    return BusGuard(fast, gateway.bus_connected)

@@ -7,8 +7,8 @@ integers that fit in 64 bits (else 422). Python's ``json`` module lets all of th
 would otherwise fail much later, when the event or the request to another service is encoded.
 
 The depth limit exists for the same reason: orjson reads up to 1,024 levels but writes only 254, and
-hashing (``args_hash``) and Python's ``json`` recurse, so a body nested a few hundred levels deep used
-to be accepted here and fail with a 500 when its event was encoded. The events themselves refuse
+hashing (``args_hash``) and Python's ``json`` recurse: without it, a body nested a few hundred levels
+deep would be accepted here and fail with a 500 when its event was encoded. The events themselves refuse
 ``args`` nested deeper than :data:`~overseer_events.canonical.MAX_DEPTH`; the gateway's limit is
 lower, and may not be set above it.
 
@@ -33,9 +33,6 @@ DRAIN_LIMIT = 64 << 20
 # A run of 19 digits may be an integer beyond 64 bits: only then is the body parsed a second time.
 _LONG_DIGITS = re.compile(rb"\d{19}")
 
-MAX_JSON_DEPTH = 32
-"""The default of ``gateway.max_json_depth``: arrays and objects in a request body (``{}`` is 1 deep,
-so ``{"args": {...}}`` leaves ``args`` 31 levels)."""
 # A JSON string (valid JSON: no raw control characters, every backslash escapes something).
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _OPENERS_CLOSERS = bytes.maketrans(b"[]{}", b"()()")
@@ -75,7 +72,9 @@ def json_deeper_than(body: bytes, limit: int) -> bool:
 class BodyLimit:
     """The body-size limit and the strict-JSON rules, for whoever reads a request body."""
 
-    def __init__(self, max_bytes: int, max_depth: int = MAX_JSON_DEPTH) -> None:
+    def __init__(self, max_bytes: int, max_depth: int) -> None:
+        """``max_depth``: arrays and objects in a request body (``{}`` is 1 deep, so ``{"args": {...}}``
+        leaves ``args`` one level less)."""
         if not 1 <= max_depth <= MAX_DEPTH:
             raise ValueError(f"gateway.max_json_depth must be between 1 and {MAX_DEPTH}, not {max_depth}")
         self.max_bytes = max_bytes
@@ -167,7 +166,7 @@ class BodyLimit:
 class RequestBodyGuard:
     """Applies :class:`BodyLimit` to POST, PUT and PATCH requests, then hands the buffered body on."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int, max_depth: int = MAX_JSON_DEPTH) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, max_depth: int) -> None:
         self.app = app
         self.limit = BodyLimit(max_bytes, max_depth)
 

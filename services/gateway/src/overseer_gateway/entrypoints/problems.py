@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from overseer_runtime.runtime import RpcError
+from overseer_runtime.rpc import RpcError
 
 log = logging.getLogger("overseer.gateway.http")
 

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-import orjson
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 
 from overseer_events.views import ExecutionConsequenceView
-from overseer_gateway.adapters.peers import approval_card_from
 from overseer_gateway.application.commands import (
     DecideApproval,
     ProposeAction,
     decide_approval,
     propose_action,
 )
-from overseer_gateway.application.queries import consequence_when_settled
+from overseer_gateway.application.queries import consequence_when_settled, open_question
 from overseer_gateway.domain.access import Caller, Role
 from overseer_gateway.domain.actions import ID, ID_MAX
 from overseer_gateway.domain.approvals import Refusal
+from overseer_gateway.entrypoints.answers import json_response
 from overseer_gateway.entrypoints.auth import require
+from overseer_gateway.entrypoints.context import Gateway, gateway_of
 from overseer_gateway.entrypoints.docs import READ, READ_ONE, WRITE, problems
 from overseer_gateway.entrypoints.problems import ProblemError
 from overseer_gateway.entrypoints.schemas import (
@@ -47,28 +47,14 @@ ExecutionId = Annotated[
 ]
 
 
-def json_response(body: Any, status: int = 200) -> Response:
-    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
-
-
 # The work of the two hot endpoints, shared with their fast path (fast_actions.py).
-async def accept_action(gateway: Any, body: ActionRequest, caller: Caller) -> dict[str, str]:
-    command = ProposeAction(
-        session_id=body.session_id,
-        tool=body.tool,
-        args=body.args,
-        irreversible=body.irreversible,
-        confidence=body.confidence,
-        co_id=body.co_id,
-        summary=body.summary,
-        timeout_seconds=body.timeout_seconds,
-        idempotency_key=body.idempotency_key,
-    )
-    event = await gateway.runtime.execute(lambda uow: propose_action(uow, command, caller))
-    return {"execution_id": event.data.execution_id}
+async def accept_action(gateway: Gateway, body: ActionRequest, caller: Caller) -> dict[str, str]:
+    command = ProposeAction(**dict(body))
+    execution_id = await gateway.execute(lambda unit: propose_action(unit, command, caller))
+    return {"execution_id": execution_id}
 
 
-async def settled_view(gateway: Any, execution_id: str, wait: float, until: str) -> dict[str, Any]:
+async def settled_view(gateway: Gateway, execution_id: str, wait: float, until: str) -> dict[str, Any]:
     view = await consequence_when_settled(
         gateway.peers,
         execution_id,
@@ -93,7 +79,7 @@ async def propose(
 ) -> Response:
     """Publishes ``execution.proposed`` with the agent principal as proposer. The firewall decides:
     an unknown tool is held for a person (CONFIRM), never run blindly."""
-    return json_response(await accept_action(request.app.state.gateway, body, caller), 202)
+    return json_response(await accept_action(gateway_of(request), body, caller), 202)
 
 
 @router.get(
@@ -114,7 +100,7 @@ async def consequence(
     ),
     _: Caller = Depends(require(Role.VIEWER)),
 ) -> Response:
-    return json_response(await settled_view(request.app.state.gateway, execution_id, wait, until))
+    return json_response(await settled_view(gateway_of(request), execution_id, wait, until))
 
 
 @router.get(
@@ -129,7 +115,7 @@ async def approvals(
     status: str = Query("pending", pattern="^pending$", description="only `pending` is kept open"),
     _: Caller = Depends(require(Role.OPERATOR)),
 ) -> Response:
-    items = await request.app.state.gateway.peers.ask("executor", "approvals.pending", {})
+    items = await gateway_of(request).peers.ask("executor", "approvals.pending", {})
     return json_response(items)
 
 
@@ -149,18 +135,15 @@ async def decide(
     """409 when the execution is not WAITING, was already decided, or `args_hash` differs; 403 when the
     deciding principal is the one who requested the execution. Recorded as `human.responded`; the
     firewall's HumanGate checks it again and is the authority."""
-    gateway = request.app.state.gateway
-    answer = await gateway.peers.ask("executor", "approvals.get", {"execution_id": execution_id})
-    if not isinstance(answer, dict):
+    gateway = gateway_of(request)
+    question = await open_question(gateway.peers, execution_id)
+    if question is None:
         raise ProblemError(404, f"execution {execution_id!r} has no open question")
-    card, key, session_id = approval_card_from(answer, execution_id)
     command = DecideApproval(execution_id, body.decision, body.args_hash, body.comment or body.reason)
-    outcome = await gateway.runtime.execute(
-        lambda uow: decide_approval(uow, command, card, key, session_id, caller)
-    )
+    outcome = await gateway.execute(lambda unit: decide_approval(unit, command, question, caller))
     if isinstance(outcome, Refusal):
         raise ProblemError(outcome.status, outcome.detail, outcome.title)
-    responded = outcome.data
+    responded = outcome.response
     return json_response(
         {
             "execution_id": execution_id,

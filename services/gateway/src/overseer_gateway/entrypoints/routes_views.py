@@ -11,10 +11,11 @@ from overseer_events.views import ExecutionSnapshot, ExecutionTimeline, StateMac
 from overseer_gateway.application.commands import receive_message
 from overseer_gateway.domain.access import Caller, Role
 from overseer_gateway.domain.actions import session_id_problem
+from overseer_gateway.entrypoints.answers import json_response, passed_on
 from overseer_gateway.entrypoints.auth import require
+from overseer_gateway.entrypoints.context import gateway_of
 from overseer_gateway.entrypoints.docs import READ, READ_ONE, WRITE, problems
 from overseer_gateway.entrypoints.problems import ProblemError
-from overseer_gateway.entrypoints.routes_actions import json_response
 from overseer_gateway.entrypoints.schemas import (
     AuditRecord,
     AuditVerification,
@@ -40,14 +41,14 @@ HEALTH_ORDER = ("gateway", "reasoning", "executor", "col", "firewall", "observer
     summary="Every service's state; 503 when any is not ok",
 )
 async def healthz(request: Request) -> Response:
-    states = await request.app.state.gateway.peers.health()
+    states = await gateway_of(request).peers.health()
     services = {name: states.get(name, "down") for name in HEALTH_ORDER}
     ok = all(state == "ok" for state in services.values())
     return json_response({"status": "ok" if ok else "degraded", "services": services}, 200 if ok else 503)
 
 
 async def ask(request: Request, service: str, method: str, payload: dict[str, Any] | None = None) -> Response:
-    return json_response(await request.app.state.gateway.peers.ask(service, method, payload or {}))
+    return await passed_on(gateway_of(request).peers, service, method, payload)
 
 
 # ------------------------------------------------------------ observation --
@@ -190,8 +191,9 @@ async def message(
     problem = session_id_problem(session_id)
     if problem:
         raise ProblemError(422, problem)
-    gateway = request.app.state.gateway
-    event = await gateway.runtime.execute(lambda uow: receive_message(uow, session_id, body.text, caller))
+    event = await gateway_of(request).execute(
+        lambda unit: receive_message(unit, session_id, body.text, caller)
+    )
     return json_response({"session_id": session_id, "event_id": event.event_id}, 202)
 
 

@@ -12,14 +12,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass
 
 from fastapi import APIRouter, WebSocket
+from starlette.datastructures import QueryParams
 from starlette.websockets import WebSocketDisconnect
 
-from overseer_gateway.adapters.live_stream import LiveFeed, SlowClient
+from overseer_gateway.application.ports import Callers, LiveFeed, SlowClient
 from overseer_gateway.domain.access import Role
 from overseer_gateway.domain.patterns import InvalidPattern, SubjectFilter
-from overseer_gateway.entrypoints.problems import problem
+from overseer_gateway.entrypoints.context import gateway_of
+from overseer_gateway.entrypoints.problems import ProblemError, problem
 
 log = logging.getLogger("overseer.gateway.ws")
 
@@ -28,6 +31,15 @@ router = APIRouter()
 TRY_AGAIN_LATER = 1013
 POLICY_VIOLATION = 1008
 CLOSE_GRACE_SECONDS = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRequest:
+    """What a client asks to read: which subjects, which session (None: all), from which sequence on."""
+
+    subject_filter: SubjectFilter
+    session: str | None
+    since: int | None
 
 
 async def deny(websocket: WebSocket, status: int, detail: str) -> None:
@@ -46,41 +58,58 @@ def _token(websocket: WebSocket) -> str | None:
     return websocket.query_params.get("token")
 
 
-@router.websocket("/v1/ws")
-async def live(websocket: WebSocket) -> None:
-    gateway = websocket.app.state.gateway
-    caller = gateway.tokens.identify(_token(websocket))
+def stream_request(tokens: Callers, websocket: WebSocket) -> StreamRequest:
+    """The handshake read: a viewer's token, then the query; a :class:`ProblemError` says why not."""
+    caller = tokens.identify(_token(websocket))
     if caller is None:
-        await deny(websocket, 401, "a viewer token is required: Authorization: Bearer <token> or ?token=")
-        return
-    if not caller.may(Role.VIEWER):  # every role includes viewer today; kept for clarity
-        await deny(websocket, 403, "this stream needs the viewer role")
-        return
+        raise ProblemError(401, "a viewer token is required: Authorization: Bearer <token> or ?token=")
+    if not caller.may(Role.VIEWER):  # every role includes viewer; the check names what the stream needs
+        raise ProblemError(403, "this stream needs the viewer role")
     params = websocket.query_params
     try:
         subject_filter = SubjectFilter.parse(params.get("subjects"))
     except InvalidPattern as exc:
-        await deny(websocket, 422, f"subjects: {exc}")
-        return
-    since: int | None = None
-    if params.get("since") not in (None, ""):
-        try:
-            since = int(params["since"])
-        except ValueError:
-            since = -1
-        if since < 0:
-            await deny(websocket, 422, "since: a stream sequence number (an integer >= 0)")
-            return
-    session = params.get("session") or None
+        raise ProblemError(422, f"subjects: {exc}") from None
+    return StreamRequest(subject_filter, params.get("session") or None, _since(params))
 
+
+def _since(params: QueryParams) -> int | None:
+    if params.get("since") in (None, ""):
+        return None
     try:
-        feed = await gateway.live.open(subject_filter, session, since)
+        since = int(params["since"])
+    except ValueError:
+        since = -1
+    if since < 0:
+        raise ProblemError(422, "since: a stream sequence number (an integer >= 0)")
+    return since
+
+
+@router.websocket("/v1/ws")
+async def live(websocket: WebSocket) -> None:
+    gateway = gateway_of(websocket)
+    try:
+        asked = stream_request(gateway.tokens, websocket)
+    except ProblemError as exc:
+        await deny(websocket, exc.status, exc.detail)
+        return
+    try:
+        feed = await gateway.live.open(asked.subject_filter, asked.session, asked.since)
     except Exception as exc:
         log.warning("cannot open the live stream: %r", exc)
         await deny(websocket, 503, f"the event stream is not available: {type(exc).__name__}")
         return
     await websocket.accept()
     gateway.sockets.add(websocket)
+    try:
+        await _stream(websocket, feed)
+    finally:
+        gateway.sockets.discard(websocket)
+        await feed.close()
+
+
+async def _stream(websocket: WebSocket, feed: LiveFeed) -> None:
+    """Send the feed's frames until the client leaves or falls behind (closed with 1013 and the reason)."""
     sender = asyncio.create_task(_send(websocket, feed))
     listener = asyncio.create_task(_listen(websocket))
     try:
@@ -96,13 +125,11 @@ async def live(websocket: WebSocket) -> None:
                     websocket.close(code=TRY_AGAIN_LATER, reason=reason), CLOSE_GRACE_SECONDS
                 )
     finally:
-        gateway.sockets.discard(websocket)
         for task in (sender, listener):
             task.cancel()
         for task in (sender, listener):
             with contextlib.suppress(BaseException):
                 await task
-        await feed.close()
 
 
 async def _send(websocket: WebSocket, feed: LiveFeed) -> None:

@@ -9,9 +9,20 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from overseer_events.canonical import MAX_DEPTH
+from overseer_events.co_fields import (
+    DESCRIPTION_MAX_CHARS,
+    ID_MAX_CHARS,
+    MAX_EXTERNAL_REFERENCES,
+    MAX_RELATED_COS,
+    REASON_MAX_CHARS,
+    TAG_MAX_CHARS,
+    TITLE_MAX_CHARS,
+    CoRelation,
+    ExternalReference,
+)
 from overseer_gateway.domain.actions import (
     ID,
     SESSION_ID,
@@ -333,3 +344,174 @@ class MessageRequest(Strict):
 class MessageAccepted(Answer):
     session_id: str
     event_id: str
+
+
+# ------------------------------------------------------- cognitive objects --
+# The col service's routes (routes_cos.py). Their bodies are checked with the col's own limits, so most
+# bad input is refused before any event exists; unlike the bodies above, they coerce types as
+# pydantic does by default.
+CoStatus = Literal["emerging", "active", "waiting", "blocked", "stable", "archived"]
+
+
+class CoBody(BaseModel):
+    """A request body about Cognitive Objects: unknown fields are refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def _not_blank(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+class CoCreateRequest(CoBody):
+    """Seed 000's user-given fields; the CO starts EMERGING, ``created_by`` is the caller's role."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "title": "准备下周的技术分享",
+                    "description": "主题确定为 LangGraph",
+                    "semantic_type": "project",
+                    "domain_tag": "work",
+                    "intent_category": "track",
+                    "external_references": [
+                        {"type": "url", "value": "https://example.com/slides", "label": "slides"}
+                    ],
+                }
+            ]
+        },
+    )
+
+    title: str = Field(min_length=1, max_length=TITLE_MAX_CHARS)
+    description: str = Field(default="", max_length=DESCRIPTION_MAX_CHARS)
+    semantic_type: str | None = Field(
+        default=None, max_length=TAG_MAX_CHARS, examples=["task", "project", "habit"]
+    )
+    domain_tag: str | None = Field(
+        default=None, max_length=TAG_MAX_CHARS, examples=["work", "personal", "health"]
+    )
+    intent_category: str | None = Field(default=None, max_length=TAG_MAX_CHARS, examples=["track", "remind"])
+    external_references: list[ExternalReference] = Field(
+        default_factory=list, max_length=MAX_EXTERNAL_REFERENCES
+    )
+    related_co_ids: list[CoRelation] = Field(default_factory=list, max_length=MAX_RELATED_COS)
+    conversation_id: str | None = Field(
+        default=None, max_length=ID_MAX_CHARS, description="the session it came from"
+    )
+
+    _title = field_validator("title")(_not_blank)
+
+
+class CoPatchRequest(CoBody):
+    """Metadata to change; give only what changes (``null`` clears an optional field)."""
+
+    title: str | None = Field(default=None, min_length=1, max_length=TITLE_MAX_CHARS)
+    description: str | None = Field(default=None, max_length=DESCRIPTION_MAX_CHARS)
+    semantic_type: str | None = Field(default=None, max_length=TAG_MAX_CHARS)
+    domain_tag: str | None = Field(default=None, max_length=TAG_MAX_CHARS)
+    intent_category: str | None = Field(default=None, max_length=TAG_MAX_CHARS)
+    external_references: list[ExternalReference] | None = Field(
+        default=None, max_length=MAX_EXTERNAL_REFERENCES
+    )
+    related_co_ids: list[CoRelation] | None = Field(default=None, max_length=MAX_RELATED_COS)
+
+    _title = field_validator("title")(_not_blank)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _status_moves_by_transition(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "status" in data:
+            raise ValueError("status changes only through POST /v1/cos/{co_id}/transitions")
+        return data
+
+    def changes(self) -> dict[str, Any]:
+        dumped = self.model_dump(mode="json")
+        return {key: dumped[key] for key in self.model_fields_set}
+
+
+class TransitionRequest(CoBody):
+    trigger: str = Field(
+        min_length=1, max_length=64, examples=["clarify"], description="one of the CO machine's triggers"
+    )
+    reason: str | None = Field(default=None, max_length=REASON_MAX_CHARS)
+
+
+class LinkRequest(CoBody):
+    execution_id: str | None = Field(default=None, min_length=1, max_length=ID_MAX_CHARS)
+    memory_id: str | None = Field(default=None, min_length=1, max_length=ID_MAX_CHARS)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> LinkRequest:
+        if (self.execution_id is None) == (self.memory_id is None):
+            raise ValueError("give exactly one of execution_id or memory_id")
+        return self
+
+
+class SuggestionDecisionRequest(CoBody):
+    decision: Literal["confirm", "dismiss"]
+
+
+# Answers: documented; the col may add fields.
+class TransitionRecord(Answer):
+    # Two models are called TransitionRecord (the other is the observer's); this one's OpenAPI component
+    # is named after the module that serves the col's routes since they were published.
+    __module__ = "overseer_gateway.entrypoints.cos_routes"
+
+    from_: str = Field(alias="from")
+    to: str
+    trigger: str
+    timestamp: float
+    actor: str
+    reason: str | None = None
+
+
+class ExecutionReport(Answer):
+    execution_id: str
+    outcome: Literal["completed", "failed", "rejected", "cancelled"]
+    reported_at: float
+
+
+class CognitiveObjectView(Answer):
+    """Seed 000 §2.2, every field; one CO also carries its ``execution_reports``."""
+
+    co_id: str
+    title: str
+    description: str
+    semantic_type: str | None
+    domain_tag: str | None
+    intent_category: str | None
+    status: CoStatus
+    transitions: list[TransitionRecord]
+    linked_execution_ids: list[str]
+    linked_memory_ids: list[str]
+    external_references: list[dict[str, str]]
+    related_co_ids: list[dict[str, str]]
+    created_at: float
+    updated_at: float
+    created_by: str
+    conversation_id: str | None
+    creation_context: str | None
+    execution_reports: list[ExecutionReport] | None = None
+
+
+class SuggestionView(Answer):
+    suggestion_id: str
+    kind: Literal["create", "transition"]
+    co_id: str | None
+    trigger: str | None
+    fields: dict[str, Any]
+    reason: str | None
+    session_id: str | None
+    status: Literal["pending", "confirmed", "dismissed"]
+    suggested_at: float
+    decided_at: float | None
+    result_co_id: str | None
+
+
+class SuggestionDecided(Answer):
+    suggestion: SuggestionView
+    co: CognitiveObjectView | None = Field(description="the CO the confirmation created or moved")

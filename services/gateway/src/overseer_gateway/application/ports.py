@@ -1,0 +1,114 @@
+"""What the gateway needs from the outside, as Protocols; ``bootstrap.py`` builds the adapters behind them.
+
+Per transaction (a :class:`GatewayUnit`, built by ``bootstrap.unit_for``): the
+:class:`Outbox` the gateway's own events are appended to, and the
+:class:`Responses` it has accepted, read in that same transaction. For the
+whole service: the other services (:class:`Peers`), the callers the bearer
+tokens stand for (:class:`Callers`), and the live event stream
+(:class:`LiveEvents`). ``tests/fakes/gateway.py`` implements each one in
+memory; ``tests/contracts/test_gateway_*.py`` hold fake and adapter to the
+same contract.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from overseer_events.envelope import Envelope, EventData
+from overseer_gateway.domain.access import Caller
+from overseer_gateway.domain.patterns import SubjectFilter
+
+T = TypeVar("T")
+
+
+class Outbox(Protocol):
+    """Appends one of the gateway's own events inside the current transaction; it is published after the
+    commit, and the gateway's read models reflect it at once. An event type the gateway does not own is
+    refused (:class:`overseer_events.subjects.NotOwner`)."""
+
+    def emit(
+        self,
+        data: EventData,
+        *,
+        aggregate_id: str,
+        actor: str,
+        aggregate_version: int | None = None,
+        correlation_id: str | None = None,
+    ) -> Envelope: ...
+
+
+class Responses(Protocol):
+    """The decisions the gateway accepted, one per approval card (its ``human.responded`` events).
+
+    A point read on the writer's connection, in the transaction that may emit the next decision: two
+    concurrent decisions on one card cannot both pass."""
+
+    def already_responded(self, execution_id: str, card: str) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayUnit:
+    """What a command works with inside one transaction."""
+
+    outbox: Outbox
+    responses: Responses
+
+
+class Transactions(Protocol):
+    """Runs a command in one transaction of the gateway's store, with that transaction's ports."""
+
+    async def execute(self, command: Callable[[GatewayUnit], T]) -> T: ...
+
+
+class Peers(Protocol):
+    """The other services, asked over request/reply (there is no shared database)."""
+
+    async def ask(
+        self,
+        service: str,
+        method: str,
+        payload: dict[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """``service``'s answer to ``method``; its refusal, or no answer in time, raises
+        :class:`overseer_runtime.rpc.RpcError` with the status a client should see (503/504 when it
+        did not answer). ``timeout``: seconds, else the configured ``rpc_timeout_seconds``."""
+        ...
+
+    async def health(self) -> dict[str, str]:
+        """Every service's one-word state: ``ok``, ``starting``, ``degraded`` (its store refuses writes)
+        or ``down`` (no answer)."""
+        ...
+
+
+class Callers(Protocol):
+    """Who a bearer token stands for; compared in constant time, so timing reveals nothing."""
+
+    def identify(self, presented: str | None) -> Caller | None: ...
+
+
+class SlowClient(Exception):
+    """A live feed's client left its buffer full for too long: the feed stops with this reason."""
+
+
+class LiveFeed(Protocol):
+    """One client's view of the event stream."""
+
+    def frames(self) -> AsyncIterator[bytes]:
+        """``{"seq","subject","type","event"}`` as JSON bytes, in stream order, forever; raises
+        :class:`SlowClient` when the client does not keep up, or what stopped the stream's reader."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class LiveEvents(Protocol):
+    """The events stream, read from any position, then followed live."""
+
+    async def open(self, subject_filter: SubjectFilter, session: str | None, since: int | None) -> LiveFeed:
+        """A feed of the events matching ``subject_filter`` (and correlated with ``session`` when given):
+        every one after sequence ``since`` first (when given), then each new one. Raises when the stream
+        cannot be read."""
+        ...

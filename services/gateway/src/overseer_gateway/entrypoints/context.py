@@ -1,0 +1,44 @@
+"""What the routes use of the running gateway; ``bootstrap.GatewayService`` is the one that provides it."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from starlette.requests import HTTPConnection
+from starlette.websockets import WebSocket
+
+from overseer_gateway.application.ports import Callers, LiveEvents, Peers, Transactions
+
+
+class Gateway(Transactions, Protocol):
+    """The gateway as its routes see it: who is calling, the other services, the live stream, and a
+    transaction to emit its own events in (:meth:`~overseer_gateway.application.ports.Transactions.execute`)."""
+
+    @property
+    def tokens(self) -> Callers: ...
+
+    @property
+    def peers(self) -> Peers: ...
+
+    @property
+    def live(self) -> LiveEvents: ...
+
+    @property
+    def sockets(self) -> set[WebSocket]:
+        """The open WebSocket connections, closed when the gateway stops."""
+        ...
+
+    @property
+    def max_wait(self) -> float:
+        """The longest ``?wait=`` the gateway honours (``max_wait_seconds``)."""
+        ...
+
+    def bus_connected(self) -> bool:
+        """Whether the event bus (NATS) is reachable: writes are refused while it is not."""
+        ...
+
+
+def gateway_of(connection: HTTPConnection) -> Gateway:
+    """The gateway serving this request or WebSocket (``build_app`` puts it on the application's state)."""
+    gateway: Gateway = connection.app.state.gateway
+    return gateway
