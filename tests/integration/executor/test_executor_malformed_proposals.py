@@ -23,7 +23,7 @@ from nats.aio.msg import Msg
 from overseer_events.catalogue import ExecutionProposed
 from overseer_events.envelope import new_event
 from overseer_events.ids import uuid7
-from overseer_executor.adapters.contracts_sql import ContractRepository
+from overseer_executor.adapters.contracts_sql import SqliteContractRepository
 from overseer_executor.adapters.smtp_sink import SmtpSink
 from overseer_executor.adapters.tools.email import EmailTool
 from overseer_executor.bootstrap import ExecutorService
@@ -50,7 +50,7 @@ async def consumers(stack: Stack, sink: SmtpSink) -> AsyncIterator[RunningServic
 
 
 def status(rt: Runtime, execution_id: str) -> str | None:
-    contract = ContractRepository(rt.store.conn).get(execution_id)
+    contract = SqliteContractRepository(rt.store.conn).get(execution_id)
     return None if contract is None else contract.status.value
 
 
@@ -185,7 +185,7 @@ async def test_a_recipient_with_a_nul_or_a_line_break_is_denied_by_the_firewall_
         await stack.publish_as("gateway", proposed(execution_id, "email.send", args))
         executor = services.runtimes["executor"]
         await eventually(lambda: status(executor, execution_id) == "rejected", timeout=20)
-        contract = ContractRepository(executor.store.conn).get(execution_id)
+        contract = SqliteContractRepository(executor.store.conn).get(execution_id)
         assert contract is not None
         assert "invalid arguments for email.send" in (contract.error_message or "")
     assert sink.messages() == []
@@ -217,7 +217,7 @@ async def test_the_executor_refuses_a_control_character_in_a_mail_header_even_wh
         await stack.publish_as("gateway", proposed(execution_id, "email.send", args))
         await stack.publish_as("firewall", verdict(execution_id, "allow", args, tool="email.send"))
         await eventually(lambda: status(executor, execution_id) == "failed", timeout=20)
-        contract = ContractRepository(executor.store.conn).get(execution_id)
+        contract = SqliteContractRepository(executor.store.conn).get(execution_id)
         assert contract is not None
         assert f"invalid arguments for email.send: data.{field}" in (contract.error_message or "")
     assert sink.messages() == []

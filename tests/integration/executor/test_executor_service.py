@@ -15,7 +15,7 @@ from executor_support import INVITE, RunExecutor, child_pids, decided, proposed,
 
 from overseer_events.catalogue import ContractCreated, EcsRequested, ExecutionTransitioned
 from overseer_events.envelope import Envelope, decode
-from overseer_executor.adapters.contracts_sql import ContractRepository
+from overseer_executor.adapters.contracts_sql import SqliteContractRepository
 from overseer_executor.adapters.smtp_sink import SmtpSink
 from overseer_executor.bootstrap import ExecutorService
 from overseer_executor.domain.idempotency import args_hash
@@ -24,8 +24,16 @@ from overseer_runtime.testing import Stack, eventually, received_from
 
 
 def status(rt: Runtime, execution_id: str) -> str | None:
-    contract = ContractRepository(rt.store.conn).get(execution_id)
+    contract = SqliteContractRepository(rt.store.conn).get(execution_id)
     return None if contract is None else contract.status.value
+
+
+def refused_decisions(rt: Runtime, execution_id: str) -> list[str]:
+    """The reasons recorded for the refused decisions on ``execution_id`` (its read model, directly)."""
+    rows = rt.store.conn.execute(
+        "SELECT reason FROM executor_refused_decisions WHERE execution_id = ?", (execution_id,)
+    )
+    return [reason for (reason,) in rows]
 
 
 async def reaches(rt: Runtime, execution_id: str, expected: str) -> None:
@@ -126,7 +134,7 @@ async def test_seed_003_failure_path_fails_then_retries_then_refuses_a_duplicate
         await stack.publish_as("reasoning", proposed("exec-001"))
         await stack.publish_as("firewall", verdict("exec-001", "allow", level="APPROVE"))
         await reaches(rt, "exec-001", "failed")
-        failed = ContractRepository(rt.store.conn).get("exec-001")
+        failed = SqliteContractRepository(rt.store.conn).get("exec-001")
         assert "Connection refused" in failed.error_message
         assert sink.messages() == []
 
@@ -141,7 +149,7 @@ async def test_seed_003_failure_path_fails_then_retries_then_refuses_a_duplicate
             await reaches(rt, "exec-004", "rejected")
         finally:
             await revived.stop()
-        repo = ContractRepository(rt.store.conn)
+        repo = SqliteContractRepository(rt.store.conn)
         assert repo.get("exec-003").idempotency_key == repo.get("exec-001").idempotency_key
         assert "duplicate" in repo.get("exec-004").error_message
         assert transitions(rt, "exec-004") == [
@@ -158,7 +166,7 @@ async def test_an_auto_fs_list_runs_at_once_and_completes(stack: Stack, run_exec
         await stack.publish_as("gateway", proposed("e-ls", "fs.list", {"path": "."}))
         await stack.publish_as("firewall", verdict("e-ls", "allow", {"path": "."}, tool="fs.list"))
         await reaches(rt, "e-ls", "completed")
-        contract = ContractRepository(rt.store.conn).get("e-ls")
+        contract = SqliteContractRepository(rt.store.conn).get("e-ls")
         assert orjson.loads(contract.result) == [{"name": "a.txt", "type": "file", "size": 1}]
         view = await stack.rpc("executor", "contract.get", {"execution_id": "e-ls"})
         assert [t["trigger"] for t in view["transitions"]] == ["start", "succeed"]
@@ -185,7 +193,7 @@ async def test_a_denied_proposal_is_rejected_with_the_firewalls_reasons(
             verdict("e-deny", "deny", {"command": "rm -rf /"}, tool="shell.run", reasons=["L3: forbidden"]),
         )
         await reaches(rt, "e-deny", "rejected")
-        assert ContractRepository(rt.store.conn).get("e-deny").error_message == "L3: forbidden"
+        assert SqliteContractRepository(rt.store.conn).get("e-deny").error_message == "L3: forbidden"
 
 
 async def test_a_held_call_waits_with_an_approval_form_and_runs_once_approved(
@@ -232,13 +240,13 @@ async def test_decisions_with_a_wrong_hash_for_a_contract_not_waiting_or_given_t
         await reaches(rt, "e-a", "waiting")
 
         await stack.publish_as("firewall", decided("e-a", "approve", hash_="f" * 64))
-        await eventually(lambda: len(ContractRepository(rt.store.conn).refused_decisions("e-a")) == 1)
+        await eventually(lambda: len(refused_decisions(rt, "e-a")) == 1)
         assert status(rt, "e-a") == "waiting"
 
         await stack.publish_as("firewall", decided("e-a", "reject"))
         await reaches(rt, "e-a", "rejected")
         await stack.publish_as("firewall", decided("e-a", "approve"))  # given twice / not waiting any more
-        await eventually(lambda: len(ContractRepository(rt.store.conn).refused_decisions("e-a")) == 2)
+        await eventually(lambda: len(refused_decisions(rt, "e-a")) == 2)
 
         refused = await stack.rpc("executor", "decisions.refused", {"execution_id": "e-a"})
         assert [r["reason"] for r in refused] == [
@@ -269,7 +277,7 @@ async def test_a_tool_past_its_time_limit_is_cancelled(stack: Stack, run_executo
         await stack.publish_as("reasoning", proposed("e-slow", "shell.run", args, timeout_seconds=0.3))
         await stack.publish_as("firewall", verdict("e-slow", "allow", args, tool="shell.run"))
         await reaches(rt, "e-slow", "cancelled")
-        contract = ContractRepository(rt.store.conn).get("e-slow")
+        contract = SqliteContractRepository(rt.store.conn).get("e-slow")
         assert "time limit of 0.3s" in contract.error_message
         assert transitions(rt, "e-slow")[-1] == ("running", "cancelled", "cancel", "tool_node")
     assert not marker.exists()
@@ -304,7 +312,7 @@ async def test_a_real_mcp_call_and_a_killed_mcp_server_restarted(
         await stack.publish_as("reasoning", proposed("e-t1", "time.get_current_time", args))
         await stack.publish_as("firewall", verdict("e-t1", "allow", args, tool="time.get_current_time"))
         await reaches(rt, "e-t1", "completed")
-        first = orjson.loads(ContractRepository(rt.store.conn).get("e-t1").result)
+        first = orjson.loads(SqliteContractRepository(rt.store.conn).get("e-t1").result)
         assert first["timezone"] == "UTC"
         assert first["datetime"].endswith("+00:00")
 
@@ -319,7 +327,7 @@ async def test_a_real_mcp_call_and_a_killed_mcp_server_restarted(
         await stack.publish_as("reasoning", proposed("e-t3", "time.get_current_time", bad))
         await stack.publish_as("firewall", verdict("e-t3", "allow", bad, tool="time.get_current_time"))
         await reaches(rt, "e-t3", "failed")
-        assert "Invalid timezone" in ContractRepository(rt.store.conn).get("e-t3").error_message
+        assert "Invalid timezone" in SqliteContractRepository(rt.store.conn).get("e-t3").error_message
 
 
 # -- rebuild ---------------------------------------------------------------------------------------

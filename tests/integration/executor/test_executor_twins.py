@@ -28,7 +28,7 @@ from executor_support import (
     verdict,
 )
 
-from overseer_executor.adapters.contracts_sql import ContractRepository
+from overseer_executor.adapters.contracts_sql import SqliteContractRepository
 from overseer_executor.adapters.smtp_sink import SmtpSink
 from overseer_executor.bootstrap import ExecutorService
 from overseer_runtime.runtime import Runtime
@@ -41,12 +41,12 @@ SESSION = "session-abc"
 
 
 def status(rt: Runtime, execution_id: str) -> str | None:
-    contract = ContractRepository(rt.store.conn).get(execution_id)
+    contract = SqliteContractRepository(rt.store.conn).get(execution_id)
     return None if contract is None else contract.status.value
 
 
 def error(rt: Runtime, execution_id: str) -> str:
-    contract = ContractRepository(rt.store.conn).get(execution_id)
+    contract = SqliteContractRepository(rt.store.conn).get(execution_id)
     assert contract is not None
     return contract.error_message or ""
 
@@ -198,7 +198,7 @@ async def test_a_twin_card_left_open_by_an_earlier_version_ends_when_approved_wh
         await reaches(rt, "e-twin", "rejected")
         assert error(rt, "e-twin") == (
             "duplicate: an identical irreversible action is in flight as e-first (running; idempotency key "
-            f"{ContractRepository(rt.store.conn).get('e-twin').idempotency_key}); propose it again if that one "
+            f"{SqliteContractRepository(rt.store.conn).get('e-twin').idempotency_key}); propose it again if that one "
             "ends without effect; approved by operator:alice but not run"
         )
         assert await stack.rpc("executor", "approvals.pending") == []

@@ -1,10 +1,17 @@
-"""Builders for the executor's pure domain tests: proposals, verdicts, decisions, contracts."""
+"""Builders for the executor's unit tests: proposals, verdicts, decisions, contracts, and their envelopes."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from overseer_events.catalogue import ExecutionProposed, HumanDecisionRecorded, Principal
+from overseer_events.catalogue import (
+    ExecutionProposed,
+    HumanDecisionRecorded,
+    Principal,
+    SessionCancelRequested,
+    VerdictIssued,
+)
+from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_executor.domain.contract import ExecutionContract, Verdict, open_contract
 from overseer_executor.domain.idempotency import args_hash
 from overseer_executor.domain.tools import ToolSpec
@@ -80,4 +87,49 @@ def human(
         args_hash=hash_ or args_hash(dict(INVITE if args is None else args)),
         decided_by=by,
         comment=comment,
+    )
+
+
+def verdict_issued(
+    execution_id: str = "exec-001",
+    decision: str = "allow",
+    args: dict[str, Any] | None = None,
+    *,
+    tool: str | None = "email.send",
+    level: str = "AUTO",
+    reasons: list[str] | None = None,
+    session_id: str = "session-abc",
+) -> VerdictIssued:
+    """The firewall's ``firewall.verdict_issued`` (``args`` default: the invite)."""
+    args = dict(INVITE if args is None else args)
+    return VerdictIssued(
+        execution_id=execution_id,
+        session_id=session_id,
+        tool=tool,
+        level=level,
+        decision=decision,
+        reasons=reasons or [],
+        args=args,
+        args_hash=args_hash(args),
+        preview={"summary": f"{tool} {args}"},
+        requested_by=AGENT,
+    )
+
+
+def session_cancel(session_id: str = "session-abc", reason: str | None = "abort") -> SessionCancelRequested:
+    return SessionCancelRequested(session_id=session_id, by=ALICE, reason=reason)
+
+
+# Who publishes what: reasoning proposes, the firewall speaks (verdicts, decisions, aborts).
+PUBLISHERS = {"execution.proposed": "reasoning"}
+
+
+def event(data: EventData, *, actor: str | None = None, session_id: str = "session-abc") -> Envelope:
+    """``data`` as it arrives from its publisher, correlated with its session."""
+    return new_event(
+        data,
+        aggregate_id=getattr(data, "execution_id", None) or f"session:{session_id}",
+        aggregate_version=1,
+        actor=actor or PUBLISHERS.get(data.TYPE, "firewall"),
+        correlation_id=session_id,
     )

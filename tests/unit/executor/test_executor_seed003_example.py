@@ -1,78 +1,67 @@
-"""Seed 003's worked example and its failure path, on the pure domain alone."""
+"""Seed 003's worked example and its failure path, through the executor's real handlers on in-memory ports."""
 
 from __future__ import annotations
 
-from executor_builders import EMAIL, human, proposal, verdict
+from executor_builders import EMAIL, INVITE, event, human, proposal, verdict_issued
 
-from overseer_events.catalogue import ExecutionTransitioned
+from overseer_events.catalogue import ContractCreated, EcsRequested, ExecutionTransitioned
 from overseer_events.machines import ExecutionStatus
-from overseer_executor.domain.claims import BLOCKING, Twin
-from overseer_executor.domain.contract import ExecutionContract, Outcome, open_contract
-from overseer_executor.domain.rules import (
-    ToolOutcome,
-    decide_human_decision,
-    decide_tool_outcome,
-    decide_verdict,
-)
+from overseer_executor.domain.idempotency import args_hash
+from overseer_executor.domain.tools import ToolError
+from tests.fakes.executor import FakeTools, InMemoryExecutor
 
+S = ExecutionStatus
 CONFIRM = {"type": "confirmation", "message": "确认发送邮件给 bob@example.com?"}
+SENT = "邮件已发送"
 
 
-class Ledger:
-    """What the application layer does around the domain: keep contracts, collect the trace."""
-
-    def __init__(self) -> None:
-        self.contracts: dict[str, ExecutionContract] = {}
-        self.trace: list[tuple[str, str]] = []
-
-    def create(self, p) -> None:
-        created = open_contract(p, EMAIL if p.tool == "email.send" else None, node_id="reasoning", now=1.0)
-        self.contracts[p.execution_id] = ExecutionContract.from_created(created)
-        self.trace.append((created.trace.node_id, created.trace.action))
-
-    def record(self, outcome: Outcome) -> Outcome:
-        self.contracts[outcome.contract.execution_id] = outcome.contract
-        for event in outcome.events:
-            if isinstance(event, ExecutionTransitioned):
-                self.trace.append((event.trace.node_id, event.trace.action))
-        return outcome
-
-    def twin_of(self, c: ExecutionContract) -> Twin | None:
-        for other in self.contracts.values():
-            if (
-                other.execution_id != c.execution_id
-                and other.idempotency_key == c.idempotency_key
-                and other.status in BLOCKING
-            ):
-                return Twin(other.execution_id, other.status)
-        return None
-
-    def verdict(self, execution_id: str, v) -> Outcome:
-        c = self.contracts[execution_id]
-        dep = self.contracts[c.depends_on].status if c.depends_on in self.contracts else None
-        return self.record(decide_verdict(c, v, dependency=dep, twin=self.twin_of(c), now=2.0))
+def trace(executor: InMemoryExecutor) -> list[tuple[str, str]]:
+    """Seed 003's execution trace: the step each emitted contract event carries, in order."""
+    return [
+        (data.trace.node_id, data.trace.action)
+        for data in executor.emitted_data()
+        if isinstance(data, ContractCreated | ExecutionTransitioned)
+    ]
 
 
-def test_seed_003_worked_example_produces_the_seeds_trace() -> None:
-    ledger = Ledger()
-    ledger.create(proposal("exec-001", depends_on="exec-002"))
-    ledger.create(proposal("exec-002", tool=None, action_type="ecs_request", action_detail=CONFIRM))
+async def test_seed_003_worked_example_produces_the_seeds_trace() -> None:
+    executor = InMemoryExecutor(FakeTools([EMAIL]).answer("email.send", SENT))
 
-    parked = ledger.verdict("exec-001", verdict("allow", level="APPROVE"))
-    assert parked.events == ()
-    asked = ledger.verdict("exec-002", verdict("hold", {}, level="CONFIRM"))
-    assert asked.contract.status == ExecutionStatus.WAITING
+    # Step 1: the plan's two contracts, the e-mail depending on the confirmation.
+    executor.deliver(event(proposal("exec-001", depends_on="exec-002")))
+    executor.deliver(event(proposal("exec-002", tool=None, action_type="ecs_request", action_detail=CONFIRM)))
+    assert [executor.contract(i).status for i in ("exec-001", "exec-002")] == [S.PENDING, S.PENDING]
 
-    answer = decide_human_decision(
-        ledger.contracts["exec-002"], human("exec-002", args={}), twin=None, now=3.0
-    )
-    assert isinstance(answer, Outcome)
-    ledger.record(answer)
-    started = ledger.verdict("exec-001", ledger.contracts["exec-001"].verdict)
-    assert started.run_tool is True
-    ledger.record(decide_tool_outcome(started.contract, ToolOutcome("succeeded", "邮件已发送"), now=4.0))
+    # Step 2: the e-mail is allowed, but parked until the confirmation completes.
+    before = len(executor.emitted)
+    executor.deliver(event(verdict_issued("exec-001", "allow", level="APPROVE")))
+    assert len(executor.emitted) == before
+    assert executor.contract("exec-001").status == S.PENDING
+    assert executor.contract("exec-001").verdict is not None
 
-    assert ledger.trace == [
+    # Step 3: the confirmation asks the human and waits.
+    executor.deliver(event(verdict_issued("exec-002", "hold", {}, tool=None, level="CONFIRM")))
+    assert executor.contract("exec-002").status == S.WAITING
+    (form,) = executor.emitted_data(EcsRequested)
+    assert (form.execution_id, form.kind, form.message) == ("exec-002", "confirmation", CONFIRM["message"])
+    assert form.args_hash == args_hash({})
+
+    # Step 4: the human confirms: the confirmation completes and releases the e-mail, which starts;
+    # its tool runs only once that is committed.
+    executor.deliver(event(human("exec-002", args={})))
+    assert executor.contract("exec-002").status == S.COMPLETED
+    assert executor.contract("exec-001").status == S.RUNNING
+    assert executor.tools.calls == []
+    assert len(executor.after_commit) == 1
+
+    # Step 5: the tool runs and its outcome completes the contract.
+    assert await executor.settle() == 1
+    (call,) = executor.tools.calls
+    assert (call.name, call.args, call.execution_id) == ("email.send", INVITE, "exec-001")
+    done = executor.contract("exec-001")
+    assert (done.status, done.result) == (S.COMPLETED, SENT)
+
+    assert trace(executor) == [
         ("reasoning", "create_contract:exec-001"),
         ("reasoning", "create_contract:exec-002"),
         ("ecs_node", "transition:exec-002:pending→running"),
@@ -82,26 +71,35 @@ def test_seed_003_worked_example_produces_the_seeds_trace() -> None:
         ("tool_node", "transition:exec-001:pending→running"),
         ("tool_node", "transition:exec-001:running→completed"),
     ]
-    assert ledger.contracts["exec-001"].result == "邮件已发送"
+    # Every event of a contract is correlated with its session, the one after the tool call included.
+    assert {e.correlation_id for e in executor.emitted} == {"session-abc"}
 
 
-def test_seed_003_failure_path_allows_a_retry_and_then_refuses_a_duplicate() -> None:
-    ledger = Ledger()
-    ledger.create(proposal("exec-001"))
-    started = ledger.verdict("exec-001", verdict("allow", level="APPROVE"))
-    failed = ledger.record(
-        decide_tool_outcome(started.contract, ToolOutcome("failed", "SMTP connection refused"), now=3)
-    )
-    assert failed.contract.status == ExecutionStatus.FAILED
-    assert failed.contract.error_message == "SMTP connection refused"
+async def test_seed_003_failure_path_allows_a_retry_and_then_refuses_a_duplicate() -> None:
+    tools = FakeTools([EMAIL]).answer("email.send", ToolError("SMTP connection refused"), SENT)
+    executor = InMemoryExecutor(tools)
 
-    ledger.create(proposal("exec-003"))  # the user says "retry": same idempotency key
-    assert ledger.contracts["exec-003"].idempotency_key == ledger.contracts["exec-001"].idempotency_key
-    retry = ledger.verdict("exec-003", verdict("allow", level="APPROVE"))
-    assert retry.run_tool is True
-    ledger.record(decide_tool_outcome(retry.contract, ToolOutcome("succeeded", "邮件已发送"), now=4))
+    executor.deliver(event(proposal("exec-001")))
+    executor.deliver(event(verdict_issued("exec-001", "allow", level="APPROVE")))
+    assert executor.contract("exec-001").status == S.RUNNING
+    await executor.settle()
+    failed = executor.contract("exec-001")
+    assert (failed.status, failed.error_message) == (S.FAILED, "SMTP connection refused")
 
-    ledger.create(proposal("exec-004"))
-    third = ledger.verdict("exec-004", verdict("allow", level="APPROVE"))
-    assert third.contract.status == ExecutionStatus.REJECTED
-    assert "exec-003" in third.contract.error_message
+    # The user says "retry": the same action, so the same idempotency key; a FAILED twin is no reason.
+    executor.deliver(event(proposal("exec-003")))
+    assert executor.contract("exec-003").idempotency_key == failed.idempotency_key
+    executor.deliver(event(verdict_issued("exec-003", "allow", level="APPROVE")))
+    assert executor.contract("exec-003").status == S.RUNNING
+    await executor.settle()
+    assert (executor.contract("exec-003").status, executor.contract("exec-003").result) == (S.COMPLETED, SENT)
+
+    # A third identical e-mail meets a COMPLETED twin: refused, and its tool never runs.
+    executor.deliver(event(proposal("exec-004")))
+    executor.deliver(event(verdict_issued("exec-004", "allow", level="APPROVE")))
+    third = executor.contract("exec-004")
+    assert third.status == S.REJECTED
+    assert third.error_message is not None
+    assert "exec-003" in third.error_message
+    assert executor.after_commit == []
+    assert [c.execution_id for c in tools.calls] == ["exec-001", "exec-003"]

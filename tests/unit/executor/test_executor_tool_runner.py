@@ -41,8 +41,15 @@ def running(timeout_seconds: float | None = None):
     return decide_verdict(c, verdict("allow", {"path": "."}), dependency=None, twin=None, now=1).contract
 
 
-def runner(plugin: ScriptedPlugin, **kw: object) -> ToolRunner:
-    return ToolRunner(ToolRegistry([plugin]), retry=RetryPolicy(attempts=3, base_seconds=0.001), **kw)
+def runner(
+    plugin: ScriptedPlugin, *, default_time_limit: float = 30, max_result_chars: int = 16_000
+) -> ToolRunner:
+    return ToolRunner(
+        ToolRegistry([plugin]),
+        default_time_limit=default_time_limit,
+        retry=RetryPolicy(attempts=3, base_seconds=0.001, max_seconds=5),
+        max_result_chars=max_result_chars,
+    )
 
 
 async def test_transient_errors_are_retried_until_the_call_succeeds() -> None:

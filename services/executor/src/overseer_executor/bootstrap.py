@@ -4,7 +4,8 @@ On start it connects the tools (starting the configured MCP servers), then
 recovers contracts a crash left RUNNING (re-run when idempotent, otherwise a
 reconciliation question for a human), closes approval cards an earlier version
 left open for an irreversible twin that already completed, then starts the
-approval-TTL sweeper; only after that does the runtime begin consuming.
+approval-TTL sweeper; only after that does the runtime begin consuming and
+answering RPC.
 """
 
 from __future__ import annotations
@@ -12,16 +13,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Sequence
 
-from overseer_executor.adapters.contracts_sql import ContractsProjection, RefusedDecisionsProjection
+from overseer_executor.adapters.contracts_sql import (
+    ContractsProjection,
+    RefusedDecisionsProjection,
+    SqliteContractRepository,
+    SqliteExecutorQueries,
+)
+from overseer_executor.adapters.event_sink import UnitOfWorkEvents
 from overseer_executor.adapters.tools.registry import ToolRegistry, build_registry
-from overseer_executor.application.handlers import ExecutionHandlers
-from overseer_executor.application.tool_runner import RetryPolicy, ToolRunner
-from overseer_executor.domain.tools import ToolSpec
-from overseer_executor.entrypoints.nats import SUBSCRIPTIONS, handler_table, rpc_table
-from overseer_runtime.runtime import Handler, RpcMethod, Runtime, Service, Subscription
-from overseer_runtime.store import EventStore, Projection
+from overseer_executor.application.handlers import ExecutionHandlers, Unit
+from overseer_executor.application.tool_runner import RetryPolicy, ToolCalls, ToolRunner
+from overseer_executor.domain.rules import ToolOutcome
+from overseer_executor.entrypoints import events
+from overseer_executor.entrypoints.rpc import rpc
+from overseer_executor.settings import ExecutorSettings, McpSettings, ToolsSettings
+from overseer_runtime.readers import ReadModelReader
+from overseer_runtime.rpc import RpcTable
+from overseer_runtime.runtime import Runtime, Service, Subscription, UnitOfWork
+from overseer_runtime.service import HandlerTable
+from overseer_runtime.store import Projection
 
 log = logging.getLogger("overseer.executor")
 
@@ -29,70 +42,85 @@ log = logging.getLogger("overseer.executor")
 class ExecutorService(Service):
     name = "executor"
 
-    def __init__(self, registry: ToolRegistry | None = None) -> None:
-        self.registry = registry
+    # Built by start(): nothing is consumed, and RPC answers 503, until start() returned.
+    settings: ExecutorSettings
+    registry: ToolRegistry
+    calls: ToolCalls
+    queries: SqliteExecutorQueries
+
+    def __init__(self) -> None:
         self.execution = ExecutionHandlers()
-        self.runtime: Runtime | None = None
-        self._sweeper: asyncio.Task[None] | None = None
-        self._drain_seconds = 10.0
+        self._opened = contextlib.AsyncExitStack()  # what stop() closes, in reverse order
 
     def projections(self) -> Sequence[Projection]:
         return [ContractsProjection(), RefusedDecisionsProjection()]
 
     def subscriptions(self) -> Sequence[Subscription]:
-        return SUBSCRIPTIONS
+        return events.SUBSCRIPTIONS
 
-    def handlers(self) -> Mapping[str, Handler]:
-        return handler_table(self.execution)
+    def handlers(self) -> HandlerTable[Unit]:
+        return events.handlers(self.unit_for)
 
-    def rpc_methods(self) -> Mapping[str, RpcMethod]:
-        return rpc_table(self._store, self._specs)
+    def rpc(self) -> RpcTable:
+        return rpc(lambda: self.queries, lambda: self.registry.specs())
 
-    def _store(self) -> EventStore:
-        assert self.runtime is not None, "the executor has not started"
-        return self.runtime.store
-
-    def _specs(self) -> list[ToolSpec]:
-        return self.registry.specs() if self.registry is not None else []
+    def unit_for(self, uow: UnitOfWork) -> Unit:
+        """The executor's ports on the transaction of ``uow``."""
+        return Unit(
+            contracts=SqliteContractRepository(uow.conn),
+            events=UnitOfWorkEvents(uow),
+            after_commit=uow.after_commit,
+            tools=self.registry,
+            calls=self.calls,
+            clock=time.time,
+        )
 
     async def start(self, runtime: Runtime) -> None:
-        self.runtime = runtime
-        cfg = runtime.settings.section("executor")
-        self._drain_seconds = float(cfg.get("drain_seconds", 10))
-        if self.registry is None:
-            self.registry = build_registry(runtime.settings)
-        await self.registry.connect()
-        self.execution.tools = self.registry
-        self.execution.runner = ToolRunner(
-            self.registry,
-            default_time_limit=float(cfg.get("tool_timeout_seconds", 30)),
-            retry=RetryPolicy(
-                attempts=int(cfg.get("retry_attempts", 3)),
-                base_seconds=float(cfg.get("retry_base_seconds", 0.2)),
-                max_seconds=float(cfg.get("retry_max_seconds", 5)),
-            ),
-            max_result_chars=int(cfg.get("max_result_chars", 16_000)),
+        self.settings = cfg = runtime.settings.typed("executor", ExecutorSettings)
+        self.registry = build_registry(
+            runtime.settings.typed("tools", ToolsSettings),
+            runtime.settings.typed("mcp", McpSettings),
+            runtime.settings.home,
         )
-        recovered = await runtime.execute(self.execution.recover)
-        if recovered:
-            log.warning("recovered %d contract(s) left RUNNING by the previous run", recovered)
-        closed = await runtime.execute(self.execution.close_stale_twin_cards)
-        if closed:
-            log.warning("closed %d approval card(s) whose identical twin already completed", closed)
-        self._sweeper = runtime.spawn(
-            self._sweep(
-                runtime,
-                ttl=float(cfg.get("approval_ttl_seconds", 86_400)),
-                interval=float(cfg.get("sweep_interval_seconds", 1.0)),
-            )
+        await self.registry.connect()
+        self._opened.push_async_callback(self.registry.disconnect)
+        reader = await ReadModelReader(runtime.store.path).open()
+        self._opened.push_async_callback(reader.close)
+        self.queries = SqliteExecutorQueries(runtime.store, reader)
+        runner = ToolRunner(
+            self.registry,
+            default_time_limit=cfg.tool_timeout_seconds,
+            retry=RetryPolicy(cfg.retry_attempts, cfg.retry_base_seconds, cfg.retry_max_seconds),
+            max_result_chars=cfg.max_result_chars,
         )
 
-    async def _sweep(self, runtime: Runtime, *, ttl: float, interval: float) -> None:
-        """Time out WAITING approvals nobody answered within ``ttl`` seconds."""
+        async def record(execution_id: str, result: ToolOutcome) -> None:
+            await runtime.execute(
+                lambda uow: self.execution.record_tool_outcome(self.unit_for(uow), execution_id, result)
+            )
+
+        self.calls = ToolCalls(runner, record)
+        # Calls in flight may finish and record their outcome; what still runs after that is
+        # recovered on the next start like after a crash.
+        self._opened.push_async_callback(self.calls.drain, cfg.drain_seconds)
+        recovered = await runtime.execute(lambda uow: self.execution.recover(self.unit_for(uow)))
+        if recovered:
+            log.warning("recovered %d contract(s) left RUNNING by the previous run", recovered)
+        closed = await runtime.execute(lambda uow: self.execution.close_stale_twin_cards(self.unit_for(uow)))
+        if closed:
+            log.warning("closed %d approval card(s) whose identical twin already completed", closed)
+        sweeper = runtime.spawn(self._sweep(runtime))
+        self._opened.callback(sweeper.cancel)
+
+    async def _sweep(self, runtime: Runtime) -> None:
+        """Time out WAITING approvals nobody answered within ``approval_ttl_seconds``."""
+        ttl = self.settings.approval_ttl_seconds
         while True:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(self.settings.sweep_interval_seconds)
             try:
-                expired = await runtime.execute(lambda uow: self.execution.expire_waits(uow, ttl))
+                expired = await runtime.execute(
+                    lambda uow: self.execution.expire_waits(self.unit_for(uow), ttl)
+                )
             except Exception:
                 log.exception("approval TTL sweep failed")
                 continue
@@ -100,14 +128,4 @@ class ExecutorService(Service):
                 log.info("timed out %d unanswered wait(s)", expired)
 
     async def stop(self) -> None:
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-        running = list(self.execution.running.values())
-        if running:
-            # Let calls in flight finish and record their outcome; what is still running
-            # after this is recovered on the next start like after a crash.
-            log.info("waiting up to %ss for %d tool call(s)", self._drain_seconds, len(running))
-            await asyncio.wait(running, timeout=self._drain_seconds)
-        if self.registry is not None:
-            with contextlib.suppress(Exception):
-                await self.registry.disconnect()
+        await self._opened.aclose()

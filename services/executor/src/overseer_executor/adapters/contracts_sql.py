@@ -1,4 +1,4 @@
-"""The executor's read models in its SQLite store, and the repository handlers load contracts from.
+"""The executor's read models in its SQLite store, and the ports that read them.
 
 Tables (all rebuilt from the store's events, own and received):
 
@@ -8,15 +8,16 @@ Tables (all rebuilt from the store's events, own and received):
 * ``executor_approvals``: every ``ecs.requested`` form, pending until the contract leaves WAITING;
 * ``executor_refused_decisions``: human decisions the resume alignment check refused, with the reason.
 
-Every statement is keyed by primary key or a partial index: this runs on the
-transition hot path.
+:class:`SqliteContractRepository` is what handlers load contracts from: every
+statement is keyed by primary key or a partial index, since it runs on the
+transition hot path. :class:`SqliteExecutorQueries` answers the RPC methods.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -28,15 +29,31 @@ from overseer_events.catalogue import (
     Principal,
     VerdictIssued,
 )
-from overseer_events.envelope import Envelope
+from overseer_events.envelope import Envelope, EventData
 from overseer_events.machines import ExecutionStatus
+from overseer_executor.application.ports import (
+    ApprovalForm,
+    ContractRepository,
+    ExecutorQueries,
+    RefusedDecision,
+    Transition,
+)
 from overseer_executor.domain.alignment import check_resume_alignment
 from overseer_executor.domain.claims import CLAIMING, Twin
 from overseer_executor.domain.contract import ExecutionContract, OpenRequest, Verdict
 from overseer_runtime.projection import Apply, SqlProjection
+from overseer_runtime.readers import ReadModelReader
+from overseer_runtime.store import EventStore
 
 _dumps = orjson.dumps
 _loads = orjson.loads
+D = TypeVar("D", bound=EventData)
+
+
+def _data(event: Envelope, kind: type[D]) -> D:
+    if not isinstance(event.data, kind):  # the catalogue decoded another class: a programming error
+        raise TypeError(f"{event.type} carries {type(event.data).__name__}, expected {kind.__name__}")
+    return event.data
 
 
 class ContractsProjection(SqlProjection):
@@ -114,7 +131,7 @@ class ContractsProjection(SqlProjection):
 
     @staticmethod
     def _created(conn: sqlite3.Connection, event: Envelope) -> None:
-        d: ContractCreated = event.data  # type: ignore[assignment]
+        d = _data(event, ContractCreated)
         conn.execute(
             "INSERT OR IGNORE INTO executor_contracts VALUES "
             "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, NULL, NULL)",
@@ -140,7 +157,7 @@ class ContractsProjection(SqlProjection):
 
     @staticmethod
     def _transitioned(conn: sqlite3.Connection, event: Envelope) -> None:
-        d: ExecutionTransitioned = event.data  # type: ignore[assignment]
+        d = _data(event, ExecutionTransitioned)
         conn.execute(
             "UPDATE executor_contracts SET status = ?, version = ?, updated_at = ?, "
             "result = COALESCE(?, result), error_message = COALESCE(?, error_message) WHERE execution_id = ?",
@@ -155,7 +172,7 @@ class ContractsProjection(SqlProjection):
 
     @staticmethod
     def _requested(conn: sqlite3.Connection, event: Envelope) -> None:
-        d: EcsRequested = event.data  # type: ignore[assignment]
+        d = _data(event, EcsRequested)
         conn.execute(
             "INSERT OR REPLACE INTO executor_approvals VALUES "
             "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', NULL, NULL)",
@@ -180,7 +197,7 @@ class ContractsProjection(SqlProjection):
 
     @staticmethod
     def _verdict(conn: sqlite3.Connection, event: Envelope) -> None:
-        d: VerdictIssued = event.data  # type: ignore[assignment]
+        d = _data(event, VerdictIssued)
         by = d.requested_by
         # The first verdict for an execution is the one that counts; a repeated one changes nothing.
         conn.execute(
@@ -228,9 +245,8 @@ class RefusedDecisionsProjection(SqlProjection):
 
     @staticmethod
     def _decision(conn: sqlite3.Connection, event: Envelope) -> None:
-        d: HumanDecisionRecorded = event.data  # type: ignore[assignment]
-        repo = ContractRepository(conn)
-        contract = repo.get(d.execution_id)
+        d = _data(event, HumanDecisionRecorded)
+        contract = SqliteContractRepository(conn).get(d.execution_id)
         reason = check_resume_alignment(contract, d)
         if reason is not None:
             conn.execute(
@@ -263,9 +279,7 @@ _SELECT_CONTRACT = f"SELECT {_CONTRACT_COLUMNS} {_CONTRACT_FROM}"
 _CLAIMING = ", ".join(f"'{status.value}'" for status in sorted(CLAIMING))
 
 
-def _principal(raw: bytes | None) -> Principal | None:
-    if raw is None:
-        return None
+def _principal(raw: bytes) -> Principal:
     obj = _loads(raw)
     return Principal(kind=obj["kind"], id=obj["id"])
 
@@ -280,11 +294,9 @@ def _contract(row: tuple[Any, ...]) -> ExecutionContract:
             args_hash=row[22],
             reasons=tuple(_loads(row[23])),
             preview=None if row[24] is None else _loads(row[24]),
-            requested_by=_principal(row[25]),
+            requested_by=None if row[25] is None else _principal(row[25]),
         )
     form = None if row[26] is None else OpenRequest(row[26], row[27], row[28])
-    proposer = _principal(row[11])
-    assert proposer is not None
     return ExecutionContract(
         execution_id=row[0],
         session_id=row[1],
@@ -297,7 +309,7 @@ def _contract(row: tuple[Any, ...]) -> ExecutionContract:
         idempotency_key=row[8],
         timeout_seconds=row[9],
         co_id=row[10],
-        proposer=proposer,
+        proposer=_principal(row[11]),
         depends_on=row[12],
         created_at=row[13],
         status=ExecutionStatus(row[14]),
@@ -310,15 +322,14 @@ def _contract(row: tuple[Any, ...]) -> ExecutionContract:
     )
 
 
-class ContractRepository:
-    """Reads contracts (and what the handlers and RPC need) from the read models of one connection."""
+class SqliteContractRepository(ContractRepository):
+    """:class:`ContractRepository` on the read models of one connection (the handler's transaction)."""
 
     __slots__ = ("conn",)
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
 
-    # -- for handlers --------------------------------------------------------------
     def get(self, execution_id: str) -> ExecutionContract | None:
         row = self.conn.execute(f"{_SELECT_CONTRACT} WHERE c.execution_id = ?", (execution_id,)).fetchone()
         return None if row is None else _contract(row)
@@ -344,9 +355,6 @@ class ContractRepository:
         )
 
     def twin_of(self, contract: ExecutionContract | None) -> Twin | None:
-        """Another contract with the same idempotency key that COMPLETED, else one that holds the key's
-        claim (RUNNING or WAITING). Only asked for irreversible contracts; read in the handler's own
-        transaction, so a twin that started earlier in the same batch is seen."""
         if contract is None or not contract.irreversible or not contract.idempotency_key:
             return None
         key, execution_id = contract.idempotency_key, contract.execution_id
@@ -368,7 +376,6 @@ class ContractRepository:
         return None if row is None else Twin(str(row[0]), ExecutionStatus(row[1]), row[2])
 
     def waiting_with_completed_twin(self) -> list[ExecutionContract]:
-        """Irreversible contracts WAITING on an approval while a twin with their key COMPLETED."""
         return self._many(
             "c.status = 'waiting' AND c.irreversible = 1 AND a.kind = 'approval' AND EXISTS ("
             "SELECT 1 FROM executor_contracts t WHERE t.idempotency_key = c.idempotency_key "
@@ -391,88 +398,73 @@ class ContractRepository:
             (cutoff,),
         )
 
-    # -- for RPC -------------------------------------------------------------------------
-    def approvals(self, *, status: str = "pending", session_id: str | None = None) -> list[dict[str, Any]]:
-        sql = "SELECT * FROM executor_approvals WHERE status = ?"
+
+_APPROVAL_COLUMNS = (
+    "execution_id, kind, session_id, tool, args, args_hash, level, preview, requested_at, requested_by, "
+    "message, status, answered_at, outcome"
+)
+_REFUSED_COLUMNS = "event_id, execution_id, decision, decided_by, args_hash, reason, refused_at"
+
+
+class SqliteExecutorQueries(ExecutorQueries):
+    """:class:`ExecutorQueries` on the service's store: lists through ``reader``, point reads on ``store``."""
+
+    def __init__(self, store: EventStore, reader: ReadModelReader) -> None:
+        self.store = store
+        self.reader = reader
+
+    async def approvals(self, *, status: str, session_id: str | None) -> list[ApprovalForm]:
+        sql = f"SELECT {_APPROVAL_COLUMNS} FROM executor_approvals WHERE status = ?"
         params: tuple[Any, ...] = (status,)
         if session_id:
             sql += " AND session_id = ?"
             params += (session_id,)
-        cur = self.conn.execute(sql + " ORDER BY requested_at", params)
-        names = [c[0] for c in cur.description]
-        return [_approval(dict(zip(names, row, strict=True))) for row in cur.fetchall()]
+        return [_form(row) for row in await self.reader.fetch_all(sql + " ORDER BY requested_at", params)]
 
-    def approval(self, execution_id: str) -> dict[str, Any] | None:
-        cur = self.conn.execute("SELECT * FROM executor_approvals WHERE execution_id = ?", (execution_id,))
-        row = cur.fetchone()
-        if row is None:
-            return None
-        return _approval(dict(zip([c[0] for c in cur.description], row, strict=True)))
-
-    def refused_decisions(self, execution_id: str | None = None) -> list[dict[str, Any]]:
-        sql = "SELECT event_id, execution_id, decision, decided_by, args_hash, reason, refused_at "
-        sql += "FROM executor_refused_decisions"
+    async def refused_decisions(self, execution_id: str | None) -> list[RefusedDecision]:
+        sql = f"SELECT {_REFUSED_COLUMNS} FROM executor_refused_decisions"
         params: tuple[Any, ...] = ()
         if execution_id:
             sql += " WHERE execution_id = ?"
             params = (execution_id,)
-        cur = self.conn.execute(sql + " ORDER BY refused_at", params)
-        names = [c[0] for c in cur.description]
-        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        rows = await self.reader.fetch_all(sql + " ORDER BY refused_at", params)
+        return [RefusedDecision(**row) for row in rows]
+
+    def approval(self, execution_id: str) -> ApprovalForm | None:
+        cur = self.store.conn.execute(
+            f"SELECT {_APPROVAL_COLUMNS} FROM executor_approvals WHERE execution_id = ?", (execution_id,)
+        )
+        row = cur.fetchone()
+        return None if row is None else _form(dict(zip([c[0] for c in cur.description], row, strict=True)))
+
+    def contract(self, execution_id: str) -> ExecutionContract | None:
+        return SqliteContractRepository(self.store.conn).get(execution_id)
+
+    def transitions(self, execution_id: str) -> list[Transition]:
+        found = []
+        for stored in self.store.read_aggregate(execution_id):
+            if stored.type != "execution.transitioned" or stored.origin != "local":
+                continue
+            d = _data(stored.envelope(), ExecutionTransitioned)
+            found.append(Transition(d.from_status, d.to_status, d.trigger, d.actor, d.timestamp, d.reason))
+        return found
 
 
-def _approval(row: dict[str, Any]) -> dict[str, Any]:
-    """CONTRACT.md's approvals shape (plus message, status and outcome)."""
-    by = _loads(row["requested_by"])
-    return {
-        "execution_id": row["execution_id"],
-        "kind": row["kind"],
-        "session_id": row["session_id"],
-        "tool": row["tool"],
-        "args": _loads(row["args"]),
-        "args_hash": row["args_hash"],
-        "level": row["level"],
-        "preview": None if row["preview"] is None else _loads(row["preview"]),
-        "requested_at": row["requested_at"],
-        "requested_by": f"{by['kind']}:{by['id']}",
-        "message": row["message"],
-        "status": row["status"],
-        "answered_at": row["answered_at"],
-        "outcome": row["outcome"],
-    }
-
-
-def contract_view(contract: ExecutionContract) -> dict[str, Any]:
-    """A contract as JSON for ``contract.get`` (seed 003 fields plus the bound verdict)."""
-    verdict = contract.verdict
-    return {
-        "execution_id": contract.execution_id,
-        "session_id": contract.session_id,
-        "action_type": contract.action_type,
-        "action_detail": contract.action_detail,
-        "tool": contract.tool,
-        "args": contract.args,
-        "irreversible": contract.irreversible,
-        "idempotent": contract.idempotent,
-        "idempotency_key": contract.idempotency_key,
-        "timeout_seconds": contract.timeout_seconds,
-        "co_id": contract.co_id,
-        "proposer": str(contract.proposer),
-        "depends_on": contract.depends_on,
-        "status": contract.status.value,
-        "version": contract.version,
-        "created_at": contract.created_at,
-        "updated_at": contract.updated_at,
-        "result": contract.result,
-        "error_message": contract.error_message,
-        "verdict": None
-        if verdict is None
-        else {
-            "decision": verdict.decision,
-            "level": verdict.level,
-            "args": verdict.args,
-            "args_hash": verdict.args_hash,
-            "reasons": list(verdict.reasons),
-        },
-        "waiting_on": None if contract.open_request is None else contract.open_request.kind,
-    }
+def _form(row: Mapping[str, Any]) -> ApprovalForm:
+    by = _principal(row["requested_by"])
+    return ApprovalForm(
+        execution_id=row["execution_id"],
+        kind=row["kind"],
+        session_id=row["session_id"],
+        tool=row["tool"],
+        args=_loads(row["args"]),
+        args_hash=row["args_hash"],
+        level=row["level"],
+        preview=None if row["preview"] is None else _loads(row["preview"]),
+        requested_at=row["requested_at"],
+        requested_by=f"{by.kind}:{by.id}",
+        message=row["message"],
+        status=row["status"],
+        answered_at=row["answered_at"],
+        outcome=row["outcome"],
+    )

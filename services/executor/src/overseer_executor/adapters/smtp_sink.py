@@ -23,23 +23,13 @@ from typing import Any
 
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
+from overseer_executor.settings import ToolsSettings
 from overseer_runtime.config import Settings, load_settings
 
 log = logging.getLogger("overseer.executor.smtp_sink")
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8025
-
-
-def smtp_endpoint(settings: Settings) -> tuple[str, int]:
-    """(host, port) of the SMTP server ``email.send`` uses.
-
-    ``[tools.email] host/port``; ``tools.smtp_port`` (``OVERSEER_TOOLS__SMTP_PORT``), when set,
-    is the port ``overseer up`` picked for its dev sink and wins.
-    """
-    email = settings.get("tools.email", {}) or {}
-    port = settings.get("tools.smtp_port") or email.get("port", DEFAULT_PORT)
-    return str(email.get("host", DEFAULT_HOST)), int(port)
+# The sink never listens beyond this machine unless told to.
+LOOPBACK = "127.0.0.1"
 
 
 class MailDrop:
@@ -77,8 +67,9 @@ class SmtpSink:
     def __init__(
         self,
         mail_dir: Path,
-        host: str = DEFAULT_HOST,
-        port: int = DEFAULT_PORT,
+        *,
+        port: int,
+        host: str = LOOPBACK,
         handler: MailDrop | None = None,
     ) -> None:
         self.mail_dir = Path(mail_dir)
@@ -90,7 +81,7 @@ class SmtpSink:
     @classmethod
     def from_settings(cls, settings: Settings) -> SmtpSink:
         """The sink ``email.send`` points at (``[tools.email]``), storing into ``OVERSEER_HOME/mail``."""
-        host, port = smtp_endpoint(settings)
+        host, port = settings.typed("tools", ToolsSettings).smtp_endpoint
         return cls(settings.home / "mail", host=host, port=port)
 
     @property

@@ -3,35 +3,34 @@
 The whole call, retries and waits included, stays inside the time limit; at
 the limit the call is cancelled (the plugin's own cleanup runs: a shell
 process group is killed) and the outcome is ``timed_out`` → CANCELLED.
+
+:class:`ToolCalls` keeps the calls in flight: each one starts after the commit
+that made its contract RUNNING, outside any transaction, and its outcome is
+recorded in a unit of work of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
 
+from overseer_executor.application.ports import ToolCatalog
 from overseer_executor.domain.contract import ExecutionContract
 from overseer_executor.domain.rules import ToolOutcome
-from overseer_executor.domain.tools import ToolCall, ToolError, ToolSpec, TransientToolError
+from overseer_executor.domain.tools import ToolCall, ToolError, TransientToolError
 
 log = logging.getLogger("overseer.executor.runner")
 
 
-class ToolCatalog(Protocol):
-    """What the runner needs of the registry."""
-
-    def spec(self, name: str | None) -> ToolSpec | None: ...
-
-    async def execute(self, call: ToolCall) -> str: ...
-
-
 @dataclass(frozen=True)
 class RetryPolicy:
-    attempts: int = 3
-    base_seconds: float = 0.2
-    max_seconds: float = 5.0
+    """``[executor] retry_*``: attempts in all, and the backoff between them."""
+
+    attempts: int
+    base_seconds: float
+    max_seconds: float
 
     def delay(self, attempt: int) -> float:
         """Wait after failed attempt number ``attempt`` (1-based)."""
@@ -39,17 +38,14 @@ class RetryPolicy:
 
 
 class ToolRunner:
+    """Runs contracts' tool calls; the limits are ``[executor]``'s (``tool_timeout_seconds`` …)."""
+
     def __init__(
-        self,
-        tools: ToolCatalog,
-        *,
-        default_time_limit: float = 30.0,
-        retry: RetryPolicy | None = None,
-        max_result_chars: int = 16_000,
+        self, tools: ToolCatalog, *, default_time_limit: float, retry: RetryPolicy, max_result_chars: int
     ) -> None:
         self.tools = tools
         self.default_time_limit = default_time_limit
-        self.retry = retry or RetryPolicy()
+        self.retry = retry
         self.max_result_chars = max_result_chars
 
     def time_limit(self, contract: ExecutionContract) -> float:
@@ -97,3 +93,36 @@ class ToolRunner:
         if len(text) <= self.max_result_chars:
             return text
         return text[: self.max_result_chars] + f"… [{len(text) - self.max_result_chars} more characters]"
+
+
+RecordOutcome = Callable[[str, ToolOutcome], Awaitable[object]]
+
+
+class ToolCalls:
+    """The tool calls in flight, by execution id; ``record`` journals an outcome in its own transaction."""
+
+    def __init__(self, runner: ToolRunner, record: RecordOutcome) -> None:
+        self.runner = runner
+        self.record = record
+        self._running: dict[str, asyncio.Task[None] | None] = {}
+
+    def in_flight(self, execution_id: str) -> bool:
+        """Whether this process runs the contract's call now (recovery must not run it again)."""
+        return execution_id in self._running
+
+    async def run(self, contract: ExecutionContract) -> None:
+        """Run the contract's tool and record how it ended."""
+        execution_id = contract.execution_id
+        self._running[execution_id] = asyncio.current_task()
+        try:
+            result = await self.runner.run(contract)
+            await self.record(execution_id, result)
+        finally:
+            self._running.pop(execution_id, None)
+
+    async def drain(self, timeout: float) -> None:
+        """Let the calls in flight finish and record their outcome, for at most ``timeout`` seconds."""
+        running = [task for task in self._running.values() if task is not None]
+        if running:
+            log.info("waiting up to %ss for %d tool call(s)", timeout, len(running))
+            await asyncio.wait(running, timeout=timeout)

@@ -14,13 +14,12 @@ from typing import Any
 
 import fastjsonschema
 
-from overseer_executor.adapters.smtp_sink import smtp_endpoint
 from overseer_executor.adapters.tools.email import EmailTool
 from overseer_executor.adapters.tools.fs import FsTools
 from overseer_executor.adapters.tools.mcp import McpServerTools
 from overseer_executor.adapters.tools.shell import ShellTool
 from overseer_executor.domain.tools import ToolCall, ToolError, ToolPlugin, ToolSpec, UnknownTool
-from overseer_runtime.config import Settings
+from overseer_executor.settings import McpSettings, ToolsSettings
 
 log = logging.getLogger("overseer.executor.tools")
 
@@ -100,43 +99,33 @@ class ToolRegistry:
         return await self._owners[call.name].execute(call)
 
 
-def build_registry(settings: Settings) -> ToolRegistry:
-    """The built-ins plus every MCP server of ``[mcp.servers.*]``, with ``[tools.overrides]`` applied."""
-    home = settings.home
-    tools_cfg = settings.section("tools")
-    sandbox = home / str(tools_cfg.get("sandbox", "sandbox"))
-    email_cfg = dict(tools_cfg.get("email") or {})
-    shell_cfg = dict(tools_cfg.get("shell") or {})
-    smtp_host, smtp_port = smtp_endpoint(settings)
-    readable = tuple(Path(str(p).replace("{home}", str(home))) for p in tools_cfg.get("readable_paths") or ())
+def build_registry(tools: ToolsSettings, mcp: McpSettings, home: Path) -> ToolRegistry:
+    """The built-ins plus every enabled MCP server of ``[mcp.servers.*]``, with ``[tools.overrides]`` applied."""
+    sandbox = home / tools.sandbox
+    readable = tuple(Path(p.replace("{home}", str(home))) for p in tools.readable_paths)
+    host, port = tools.smtp_endpoint
     plugins: list[ToolPlugin] = [
         FsTools(sandbox, readable),
-        EmailTool(
-            host=smtp_host,
-            port=smtp_port,
-            sender=str(email_cfg.get("sender", "overseer@localhost")),
-            timeout_seconds=float(email_cfg.get("timeout_seconds", 10)),
-        ),
-        ShellTool(sandbox, time_limit_seconds=float(shell_cfg.get("time_limit_seconds", 30))),
+        EmailTool(host, port, tools.email.sender, tools.email.timeout_seconds),
+        ShellTool(sandbox, time_limit_seconds=tools.shell.time_limit_seconds),
     ]
-    registry = ToolRegistry(plugins, overrides=dict(tools_cfg.get("overrides") or {}))
-    mcp_cfg = settings.section("mcp")
-    for name, server in dict(mcp_cfg.get("servers") or {}).items():
-        if not isinstance(server, dict) or not server.get("enabled", True):
+    registry = ToolRegistry(plugins, overrides=dict(tools.overrides))
+    for name, server in mcp.servers.items():
+        if not server.enabled:
             continue
         plugin = McpServerTools(
             name,
-            str(server["command"]),
-            [str(a) for a in server.get("args", [])],
-            env=dict(server.get("env") or {}),
-            cwd=server.get("cwd"),
-            tool_overrides=dict(server.get("tools") or {}),
-            time_limit_seconds=server.get("time_limit_seconds"),
-            log_path=Path(home) / "logs" / f"mcp-{name}.log",
-            connect_timeout=float(mcp_cfg.get("connect_timeout_seconds", 20)),
-            restart_backoff=float(mcp_cfg.get("restart_backoff_seconds", 0.5)),
-            restart_backoff_max=float(mcp_cfg.get("restart_backoff_max_seconds", 15)),
-            health_interval=float(mcp_cfg.get("health_interval_seconds", 2)),
+            server.command,
+            list(server.args),
+            env=dict(server.env),
+            cwd=server.cwd,
+            tool_overrides=dict(server.tools),
+            time_limit_seconds=server.time_limit_seconds,
+            log_path=home / "logs" / f"mcp-{name}.log",
+            connect_timeout=mcp.connect_timeout_seconds,
+            restart_backoff=mcp.restart_backoff_seconds,
+            restart_backoff_max=mcp.restart_backoff_max_seconds,
+            health_interval=mcp.health_interval_seconds,
             on_change=registry.refresh,
         )
         registry.plugins.append(plugin)

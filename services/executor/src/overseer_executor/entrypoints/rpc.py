@@ -1,0 +1,116 @@
+"""The executor's request/reply methods (``<ns>.rpc.executor.<method>``), used by the gateway and the CLI.
+
+* ``approvals.pending`` ``{session_id?, status?}`` → CONTRACT.md's approvals list (``status``:
+  ``pending`` unless given);
+* ``approvals.get`` ``{execution_id}`` → one form with its ``status`` (``pending`` | ``answered``), the
+  contract's status and error, so the gateway can answer 404 / 409 / 403 before publishing a response;
+* ``contract.get`` ``{execution_id}`` → the contract with its transitions;
+* ``tools.list`` → every tool with its declaration and JSON schema;
+* ``decisions.refused`` ``{execution_id?}`` → decisions the resume alignment check refused, with why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import Field
+
+from overseer_executor.application.ports import ExecutorQueries
+from overseer_executor.domain.contract import ExecutionContract
+from overseer_executor.domain.tools import ToolSpec
+from overseer_runtime.rpc import NoArguments, RpcError, RpcRequest, RpcTable
+
+
+class ApprovalsRequest(RpcRequest):
+    session_id: str | None = None
+    status: str | None = None  # None or empty: pending
+
+
+class ExecutionRequest(RpcRequest):
+    execution_id: str = Field(min_length=1)
+
+
+class RefusedRequest(RpcRequest):
+    execution_id: str | None = None
+
+
+def rpc(queries: Callable[[], ExecutorQueries], specs: Callable[[], Sequence[ToolSpec]]) -> RpcTable:
+    """``queries`` and ``specs`` are asked at call time: the service builds them in its start()."""
+
+    async def approvals_pending(request: ApprovalsRequest) -> list[dict[str, Any]]:
+        forms = await queries().approvals(status=request.status or "pending", session_id=request.session_id)
+        return [form.as_dict() for form in forms]
+
+    async def approvals_get(request: ExecutionRequest) -> dict[str, Any]:
+        execution_id = request.execution_id
+        form = queries().approval(execution_id)
+        if form is None:
+            raise RpcError(404, f"no approval was requested for {execution_id}")
+        contract = queries().contract(execution_id)
+        return {
+            **form.as_dict(),
+            "contract_status": None if contract is None else contract.status.value,
+            "proposer": None if contract is None else str(contract.proposer),
+            # Why an answered card's contract ended without success (a refused twin says ``duplicate: …``).
+            "contract_error": None if contract is None else contract.error_message,
+        }
+
+    async def contract_get(request: ExecutionRequest) -> dict[str, Any]:
+        execution_id = request.execution_id
+        contract = queries().contract(execution_id)
+        if contract is None:
+            raise RpcError(404, f"no contract {execution_id}")
+        transitions = [t.as_dict() for t in queries().transitions(execution_id)]
+        return {**contract_view(contract), "transitions": transitions}
+
+    async def tools_list(request: NoArguments) -> list[dict[str, Any]]:
+        return [spec.as_dict() for spec in specs()]
+
+    async def decisions_refused(request: RefusedRequest) -> list[dict[str, Any]]:
+        return [refused.as_dict() for refused in await queries().refused_decisions(request.execution_id)]
+
+    return (
+        RpcTable()
+        .method("approvals.pending", ApprovalsRequest, approvals_pending)
+        .method("approvals.get", ExecutionRequest, approvals_get)
+        .method("contract.get", ExecutionRequest, contract_get)
+        .method("tools.list", NoArguments, tools_list)
+        .method("decisions.refused", RefusedRequest, decisions_refused)
+    )
+
+
+def contract_view(contract: ExecutionContract) -> dict[str, Any]:
+    """A contract as JSON for ``contract.get`` (seed 003 fields plus the bound verdict)."""
+    verdict = contract.verdict
+    return {
+        "execution_id": contract.execution_id,
+        "session_id": contract.session_id,
+        "action_type": contract.action_type,
+        "action_detail": contract.action_detail,
+        "tool": contract.tool,
+        "args": contract.args,
+        "irreversible": contract.irreversible,
+        "idempotent": contract.idempotent,
+        "idempotency_key": contract.idempotency_key,
+        "timeout_seconds": contract.timeout_seconds,
+        "co_id": contract.co_id,
+        "proposer": str(contract.proposer),
+        "depends_on": contract.depends_on,
+        "status": contract.status.value,
+        "version": contract.version,
+        "created_at": contract.created_at,
+        "updated_at": contract.updated_at,
+        "result": contract.result,
+        "error_message": contract.error_message,
+        "verdict": None
+        if verdict is None
+        else {
+            "decision": verdict.decision,
+            "level": verdict.level,
+            "args": verdict.args,
+            "args_hash": verdict.args_hash,
+            "reasons": list(verdict.reasons),
+        },
+        "waiting_on": None if contract.open_request is None else contract.open_request.kind,
+    }

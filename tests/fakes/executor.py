@@ -1,0 +1,379 @@
+"""The executor's ports in memory, and :class:`InMemoryExecutor`: its real handlers run on them.
+
+:class:`InMemoryReadModels` is the :class:`ContractRepository` and the
+:class:`ExecutorQueries` at once: it changes with each event exactly as the SQL
+projections do (``adapters/contracts_sql.py``), which the contract suites
+``tests/contracts/test_executor_*`` check on both. :class:`InMemoryExecutor`
+plays the runtime's part: the read models see an event first, then its handler
+runs in a unit of work whose after-commit work waits until the test lets it run.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+from overseer_events.catalogue import (
+    ContractCreated,
+    EcsRequested,
+    ExecutionTransitioned,
+    HumanDecisionRecorded,
+    VerdictIssued,
+)
+from overseer_events.envelope import Envelope, EventData, new_event
+from overseer_events.machines import ExecutionStatus
+from overseer_executor.application.handlers import ExecutionHandlers, Unit
+from overseer_executor.application.ports import (
+    ApprovalForm,
+    ContractEvents,
+    ContractRepository,
+    ExecutorQueries,
+    RefusedDecision,
+    ToolCatalog,
+    Transition,
+)
+from overseer_executor.application.tool_runner import RetryPolicy, ToolCalls, ToolRunner
+from overseer_executor.domain.alignment import check_resume_alignment
+from overseer_executor.domain.claims import CLAIMING, Twin
+from overseer_executor.domain.contract import ExecutionContract, OpenRequest, Verdict
+from overseer_executor.domain.rules import ToolOutcome
+from overseer_executor.domain.tools import ToolCall, ToolSpec, UnknownTool
+from overseer_executor.entrypoints.events import handlers
+
+T = TypeVar("T")
+ACTOR = "executor"
+OPEN = frozenset({ExecutionStatus.PENDING, ExecutionStatus.WAITING})
+EXPIRING_FORMS = frozenset({"approval", "confirmation"})
+
+
+class InMemoryReadModels(ContractRepository, ExecutorQueries):
+    """Contracts, verdicts, forms, refused decisions and transitions, changed by :meth:`apply`."""
+
+    def __init__(self) -> None:
+        self._contracts: dict[str, ExecutionContract] = {}  # without verdict and form: joined by get()
+        self._verdicts: dict[str, Verdict] = {}
+        self._forms: dict[str, ApprovalForm] = {}
+        self._refused: dict[str, RefusedDecision] = {}
+        self._transitions: dict[str, list[Transition]] = {}
+
+    # -- the projections -------------------------------------------------------------------
+    def apply(self, event: Envelope) -> None:
+        """What ``ContractsProjection`` then ``RefusedDecisionsProjection`` do with ``event``."""
+        match event.data:
+            case ContractCreated() as d:
+                if d.execution_id not in self._contracts:
+                    created = ExecutionContract.from_created(d)
+                    self._contracts[d.execution_id] = replace(created, version=event.aggregate_version)
+            case ExecutionTransitioned() as d:
+                self._transitioned(event, d)
+            case EcsRequested() as d:
+                self._requested(event, d)
+            case VerdictIssued() as d:
+                self._verdicts.setdefault(d.execution_id, Verdict.from_event(d))
+            case HumanDecisionRecorded() as d:
+                reason = check_resume_alignment(self.get(d.execution_id), d)
+                if reason is not None:
+                    self._refused.setdefault(
+                        event.event_id,
+                        RefusedDecision(
+                            event.event_id,
+                            d.execution_id,
+                            d.decision,
+                            str(d.decided_by),
+                            d.args_hash,
+                            reason,
+                            event.occurred_at,
+                        ),
+                    )
+
+    def _transitioned(self, event: Envelope, d: ExecutionTransitioned) -> None:
+        contract = self._contracts.get(d.execution_id)
+        if contract is not None:
+            self._contracts[d.execution_id] = replace(
+                contract,
+                status=ExecutionStatus(d.to_status),
+                version=event.aggregate_version,
+                updated_at=d.timestamp,
+                result=d.result if d.result is not None else contract.result,
+                error_message=d.error_message if d.error_message is not None else contract.error_message,
+            )
+        form = self._forms.get(d.execution_id)
+        if d.from_status == "waiting" and form is not None and form.status == "pending":
+            self._forms[d.execution_id] = replace(
+                form, status="answered", answered_at=d.timestamp, outcome=d.trigger
+            )
+        self._transitions.setdefault(d.execution_id, []).append(
+            Transition(d.from_status, d.to_status, d.trigger, d.actor, d.timestamp, d.reason)
+        )
+
+    def _requested(self, event: Envelope, d: EcsRequested) -> None:
+        by = d.requested_by
+        self._forms[d.execution_id] = ApprovalForm(
+            execution_id=d.execution_id,
+            kind=d.kind,
+            session_id=d.session_id,
+            tool=d.tool,
+            args=dict(d.args),
+            args_hash=d.args_hash,
+            level=d.level,
+            preview=d.preview,
+            requested_at=d.requested_at,
+            requested_by=f"{by.kind}:{by.id}",
+            message=d.message,
+            status="pending",
+            answered_at=None,
+            outcome=None,
+        )
+        contract = self._contracts.get(d.execution_id)
+        if contract is not None:
+            self._contracts[d.execution_id] = replace(contract, version=event.aggregate_version)
+
+    # -- ContractRepository ----------------------------------------------------------------
+    def get(self, execution_id: str) -> ExecutionContract | None:
+        contract = self._contracts.get(execution_id)
+        if contract is None:
+            return None
+        form = self._pending_form(execution_id)
+        return replace(
+            contract,
+            verdict=self._verdicts.get(execution_id),
+            open_request=None if form is None else OpenRequest(form.kind, form.args_hash, form.requested_at),
+        )
+
+    def _pending_form(self, execution_id: str) -> ApprovalForm | None:
+        form = self._forms.get(execution_id)
+        return form if form is not None and form.status == "pending" else None
+
+    def _many(self, keep: Callable[[ExecutionContract], bool]) -> list[ExecutionContract]:
+        found = [c for c in (self.get(i) for i in self._contracts) if c is not None and keep(c)]
+        return sorted(found, key=lambda c: c.created_at)
+
+    def status_of(self, execution_id: str | None) -> ExecutionStatus | None:
+        contract = self._contracts.get(execution_id) if execution_id is not None else None
+        return None if contract is None else contract.status
+
+    def has_verdict(self, execution_id: str) -> bool:
+        return execution_id in self._verdicts
+
+    def twin_of(self, contract: ExecutionContract | None) -> Twin | None:
+        if contract is None or not contract.irreversible or not contract.idempotency_key:
+            return None
+        others = [
+            c
+            for c in self._contracts.values()
+            if c.idempotency_key == contract.idempotency_key and c.execution_id != contract.execution_id
+        ]
+        for other in others:
+            if other.status == ExecutionStatus.COMPLETED:
+                return Twin(other.execution_id, ExecutionStatus.COMPLETED)
+
+        def kind(c: ExecutionContract) -> str | None:
+            form = self._pending_form(c.execution_id)
+            return None if form is None else form.kind
+
+        holders = [c for c in others if c.status in CLAIMING]
+        holders.sort(key=lambda c: (c.status != ExecutionStatus.RUNNING, kind(c) != "reconciliation"))
+        return None if not holders else Twin(holders[0].execution_id, holders[0].status, kind(holders[0]))
+
+    def waiting_with_completed_twin(self) -> list[ExecutionContract]:
+        completed = {
+            c.idempotency_key
+            for c in self._contracts.values()
+            if c.status == ExecutionStatus.COMPLETED and c.idempotency_key
+        }
+        return self._many(
+            lambda c: (
+                c.status == ExecutionStatus.WAITING
+                and c.irreversible
+                and c.open_request is not None
+                and c.open_request.kind == "approval"
+                and c.idempotency_key in completed
+            )
+        )
+
+    def pending_dependents(self, execution_id: str) -> list[ExecutionContract]:
+        return self._many(lambda c: c.depends_on == execution_id and c.status == ExecutionStatus.PENDING)
+
+    def with_status(self, status: ExecutionStatus) -> list[ExecutionContract]:
+        return self._many(lambda c: c.status == status)
+
+    def open_in_session(self, session_id: str) -> list[ExecutionContract]:
+        return self._many(lambda c: c.session_id == session_id and c.status in OPEN)
+
+    def waiting_since_before(self, cutoff: float) -> list[ExecutionContract]:
+        return self._many(
+            lambda c: (
+                c.status == ExecutionStatus.WAITING
+                and c.open_request is not None
+                and c.open_request.kind in EXPIRING_FORMS
+                and c.open_request.requested_at <= cutoff
+            )
+        )
+
+    # -- ExecutorQueries -------------------------------------------------------------------
+    async def approvals(self, *, status: str, session_id: str | None) -> list[ApprovalForm]:
+        found = [
+            f
+            for f in self._forms.values()
+            if f.status == status and (not session_id or f.session_id == session_id)
+        ]
+        return sorted(found, key=lambda f: f.requested_at)
+
+    async def refused_decisions(self, execution_id: str | None) -> list[RefusedDecision]:
+        found = [r for r in self._refused.values() if not execution_id or r.execution_id == execution_id]
+        return sorted(found, key=lambda r: r.refused_at)
+
+    def approval(self, execution_id: str) -> ApprovalForm | None:
+        return self._forms.get(execution_id)
+
+    def contract(self, execution_id: str) -> ExecutionContract | None:
+        return self.get(execution_id)
+
+    def transitions(self, execution_id: str) -> list[Transition]:
+        return list(self._transitions.get(execution_id, ()))
+
+
+class InMemoryEvents(ContractEvents):
+    """Wraps each event in an envelope as the runtime does, applies it to the read models, keeps it."""
+
+    def __init__(self, models: InMemoryReadModels, log: list[Envelope], incoming: Envelope | None) -> None:
+        self.models = models
+        self.log = log
+        self.incoming = incoming
+
+    def emit(
+        self, data: EventData, *, execution_id: str, version: int, correlation_id: str | None = None
+    ) -> None:
+        incoming = self.incoming
+        event = new_event(
+            data,
+            aggregate_id=execution_id,
+            aggregate_version=version,
+            actor=ACTOR,
+            correlation_id=correlation_id or (incoming.correlation_id if incoming else None),
+            causation_id=incoming.event_id if incoming else None,
+        )
+        self.models.apply(event)
+        self.log.append(event)
+
+
+Answer = str | Exception | Callable[[ToolCall], Awaitable[str]]
+
+
+class FakeTools(ToolCatalog):
+    """Tool declarations, and each tool's scripted answers in order (a string, or an exception raised)."""
+
+    def __init__(self, specs: Iterable[ToolSpec] = ()) -> None:
+        self._specs = {spec.name: spec for spec in specs}
+        self.script: dict[str, list[Answer]] = {}
+        self.calls: list[ToolCall] = []
+
+    def answer(self, tool: str, *answers: Answer) -> FakeTools:
+        self.script.setdefault(tool, []).extend(answers)
+        return self
+
+    def spec(self, name: str | None) -> ToolSpec | None:
+        return self._specs.get(name) if name else None
+
+    async def execute(self, call: ToolCall) -> str:
+        if call.name not in self._specs:
+            raise UnknownTool(call.name)
+        self.calls.append(call)
+        answer = self.script[call.name].pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        if isinstance(answer, str):
+            return answer
+        return await answer(call)
+
+
+@dataclass
+class FakeClock:
+    now: float = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@dataclass
+class FakeUnitOfWork:
+    """What ``unit_for`` reads of a unit of work: the incoming event and the after-commit hook."""
+
+    incoming: Envelope | None = None
+    work: list[Callable[[], Awaitable[None] | None]] = field(default_factory=list)
+
+    def after_commit(self, fn: Callable[[], Awaitable[None] | None]) -> None:
+        self.work.append(fn)
+
+
+# Retries without waiting: the tests script the failures, they never wait on the clock.
+QUICK_RETRY = RetryPolicy(attempts=3, base_seconds=0.0, max_seconds=0.0)
+
+
+class InMemoryExecutor:
+    """The real :class:`ExecutionHandlers` behind the real handler table, on in-memory ports.
+
+    :meth:`deliver` is one consumed event: the read models see it, then its handler runs.
+    After-commit work (a tool call) waits in :attr:`after_commit` until :meth:`settle` runs it.
+    """
+
+    def __init__(self, tools: FakeTools, clock: FakeClock | None = None) -> None:
+        self.models = InMemoryReadModels()
+        self.tools = tools
+        self.clock = clock or FakeClock()
+        self.emitted: list[Envelope] = []
+        self.after_commit: list[Callable[[], Awaitable[None] | None]] = []
+        self.execution = ExecutionHandlers()
+        runner = ToolRunner(tools, default_time_limit=30.0, retry=QUICK_RETRY, max_result_chars=16_000)
+        self.calls = ToolCalls(runner, self._record)
+        self.table = handlers(self.unit_for)
+
+    def unit_for(self, uow: FakeUnitOfWork) -> Unit:
+        return Unit(
+            contracts=self.models,
+            events=InMemoryEvents(self.models, self.emitted, uow.incoming),
+            after_commit=uow.after_commit,
+            tools=self.tools,
+            calls=self.calls,
+            clock=self.clock,
+        )
+
+    def deliver(self, event: Envelope) -> None:
+        self.models.apply(event)
+        uow = FakeUnitOfWork(incoming=event)
+        self.table.handle(uow, event)  # the fake unit of work stands for the runtime's
+        self.after_commit.extend(uow.work)
+
+    def execute(self, work: Callable[[Unit], T]) -> T:
+        """``work`` in a unit of work of its own (as ``Runtime.execute``)."""
+        uow = FakeUnitOfWork()
+        result = work(self.unit_for(uow))
+        self.after_commit.extend(uow.work)
+        return result
+
+    async def _record(self, execution_id: str, result: ToolOutcome) -> None:
+        self.execute(lambda unit: self.execution.record_tool_outcome(unit, execution_id, result))
+
+    async def settle(self) -> int:
+        """Run the after-commit work, and the work it leads to, until none is left; how many ran."""
+        ran = 0
+        while self.after_commit:
+            outcome = self.after_commit.pop(0)()
+            if inspect.isawaitable(outcome):
+                await outcome
+            ran += 1
+        return ran
+
+    def contract(self, execution_id: str) -> ExecutionContract:
+        contract = self.models.get(execution_id)
+        if contract is None:
+            raise KeyError(f"no contract {execution_id}")
+        return contract
+
+    def emitted_data(self, kind: type[Any] = EventData) -> list[Any]:
+        return [e.data for e in self.emitted if isinstance(e.data, kind)]
