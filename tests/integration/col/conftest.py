@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from col_sqlite_harness import SqliteCol
+
+from tests.contracts.col_backends import SqliteCol
 
 
 @pytest.fixture
-def sqlite_col(tmp_path: Path) -> Iterator[SqliteCol]:
+async def sqlite_col(tmp_path: Path) -> AsyncIterator[SqliteCol]:
     col = SqliteCol(tmp_path / "col.db")
     yield col
-    col.close()
+    await col.close()

@@ -9,7 +9,6 @@ from typing import Any
 import nats.errors
 import pytest
 from col_nats_harness import await_command, command, execution_facts, new_id, send_command, suggest
-from col_sqlite_harness import dump_tables
 
 from overseer_col.bootstrap import ColService
 from overseer_events.catalogue import (
@@ -23,6 +22,7 @@ from overseer_events.catalogue import (
 from overseer_events.envelope import new_event
 from overseer_runtime.runtime import RpcError, rebuild
 from overseer_runtime.testing import Stack, eventually, received_from
+from tests.contracts.col_backends import dump_tables
 
 
 def create(title: str, **fields: Any) -> CoCreateCommand:
@@ -86,6 +86,44 @@ async def test_refused_commands_answer_404_409_and_422_and_change_nothing(stack:
         assert len(await stack.rpc("col", "list", {})) == 1
         rejected = rt.store.conn.execute("SELECT COUNT(*) FROM events WHERE type = 'co.command_rejected'")
         assert rejected.fetchone()[0] == 4
+
+
+@pytest.mark.parametrize(
+    ("method", "payload"),
+    [
+        ("get", {}),
+        ("get", {"co_id": ""}),
+        ("list", {"status": "sleeping"}),
+        ("list", {"limit": 0}),
+        ("list_by_status", {"status": "sleeping"}),
+        ("search", {"q": "   "}),
+        ("suggestions", {"status": "maybe"}),
+        ("command.await", {"command_id": "c-1", "timeout": 99}),
+        ("topology", {"detailed": True}),
+    ],
+)
+async def test_a_request_of_the_wrong_shape_is_refused_with_422(
+    stack: Stack, method: str, payload: dict[str, Any]
+) -> None:
+    async with stack.runtime(ColService()):
+        with pytest.raises(RpcError) as refused:
+            await stack.rpc("col", method, payload)
+        assert refused.value.status == 422
+
+
+async def test_reads_answer_404_for_what_does_not_exist_and_lists_by_status(stack: Stack) -> None:
+    async with stack.runtime(ColService()):
+        co = (await command(stack, create("listed")))["co"]
+        for method, payload in [("get", {"co_id": "co-404"}), ("suggestion", {"suggestion_id": "s-404"})]:
+            with pytest.raises(RpcError) as unknown:
+                await stack.rpc("col", method, payload)
+            assert unknown.value.status == 404
+        assert [c["co_id"] for c in await stack.rpc("col", "list_by_status", {"status": "emerging"})] == [
+            co["co_id"]
+        ]
+        assert [c["co_id"] for c in await stack.rpc("col", "list_active", {})] == [co["co_id"]]
+        listed = await stack.rpc("col", "list", {"status": "", "domain": ""})  # empty filters filter nothing
+        assert [c["co_id"] for c in listed] == [co["co_id"]]
 
 
 async def test_a_repeated_command_is_applied_once(stack: Stack) -> None:

@@ -1,14 +1,14 @@
-"""Fixtures of the COL unit tests: a registry over the in-memory fake (``col_fakes``)."""
+"""Fixtures of the COL unit tests: a registry over the in-memory fake (``tests/fakes/col.py``)."""
 
 from __future__ import annotations
 
 import itertools
 
 import pytest
-from col_fakes import InMemoryCol, make_unit
 
 from overseer_col.application.handlers import ColUnit
 from overseer_col.application.registry import CORegistry
+from tests.fakes.col import InMemoryCol, make_unit
 
 
 @pytest.fixture
@@ -19,7 +19,7 @@ def col() -> InMemoryCol:
 @pytest.fixture
 def registry(col: InMemoryCol) -> CORegistry:
     ids = (f"co-{n}" for n in itertools.count(1))
-    return CORegistry(col, col, clock=col.clock, new_id=lambda: next(ids))
+    return CORegistry(col, col.emit, clock=col.clock, new_id=lambda: next(ids))
 
 
 @pytest.fixture

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from col_fakes import InMemoryCol
 
 from overseer_col.application.registry import CORegistry
 from overseer_col.domain.errors import CoConflict, CoInvalid, CoNotFound
 from overseer_events.catalogue import CoCreated
 from overseer_events.co_fields import DESCRIPTION_MAX_CHARS, TITLE_MAX_CHARS
+from tests.fakes.col import InMemoryCol
 
 
 def test_a_new_object_carries_every_seed_field_and_starts_emerging(registry: CORegistry) -> None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from col_fakes import InMemoryCol
 
 from overseer_col.application.registry import CORegistry
 from overseer_col.domain.errors import CoConflict, CoInvalid, CoNotFound
 from overseer_events.catalogue import CoTransitioned
 from overseer_events.machines import CO_MACHINE, CognitiveObjectStatus
+from tests.fakes.col import InMemoryCol
 
 STATES = ["emerging", "active", "waiting", "blocked", "stable", "archived"]
 

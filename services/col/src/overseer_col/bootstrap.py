@@ -2,27 +2,24 @@
 
 from __future__ import annotations
 
-import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from functools import partial
 
-from overseer_col.adapters.event_sink import UnitOfWorkSink
-from overseer_col.adapters.read_model import CoReadModel, SqliteCommandLog, SqliteCoRepository
+from overseer_col.adapters.read_model import CoReadModel, ReaderCoLists, SqliteCommandLog, SqliteCoRepository
 from overseer_col.application.handlers import ColUnit
+from overseer_col.application.ports import ColReads
 from overseer_col.application.registry import CORegistry
-from overseer_col.entrypoints.events import SUBSCRIPTIONS, handler_table
-from overseer_col.entrypoints.rpc import ColRpc, CommandWaiters
-from overseer_runtime.config import Settings
-from overseer_runtime.runtime import Handler, RpcError, RpcMethod, Runtime, Service, Subscription, UnitOfWork
+from overseer_col.entrypoints import events, rpc
+from overseer_col.settings import ColSettings
+from overseer_runtime.provisioning import Subscription
+from overseer_runtime.readers import ReadModelReader
+from overseer_runtime.rpc import RpcTable
+from overseer_runtime.runtime import Runtime, UnitOfWork
+from overseer_runtime.service import HandlerTable, Service
 from overseer_runtime.store import Projection
 
-
-def col_enabled(settings: Settings) -> bool:
-    """``[col] col_enabled`` (seed 000 §9.1): off, execution events are ignored; CRUD works either way."""
-    value = settings.get("col.col_enabled", True)
-    if isinstance(value, str):
-        return value.strip().lower() not in ("false", "0", "no", "off")
-    return bool(value)
+ACTOR = "col"
 
 
 class ColService(Service):
@@ -30,47 +27,47 @@ class ColService(Service):
 
     name = "col"
 
-    def __init__(self, *, enabled: bool | None = None) -> None:
+    def __init__(self) -> None:
         self.read_model = CoReadModel()
-        self.waiters = CommandWaiters()
-        self.runtime: Runtime | None = None
-        self._enabled_override = enabled
+        self.waiters = rpc.CommandWaiters()
+        # Set by start(): no event is handled and no RPC answered before it returned.
+        self.settings: ColSettings
+        self.reads: ColReads
+        self._reader: ReadModelReader | None = None
 
     def projections(self) -> Sequence[Projection]:
         return [self.read_model]
 
     def subscriptions(self) -> Sequence[Subscription]:
-        return SUBSCRIPTIONS
+        return events.SUBSCRIPTIONS
 
-    def handlers(self) -> Mapping[str, Handler]:
-        return handler_table(self.unit_for)
+    def handlers(self) -> HandlerTable[ColUnit]:
+        return events.handlers(self.unit_for)
 
-    def rpc_methods(self) -> Mapping[str, RpcMethod]:
-        return ColRpc(self._connection, self.waiters).table()
+    def rpc(self) -> RpcTable:
+        return rpc.rpc(self)
 
     async def start(self, runtime: Runtime) -> None:
-        self.runtime = runtime
+        self.settings = runtime.settings.typed("col", ColSettings)
+        self._reader = await ReadModelReader(runtime.store.path).open()
+        conn = runtime.store.conn
+        self.reads = ColReads(SqliteCoRepository(conn), SqliteCommandLog(conn), ReaderCoLists(self._reader))
 
-    def _connection(self) -> sqlite3.Connection:
-        # RPC is served just before start(): a request in that instant gets a retryable 503.
-        if self.runtime is None:
-            raise RpcError(503, "col is starting")
-        return self.runtime.store.conn
-
-    def enabled(self, settings: Settings) -> bool:
-        return self._enabled_override if self._enabled_override is not None else col_enabled(settings)
+    async def stop(self) -> None:
+        if self._reader is not None:
+            await self._reader.close()
+            self._reader = None
 
     def unit_for(self, uow: UnitOfWork) -> ColUnit:
         """The registry and command log of one unit of work, on its transaction."""
-        registry = CORegistry(SqliteCoRepository(uow.conn), UnitOfWorkSink(uow))
 
         def settled(command_id: str) -> None:
             uow.after_commit(lambda: self.waiters.settle(command_id))
 
         return ColUnit(
-            registry=registry,
+            registry=CORegistry(SqliteCoRepository(uow.conn), partial(uow.emit, actor=ACTOR)),
             commands=SqliteCommandLog(uow.conn),
             settled=settled,
-            col_enabled=self.enabled(uow.runtime.settings),
+            col_enabled=self.settings.col_enabled,
             clock=time.time,
         )

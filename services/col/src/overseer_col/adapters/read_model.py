@@ -19,13 +19,13 @@ alongside the read model and never dropped by a rebuild.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable
-from typing import Any, Final, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
 
 import orjson
 
+from overseer_col.application.ports import CommandOutcome, CoQuery, ExecutionReport
 from overseer_col.domain.model import CognitiveObject, Suggestion
-from overseer_col.domain.ports import CommandLog, CommandOutcome, CoQuery, CoRepository, ExecutionReport
 from overseer_events.catalogue import (
     CoCreated,
     CoExecutionLinked,
@@ -36,7 +36,9 @@ from overseer_events.catalogue import (
     CoTransitioned,
     CoUpdated,
 )
-from overseer_events.envelope import Envelope, EventData
+from overseer_events.envelope import Envelope
+from overseer_runtime.projection import SqlProjection
+from overseer_runtime.readers import ReadModelReader
 
 SEED_SCHEMA: Final = """
 -- 主表：Cognitive Objects
@@ -138,54 +140,43 @@ _SUGGESTION_COLUMNS: Final = (
 )
 
 
-D = TypeVar("D", bound=EventData)
-
-
-def _data(event: Envelope, kind: type[D]) -> D:
-    if not isinstance(event.data, kind):
-        raise TypeError(f"{event.type} carries {type(event.data).__name__}, expected {kind.__name__}")
-    return event.data
-
-
 def _json(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-class CoReadModel:
+class CoReadModel(SqlProjection):
     """The projection: applies ``co.*`` events to the tables above (other events are ignored)."""
 
     name = "col.cognitive_objects"
-
-    def __init__(self) -> None:
-        self._appliers: dict[str, Callable[[sqlite3.Connection, Envelope], None]] = {
-            "co.created": self._created,
-            "co.updated": self._updated,
-            "co.transitioned": self._transitioned,
-            "co.execution_linked": self._execution_linked,
-            "co.memory_linked": self._memory_linked,
-            "co.execution_reported": self._execution_reported,
-            "co.suggestion_recorded": self._suggestion_recorded,
-            "co.suggestion_decided": self._suggestion_decided,
-        }
+    ddl = SEED_SCHEMA + EXTRA_SCHEMA
+    tables = READ_MODEL_TABLES
 
     def create(self, conn: sqlite3.Connection) -> None:
-        for statement in _statements(SEED_SCHEMA + EXTRA_SCHEMA):
-            conn.execute(statement)
+        super().create(conn)
         # Created with the read model but never dropped by it: a rebuild keeps every command's outcome.
         SqliteCommandLog.create(conn)
 
-    def drop(self, conn: sqlite3.Connection) -> None:
-        for table in READ_MODEL_TABLES:
-            conn.execute(f"DROP TABLE IF EXISTS {table}")
-
     def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
-        applier = self._appliers.get(event.type)
-        if applier is not None:
-            applier(conn, event)
+        match event.data:
+            case CoCreated() as created:
+                self._created(conn, created)
+            case CoUpdated() as updated:
+                self._updated(conn, updated, event)
+            case CoTransitioned() as moved:
+                self._transitioned(conn, moved)
+            case CoExecutionLinked() as linked:
+                self._execution_linked(conn, linked, event)
+            case CoMemoryLinked() as linked_memory:
+                self._memory_linked(conn, linked_memory, event)
+            case CoExecutionReported() as reported:
+                self._execution_reported(conn, reported, event)
+            case CoSuggestionRecorded() as recorded:
+                self._suggestion_recorded(conn, recorded, event)
+            case CoSuggestionDecided() as decided:
+                self._suggestion_decided(conn, decided, event)
 
     # -- appliers -------------------------------------------------------------------------
-    def _created(self, conn: sqlite3.Connection, event: Envelope) -> None:
-        d = _data(event, CoCreated)
+    def _created(self, conn: sqlite3.Connection, d: CoCreated) -> None:
         cur = conn.execute(
             "INSERT INTO cognitive_objects (co_id, title, description, semantic_type, domain_tag, "
             "intent_category, status, transitions, external_references, related_co_ids, linked_memory_ids, "
@@ -223,8 +214,7 @@ class CoReadModel:
                 (d.co_id, d.command_id),
             )
 
-    def _updated(self, conn: sqlite3.Connection, event: Envelope) -> None:
-        d = _data(event, CoUpdated)
+    def _updated(self, conn: sqlite3.Connection, d: CoUpdated, event: Envelope) -> None:
         changes = {k: v for k, v in d.changes.items() if k in _UPDATABLE_COLUMNS}
         assignments = ", ".join(f"{column} = ?" for column in changes)
         values = [_json(v) if k in _JSON_COLUMNS else v for k, v in changes.items()]
@@ -247,8 +237,7 @@ class CoReadModel:
         conn.execute("DELETE FROM co_search WHERE rowid = ?", (row[0],))
         conn.execute("INSERT INTO co_search (rowid, title, description) VALUES (?, ?, ?)", row)
 
-    def _transitioned(self, conn: sqlite3.Connection, event: Envelope) -> None:
-        d = _data(event, CoTransitioned)
+    def _transitioned(self, conn: sqlite3.Connection, d: CoTransitioned) -> None:
         record = {
             "from": d.from_status,
             "to": d.to_status,
@@ -263,8 +252,7 @@ class CoReadModel:
             (d.to_status, _json(record), d.timestamp, d.co_id),
         )
 
-    def _execution_linked(self, conn: sqlite3.Connection, event: Envelope) -> None:
-        d = _data(event, CoExecutionLinked)
+    def _execution_linked(self, conn: sqlite3.Connection, d: CoExecutionLinked, event: Envelope) -> None:
         cur = conn.execute(
             "INSERT OR IGNORE INTO co_execution_links (co_id, execution_id, linked_at) VALUES (?, ?, ?)",
             (d.co_id, d.execution_id, event.occurred_at),
@@ -274,8 +262,7 @@ class CoReadModel:
                 "UPDATE cognitive_objects SET updated_at = ? WHERE co_id = ?", (event.occurred_at, d.co_id)
             )
 
-    def _memory_linked(self, conn: sqlite3.Connection, event: Envelope) -> None:
-        d = _data(event, CoMemoryLinked)
+    def _memory_linked(self, conn: sqlite3.Connection, d: CoMemoryLinked, event: Envelope) -> None:
         conn.execute(
             "UPDATE cognitive_objects SET linked_memory_ids = json_insert(linked_memory_ids, '$[#]', ?), "
             "updated_at = ? WHERE co_id = ? "
@@ -283,16 +270,16 @@ class CoReadModel:
             (d.memory_id, event.occurred_at, d.co_id, d.memory_id),
         )
 
-    def _execution_reported(self, conn: sqlite3.Connection, event: Envelope) -> None:
-        d = _data(event, CoExecutionReported)
+    def _execution_reported(self, conn: sqlite3.Connection, d: CoExecutionReported, event: Envelope) -> None:
         conn.execute(
             "INSERT OR IGNORE INTO co_execution_reports (co_id, execution_id, outcome, reported_at) "
             "VALUES (?, ?, ?, ?)",
             (d.co_id, d.execution_id, d.outcome, event.occurred_at),
         )
 
-    def _suggestion_recorded(self, conn: sqlite3.Connection, event: Envelope) -> None:
-        d = _data(event, CoSuggestionRecorded)
+    def _suggestion_recorded(
+        self, conn: sqlite3.Connection, d: CoSuggestionRecorded, event: Envelope
+    ) -> None:
         conn.execute(
             "INSERT OR IGNORE INTO co_suggestions (suggestion_id, kind, co_id, trigger, fields, reason, "
             "session_id, status, suggested_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
@@ -308,8 +295,7 @@ class CoReadModel:
             ),
         )
 
-    def _suggestion_decided(self, conn: sqlite3.Connection, event: Envelope) -> None:
-        d = _data(event, CoSuggestionDecided)
+    def _suggestion_decided(self, conn: sqlite3.Connection, d: CoSuggestionDecided, event: Envelope) -> None:
         status = "confirmed" if d.decision == "confirm" else "dismissed"
         conn.execute(
             "UPDATE co_suggestions SET status = ?, decided_at = ?, decided_command_id = ?, "
@@ -319,8 +305,8 @@ class CoReadModel:
         )
 
 
-class SqliteCoRepository(CoRepository):
-    """Queries over the read model; works on any connection to the service's file."""
+class SqliteCoRepository:
+    """:class:`~overseer_col.application.ports.CoRepository` over any connection to the service's file."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
@@ -340,29 +326,7 @@ class SqliteCoRepository(CoRepository):
         return {row[0] for row in rows}
 
     def find(self, query: CoQuery) -> list[CognitiveObject]:
-        where: list[str] = []
-        params: list[Any] = []
-        if query.status is not None:
-            where.append("c.status = ?")
-            params.append(query.status)
-        if query.active_only:
-            where.append("c.status != 'archived'")
-        if query.domain_tag is not None:
-            where.append("c.domain_tag = ?")
-            params.append(query.domain_tag)
-        if query.semantic_type is not None:
-            where.append("c.semantic_type = ?")
-            params.append(query.semantic_type)
-        if query.q is not None and query.q.strip():
-            clauses, values = search_clauses(query.q)
-            where += clauses
-            params += values
-        sql = f"SELECT {_CO_COLUMNS} FROM cognitive_objects c"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY c.updated_at DESC, c.co_id LIMIT ? OFFSET ?"
-        rows = self.conn.execute(sql, (*params, query.limit, query.offset)).fetchall()
-        return [_co(row) for row in rows]
+        return [_co(row) for row in self.conn.execute(*find_sql(query))]
 
     def execution_reports(self, co_id: str) -> list[ExecutionReport]:
         rows = self.conn.execute(
@@ -385,13 +349,56 @@ class SqliteCoRepository(CoRepository):
         return None if row is None else _suggestion(row)
 
     def suggestions(self, status: str | None = None) -> list[Suggestion]:
-        sql = f"SELECT {_SUGGESTION_COLUMNS} FROM co_suggestions"
-        params: tuple[Any, ...] = ()
-        if status is not None:
-            sql += " WHERE status = ?"
-            params = (status,)
-        rows = self.conn.execute(sql + " ORDER BY suggested_at, suggestion_id", params).fetchall()
-        return [_suggestion(row) for row in rows]
+        return [_suggestion(row) for row in self.conn.execute(*suggestions_sql(status))]
+
+
+class ReaderCoLists:
+    """:class:`~overseer_col.application.ports.CoLists` on the read-only reader, off the event loop."""
+
+    def __init__(self, reader: ReadModelReader) -> None:
+        self.reader = reader
+
+    async def find(self, query: CoQuery) -> list[CognitiveObject]:
+        rows = await self.reader.fetch_all(*find_sql(query))
+        return [_co(tuple(row.values())) for row in rows]
+
+    async def suggestions(self, status: str | None = None) -> list[Suggestion]:
+        rows = await self.reader.fetch_all(*suggestions_sql(status))
+        return [_suggestion(tuple(row.values())) for row in rows]
+
+
+def find_sql(query: CoQuery) -> tuple[str, list[Any]]:
+    """The SELECT of ``GET /v1/cos`` with its parameters: filters, search, newest first, one page."""
+    where: list[str] = []
+    params: list[Any] = []
+    if query.status is not None:
+        where.append("c.status = ?")
+        params.append(query.status)
+    if query.active_only:
+        where.append("c.status != 'archived'")
+    if query.domain_tag is not None:
+        where.append("c.domain_tag = ?")
+        params.append(query.domain_tag)
+    if query.semantic_type is not None:
+        where.append("c.semantic_type = ?")
+        params.append(query.semantic_type)
+    if query.q is not None and query.q.strip():
+        clauses, values = search_clauses(query.q)
+        where += clauses
+        params += values
+    sql = f"SELECT {_CO_COLUMNS} FROM cognitive_objects c"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    return sql + " ORDER BY c.updated_at DESC, c.co_id LIMIT ? OFFSET ?", [*params, query.limit, query.offset]
+
+
+def suggestions_sql(status: str | None) -> tuple[str, list[Any]]:
+    sql = f"SELECT {_SUGGESTION_COLUMNS} FROM co_suggestions"
+    params: list[Any] = []
+    if status is not None:
+        sql += " WHERE status = ?"
+        params.append(status)
+    return sql + " ORDER BY suggested_at, suggestion_id", params
 
 
 def search_clauses(q: str) -> tuple[list[str], list[Any]]:
@@ -419,7 +426,7 @@ def search_clauses(q: str) -> tuple[list[str], list[Any]]:
     return clauses, params
 
 
-def _co(row: tuple[Any, ...]) -> CognitiveObject:
+def _co(row: Sequence[Any]) -> CognitiveObject:
     return CognitiveObject(
         co_id=row[0],
         title=row[1],
@@ -441,7 +448,7 @@ def _co(row: tuple[Any, ...]) -> CognitiveObject:
     )
 
 
-def _suggestion(row: tuple[Any, ...]) -> Suggestion:
+def _suggestion(row: Sequence[Any]) -> Suggestion:
     return Suggestion(
         suggestion_id=row[0],
         kind=row[1],
@@ -455,12 +462,6 @@ def _suggestion(row: tuple[Any, ...]) -> Suggestion:
         decided_at=row[9],
         result_co_id=row[10],
     )
-
-
-def _statements(script: str) -> list[str]:
-    """Split a schema script into statements (executescript would COMMIT the open transaction)."""
-    lines = [line.split("--", 1)[0] for line in script.splitlines()]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
 
 
 COMMAND_LOG_SCHEMA: Final = """
@@ -477,7 +478,7 @@ CREATE TABLE IF NOT EXISTS co_command_log (
 """
 
 
-class SqliteCommandLog(CommandLog):
+class SqliteCommandLog:
     """Processed commands by command_id, in the same transaction as their events."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:

@@ -16,9 +16,9 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from overseer_col.application.ports import CommandLog, CommandOutcome
 from overseer_col.application.registry import CORegistry
 from overseer_col.domain.errors import CoInvalid, CoRefused
-from overseer_col.domain.ports import CommandLog, CommandOutcome
 from overseer_events.catalogue import (
     CoCreateCommand,
     CoDecideSuggestionCommand,
@@ -36,7 +36,7 @@ log = logging.getLogger("overseer.col")
 
 @dataclass(frozen=True, slots=True)
 class ColUnit:
-    """What a handler works with inside one unit of work (built by ``bootstrap``)."""
+    """What a handler works with inside one unit of work (built by ``bootstrap.ColService.unit_for``)."""
 
     registry: CORegistry
     commands: CommandLog

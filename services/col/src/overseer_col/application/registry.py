@@ -1,7 +1,7 @@
 """CORegistry (seed 000 §8.2): the COL's operations, each one "load → decide → emit".
 
-Reads come from a :class:`CoRepository`; writes append ``co.*`` events to an
-:class:`EventSink`, which applies them to the read side at once, so a method
+Reads come from a :class:`CoRepository`; writes append ``co.*`` events through an
+:class:`Emit`, which applies them to the read side at once, so a method
 can return the CO as it now is. A refused operation raises
 :class:`~overseer_col.domain.errors.CoRefused` before anything is emitted:
 every method decides all of its events first and emits them last.
@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from overseer_col.application.ports import CoQuery, CoRepository, Emit
 from overseer_col.domain import decisions
 from overseer_col.domain.errors import CoInvalid, CoNotFound, CoRefused
 from overseer_col.domain.model import REASONING_NODE, CognitiveObject, Suggestion
-from overseer_col.domain.ports import CoQuery, CoRepository, EventSink
 from overseer_events.catalogue import (
     CoCommandRejected,
     CoSuggested,
@@ -37,13 +37,13 @@ class CORegistry:
     def __init__(
         self,
         repo: CoRepository,
-        sink: EventSink,
+        emit: Emit,
         *,
         clock: Callable[[], float] = time.time,
         new_id: Callable[[], str] = uuid7,
     ) -> None:
         self.repo = repo
-        self.sink = sink
+        self.emit = emit
         self.clock = clock
         self.new_id = new_id
 
@@ -206,7 +206,7 @@ class CORegistry:
             detail=refusal.detail,
             legal_triggers=refusal.legal_triggers,
         )
-        self.sink.emit(rejected, aggregate_id=f"co-command:{command_id}")
+        self.emit(rejected, aggregate_id=f"co-command:{command_id}")
 
     # -- helpers --------------------------------------------------------------------------
     def _decide_create(
@@ -243,7 +243,7 @@ class CORegistry:
 
     def _emit(self, events: Sequence[EventData], *, correlation_id: str | None = None) -> None:
         for data in events:
-            self.sink.emit(data, aggregate_id=aggregate_of(data), correlation_id=correlation_id)
+            self.emit(data, aggregate_id=aggregate_of(data), correlation_id=correlation_id)
 
 
 def aggregate_of(data: EventData) -> str:

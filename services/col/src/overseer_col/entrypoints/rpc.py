@@ -1,6 +1,8 @@
 """The COL's request/reply methods (``overseer.rpc.col.<method>``): reads, and waiting for a command.
 
-Reads answer from the read model, which is committed state. Writes are not
+Reads answer from the read model, which is committed state: point reads (``get``, ``suggestion``,
+``command.await``) through the writer's connection between transactions, lists and searches through
+the read-only reader (see ``application/ports.py``). Writes are not
 RPC methods: they arrive as ``co.command.*`` events that only the gateway may
 publish (NATS permissions), so no other process (an LLM-driven one least of
 all) can change a CO by calling the COL directly. ``command.await`` lets the
@@ -24,26 +26,23 @@ Methods (payload → answer):
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BeforeValidator, Field, field_validator
 
-from overseer_col.adapters.read_model import SqliteCommandLog, SqliteCoRepository
-from overseer_col.application.registry import parse_status
-from overseer_col.domain.errors import CoNotFound, CoRefused
-from overseer_col.domain.model import CognitiveObject, describe
-from overseer_col.domain.ports import CommandOutcome, CoQuery
+from overseer_col.application.ports import ColReads, CommandOutcome, CoQuery
+from overseer_col.domain.model import CognitiveObject
 from overseer_events.co_fields import ID_MAX_CHARS
-from overseer_events.machines import CO_MACHINE
-from overseer_runtime.runtime import RpcError, RpcMethod
+from overseer_events.machines import CO_MACHINE, CognitiveObjectStatus
+from overseer_runtime.rpc import NoArguments, RpcError, RpcRequest, RpcTable
 
 T = TypeVar("T")
-M = TypeVar("M", bound=BaseModel)
 
 AWAIT_DEFAULT_SECONDS = 4.0
 AWAIT_MAX_SECONDS = 25.0
+# Lists and searches name no more than this: a caller pages through the rest.
+ALL_AT_ONCE = 10_000
 
 
 class CommandWaiters:
@@ -80,17 +79,17 @@ class CommandWaiters:
         return sum(len(f) for f in self._waiting.values())
 
 
-# -- payloads -------------------------------------------------------------------------------
-class _Payload(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+# -- requests -------------------------------------------------------------------------------
+# An empty status is no filter, as an absent one is.
+Status = Annotated[CognitiveObjectStatus | None, BeforeValidator(lambda value: value or None)]
 
 
-class GetRequest(_Payload):
+class GetRequest(RpcRequest):
     co_id: str = Field(min_length=1, max_length=ID_MAX_CHARS)
 
 
-class ListRequest(_Payload):
-    status: str | None = None
+class ListRequest(RpcRequest):
+    status: Status = None
     domain: str | None = None
     type: str | None = None
     q: str | None = Field(default=None, max_length=500)
@@ -99,88 +98,80 @@ class ListRequest(_Payload):
     offset: int = Field(default=0, ge=0)
 
 
-class StatusRequest(_Payload):
-    status: str
+class StatusRequest(RpcRequest):
+    status: CognitiveObjectStatus
 
 
-class SearchRequest(_Payload):
+class SearchRequest(RpcRequest):
     q: str = Field(max_length=500)
 
+    @field_validator("q")
+    @classmethod
+    def _not_blank(cls, q: str) -> str:
+        if not q.strip():
+            raise ValueError("the search query is empty")
+        return q
 
-class SuggestionsRequest(_Payload):
+
+class SuggestionsRequest(RpcRequest):
     status: Literal["pending", "confirmed", "dismissed"] | None = None
 
 
-class SuggestionRequest(_Payload):
+class SuggestionRequest(RpcRequest):
     suggestion_id: str = Field(min_length=1, max_length=ID_MAX_CHARS)
 
 
-class AwaitRequest(_Payload):
+class AwaitRequest(RpcRequest):
     command_id: str = Field(min_length=1, max_length=ID_MAX_CHARS)
     timeout: float = Field(default=AWAIT_DEFAULT_SECONDS, gt=0, le=AWAIT_MAX_SECONDS)
 
 
-def parse(model: type[M], payload: dict[str, Any]) -> M:
-    try:
-        return model.model_validate(payload)
-    except ValidationError as exc:
-        raise RpcError(422, describe(exc)) from exc
+# -- methods --------------------------------------------------------------------------------
+class RunningCol(Protocol):
+    """What the RPC methods ask of the COL; the runtime calls none before the service started."""
+
+    reads: ColReads
+    waiters: CommandWaiters
 
 
-def refused(refusal: CoRefused) -> RpcError:
-    extra = (
-        {"legal_triggers": refusal.legal_triggers} if refusal.status == 409 and refusal.legal_triggers else {}
+def rpc(col: RunningCol) -> RpcTable:
+    methods = _Methods(col)
+    return (
+        RpcTable()
+        .method("get", GetRequest, methods.get)
+        .method("list", ListRequest, methods.list_cos)
+        .method("list_active", NoArguments, methods.list_active)
+        .method("list_by_status", StatusRequest, methods.list_by_status)
+        .method("search", SearchRequest, methods.search)
+        .method("suggestions", SuggestionsRequest, methods.suggestions)
+        .method("suggestion", SuggestionRequest, methods.suggestion)
+        .method("command.await", AwaitRequest, methods.await_command)
+        .method("topology", NoArguments, methods.topology)
     )
-    return RpcError(refusal.status, refusal.detail, extra)
 
 
-class ColRpc:
-    """The method table; reads go through ``conn`` (the service's store connection, between transactions)."""
+def _listed(cos: list[CognitiveObject]) -> list[dict[str, Any]]:
+    return [co.as_dict() for co in cos]
 
-    def __init__(self, conn: Callable[[], sqlite3.Connection], waiters: CommandWaiters) -> None:
-        self._conn = conn
-        self.waiters = waiters
 
-    def table(self) -> dict[str, RpcMethod]:
-        return {
-            "get": self.get,
-            "list": self.list_cos,
-            "list_active": self.list_active,
-            "list_by_status": self.list_by_status,
-            "search": self.search,
-            "suggestions": self.suggestions,
-            "suggestion": self.suggestion,
-            "command.await": self.await_command,
-            "topology": self.topology,
-        }
-
-    @property
-    def repo(self) -> SqliteCoRepository:
-        return SqliteCoRepository(self._conn())
+class _Methods:
+    def __init__(self, col: RunningCol) -> None:
+        self.col = col
 
     def view(self, co: CognitiveObject) -> dict[str, Any]:
         """One CO with its transitions, links and execution reports (``GET /v1/cos/{co_id}``)."""
-        reports = [r.as_dict() for r in self.repo.execution_reports(co.co_id)]
+        reports = [r.as_dict() for r in self.col.reads.cos.execution_reports(co.co_id)]
         return {**co.as_dict(), "execution_reports": reports}
 
-    def _found(self, co_id: str) -> CognitiveObject:
-        co = self.repo.get(co_id)
+    async def get(self, request: GetRequest) -> dict[str, Any]:
+        co = self.col.reads.cos.get(request.co_id)
         if co is None:
-            raise refused(CoNotFound(f"no Cognitive Object {co_id!r}"))
-        return co
+            raise RpcError(404, f"no Cognitive Object {request.co_id!r}")
+        return self.view(co)
 
-    # -- methods --------------------------------------------------------------------------
-    async def get(self, payload: dict[str, Any]) -> dict[str, Any]:
-        return self.view(self._found(parse(GetRequest, payload).co_id))
-
-    async def list_cos(self, payload: dict[str, Any]) -> list[dict[str, Any]]:
-        request = parse(ListRequest, payload)
-        try:
-            status = parse_status(request.status) if request.status else None
-        except CoRefused as refusal:
-            raise refused(refusal) from None
+    async def list_cos(self, request: ListRequest) -> list[dict[str, Any]]:
         query = CoQuery(
-            status=status,
+            status=request.status,
             domain_tag=request.domain or None,
             semantic_type=request.type or None,
             q=request.q or None,
@@ -188,40 +179,29 @@ class ColRpc:
             limit=request.limit,
             offset=request.offset,
         )
-        return [co.as_dict() for co in self.repo.find(query)]
+        return _listed(await self.col.reads.lists.find(query))
 
-    async def list_active(self, payload: dict[str, Any]) -> list[dict[str, Any]]:
-        return [co.as_dict() for co in self.repo.find(CoQuery(active_only=True, limit=10_000))]
+    async def list_active(self, _: NoArguments) -> list[dict[str, Any]]:
+        return _listed(await self.col.reads.lists.find(CoQuery(active_only=True, limit=ALL_AT_ONCE)))
 
-    async def list_by_status(self, payload: dict[str, Any]) -> list[dict[str, Any]]:
-        try:
-            status = parse_status(parse(StatusRequest, payload).status)
-        except CoRefused as refusal:
-            raise refused(refusal) from None
-        return [co.as_dict() for co in self.repo.find(CoQuery(status=status, limit=10_000))]
+    async def list_by_status(self, request: StatusRequest) -> list[dict[str, Any]]:
+        return _listed(await self.col.reads.lists.find(CoQuery(status=request.status, limit=ALL_AT_ONCE)))
 
-    async def search(self, payload: dict[str, Any]) -> list[dict[str, Any]]:
-        q = parse(SearchRequest, payload).q
-        if not q.strip():
-            raise RpcError(422, "the search query is empty")
-        return [co.as_dict() for co in self.repo.find(CoQuery(q=q))]
+    async def search(self, request: SearchRequest) -> list[dict[str, Any]]:
+        return _listed(await self.col.reads.lists.find(CoQuery(q=request.q)))
 
-    async def suggestions(self, payload: dict[str, Any]) -> list[dict[str, Any]]:
-        return [s.as_dict() for s in self.repo.suggestions(parse(SuggestionsRequest, payload).status)]
+    async def suggestions(self, request: SuggestionsRequest) -> list[dict[str, Any]]:
+        return [s.as_dict() for s in await self.col.reads.lists.suggestions(request.status)]
 
-    async def suggestion(self, payload: dict[str, Any]) -> dict[str, Any]:
-        suggestion_id = parse(SuggestionRequest, payload).suggestion_id
-        found = self.repo.suggestion(suggestion_id)
+    async def suggestion(self, request: SuggestionRequest) -> dict[str, Any]:
+        found = self.col.reads.cos.suggestion(request.suggestion_id)
         if found is None:
-            raise RpcError(404, f"no suggestion {suggestion_id!r}")
+            raise RpcError(404, f"no suggestion {request.suggestion_id!r}")
         return found.as_dict()
 
-    async def await_command(self, payload: dict[str, Any]) -> dict[str, Any]:
-        request = parse(AwaitRequest, payload)
-        outcome = await self.waiters.wait(
-            request.command_id,
-            request.timeout,
-            lambda: SqliteCommandLog(self._conn()).outcome(request.command_id),
+    async def await_command(self, request: AwaitRequest) -> dict[str, Any]:
+        outcome = await self.col.waiters.wait(
+            request.command_id, request.timeout, lambda: self.col.reads.commands.outcome(request.command_id)
         )
         if outcome is None:
             raise RpcError(
@@ -238,8 +218,9 @@ class ColRpc:
             if outcome.legal_triggers:
                 extra["legal_triggers"] = outcome.legal_triggers
             raise RpcError(outcome.status, outcome.detail or "refused", extra)
-        co = self.repo.get(outcome.co_id) if outcome.co_id else None
-        suggestion = self.repo.suggestion(outcome.suggestion_id) if outcome.suggestion_id else None
+        cos = self.col.reads.cos
+        co = cos.get(outcome.co_id) if outcome.co_id else None
+        suggestion = cos.suggestion(outcome.suggestion_id) if outcome.suggestion_id else None
         return {
             "command_id": outcome.command_id,
             "status": outcome.status,
@@ -247,5 +228,5 @@ class ColRpc:
             "suggestion": suggestion.as_dict() if suggestion is not None else None,
         }
 
-    async def topology(self, payload: dict[str, Any]) -> dict[str, Any]:
+    async def topology(self, _: NoArguments) -> dict[str, Any]:
         return CO_MACHINE.topology()

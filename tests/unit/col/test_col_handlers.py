@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from col_fakes import InMemoryCol
 
 from overseer_col.application import handlers
 from overseer_col.application.handlers import ColUnit
@@ -20,6 +19,7 @@ from overseer_events.catalogue import (
     ExecutionTransitioned,
     Principal,
 )
+from tests.fakes.col import InMemoryCol
 
 
 def create(unit: ColUnit, command_id: str = "cmd-create", co_id: str = "co-1", **fields: object) -> None:

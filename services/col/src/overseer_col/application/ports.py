@@ -1,16 +1,23 @@
-"""What the COL's application layer needs from the outside: a read side and an event sink.
+"""What the COL's application needs from the outside: its read side, its command log, an event sink, lists.
 
-The SQLite read model (``adapters/read_model.py``) implements :class:`CoRepository`;
-the runtime's unit of work is the :class:`EventSink`. Unit tests use an
-in-memory pair that subclasses both and folds events with ``decisions.evolve``.
+Which connection each SQLite adapter (``adapters/read_model.py``) reads through:
+
+* :class:`CoRepository` and :class:`CommandLog` read through the writer's connection: in a handler,
+  the unit of work's own transaction; for the point reads of RPC (``get``, ``suggestion``,
+  ``command.await``) the same connection between transactions, so a command's outcome and the CO it
+  touched are read as they were committed, together.
+* :class:`CoLists` reads through the read-only reader (:mod:`overseer_runtime.readers`): lists and
+  searches, which may scan, are answered off the event loop.
+
+Unit tests use the in-memory fakes of ``tests/fakes/col.py``; ``tests/contracts/test_col_*`` holds
+each port to the same contract on the fake and on SQLite.
 """
 
 from __future__ import annotations
 
-import abc
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from overseer_col.domain.model import CognitiveObject, Suggestion
 from overseer_events.envelope import EventData
@@ -57,47 +64,56 @@ class ExecutionReport:
         return {"execution_id": self.execution_id, "outcome": self.outcome, "reported_at": self.reported_at}
 
 
-class CoRepository(abc.ABC):
-    """The read side of the registry: COs, suggestions and execution reports."""
+class CoRepository(Protocol):
+    """The read side of the registry: COs, suggestions and execution reports (the writer's connection)."""
 
-    @abc.abstractmethod
     def get(self, co_id: str) -> CognitiveObject | None: ...
 
-    @abc.abstractmethod
     def existing_ids(self, co_ids: Iterable[str]) -> set[str]: ...
 
-    @abc.abstractmethod
     def find(self, query: CoQuery) -> list[CognitiveObject]: ...
 
-    @abc.abstractmethod
     def execution_reports(self, co_id: str) -> list[ExecutionReport]: ...
 
-    @abc.abstractmethod
     def is_reported(self, co_id: str, execution_id: str) -> bool: ...
 
-    @abc.abstractmethod
     def suggestion(self, suggestion_id: str) -> Suggestion | None: ...
 
-    @abc.abstractmethod
     def suggestions(self, status: str | None = None) -> list[Suggestion]: ...
 
 
-class CommandLog(abc.ABC):
+class CommandLog(Protocol):
     """Each command's outcome by command_id: makes a repeated command a no-op and answers ``command.await``.
 
     Written in the same transaction as the command's events, so an outcome is
-    visible exactly when its effects are.
+    visible exactly when its effects are; the first outcome of a command_id is kept.
     """
 
-    @abc.abstractmethod
     def outcome(self, command_id: str) -> CommandOutcome | None: ...
 
-    @abc.abstractmethod
     def record(self, outcome: CommandOutcome, *, command_type: str, processed_at: float) -> None: ...
 
 
-class EventSink(abc.ABC):
-    """Appends the COL's own events; the read side reflects each one at once (same transaction)."""
+class CoLists(Protocol):
+    """Lists and searches for RPC, on the read-only reader: they may scan, so they run off the event loop."""
 
-    @abc.abstractmethod
-    def emit(self, data: EventData, *, aggregate_id: str, correlation_id: str | None = None) -> None: ...
+    async def find(self, query: CoQuery) -> list[CognitiveObject]: ...
+
+    async def suggestions(self, status: str | None = None) -> list[Suggestion]: ...
+
+
+class Emit(Protocol):
+    """Appends one of the COL's own events; the read side reflects it at once (same transaction)."""
+
+    def __call__(
+        self, data: EventData, *, aggregate_id: str, correlation_id: str | None = None
+    ) -> object: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ColReads:
+    """What the RPC methods read (built in ``bootstrap``, once the service has started)."""
+
+    cos: CoRepository
+    commands: CommandLog
+    lists: CoLists

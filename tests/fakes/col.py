@@ -1,4 +1,9 @@
-"""An in-memory COL for unit tests: the ports, implemented by folding events with the domain's ``evolve``."""
+"""The COL's ports in memory: every emitted event is folded in at once with the domain's ``evolve``.
+
+:class:`InMemoryCol` is the repository, the command log and the event sink of one COL;
+:class:`InMemoryCoLists` answers its lists the way the read-only reader does. Both pass the
+contract suites of ``tests/contracts/test_col_*`` that the SQLite adapters pass.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +11,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from overseer_col.application.handlers import ColUnit
-from overseer_col.application.registry import CORegistry
-from overseer_col.domain.decisions import evolve, evolve_suggestion
-from overseer_col.domain.model import CognitiveObject, Suggestion
-from overseer_col.domain.ports import (
+from overseer_col.application.ports import (
+    CoLists,
     CommandLog,
     CommandOutcome,
     CoQuery,
     CoRepository,
-    EventSink,
     ExecutionReport,
 )
+from overseer_col.application.registry import CORegistry
+from overseer_col.domain.decisions import evolve, evolve_suggestion
+from overseer_col.domain.model import CognitiveObject, Suggestion
 from overseer_events.catalogue import (
     CoCreated,
     CoExecutionReported,
@@ -34,8 +39,8 @@ class Emitted:
 
 
 @dataclass
-class InMemoryCol(CoRepository, EventSink, CommandLog):
-    """Repository, sink and command log in one: every emitted event is folded in at once."""
+class InMemoryCol(CoRepository, CommandLog):
+    """Repository, command log and event sink (:meth:`emit`) in one."""
 
     now: float = 1_000.0
     cos: dict[str, CognitiveObject] = field(default_factory=dict)
@@ -50,20 +55,24 @@ class InMemoryCol(CoRepository, EventSink, CommandLog):
         self.now += 1.0
         return self.now
 
-    # -- EventSink -----------------------------------------------------------------------
+    # -- the event sink (application.ports.Emit) -----------------------------------------
     def emit(self, data: EventData, *, aggregate_id: str, correlation_id: str | None = None) -> None:
         self.emitted.append(Emitted(data, aggregate_id, correlation_id))
         occurred_at = self.clock()
         co_id = getattr(data, "co_id", None)
         if isinstance(data, CoSuggestionRecorded | CoSuggestionDecided):
             current = self.suggestions_by_id.get(data.suggestion_id)
-            result = current.co_id if current and current.kind == "transition" else None
+            if isinstance(data, CoSuggestionDecided) and (current is None or current.status != "pending"):
+                return  # a decision applies to a pending suggestion only
+            # A confirmed transition names its CO at once; a confirmed creation once co.created follows.
+            confirmed = isinstance(data, CoSuggestionDecided) and data.decision == "confirm"
+            result = current.co_id if confirmed and current and current.kind == "transition" else None
             updated = evolve_suggestion(current, data, occurred_at, correlation_id, result)
             if updated is not None:
                 self.suggestions_by_id[data.suggestion_id] = updated
         elif isinstance(data, CoExecutionReported):
-            self.reports[(data.co_id, data.execution_id)] = ExecutionReport(
-                data.execution_id, data.outcome, occurred_at
+            self.reports.setdefault(
+                (data.co_id, data.execution_id), ExecutionReport(data.execution_id, data.outcome, occurred_at)
             )
         elif co_id is not None:
             updated_co = evolve(self.cos.get(co_id), data, occurred_at)
@@ -87,25 +96,13 @@ class InMemoryCol(CoRepository, EventSink, CommandLog):
         return {c for c in co_ids if c in self.cos}
 
     def find(self, query: CoQuery) -> list[CognitiveObject]:
-        found = []
-        for co in self.cos.values():
-            if query.status is not None and co.status != query.status:
-                continue
-            if query.active_only and co.status == "archived":
-                continue
-            if query.domain_tag is not None and co.domain_tag != query.domain_tag:
-                continue
-            if query.semantic_type is not None and co.semantic_type != query.semantic_type:
-                continue
-            text = f"{co.title}\n{co.description}".casefold()
-            if query.q is not None and not all(t.casefold() in text for t in query.q.split()):
-                continue
-            found.append(co)
+        found = [co for co in self.cos.values() if _matches(co, query)]
         found.sort(key=lambda c: (-c.updated_at, c.co_id))
         return found[query.offset : query.offset + query.limit]
 
     def execution_reports(self, co_id: str) -> list[ExecutionReport]:
-        return [r for (c, _), r in self.reports.items() if c == co_id]
+        reports = [r for (c, _), r in self.reports.items() if c == co_id]
+        return sorted(reports, key=lambda r: (r.reported_at, r.execution_id))
 
     def is_reported(self, co_id: str, execution_id: str) -> bool:
         return (co_id, execution_id) in self.reports
@@ -114,7 +111,8 @@ class InMemoryCol(CoRepository, EventSink, CommandLog):
         return self.suggestions_by_id.get(suggestion_id)
 
     def suggestions(self, status: str | None = None) -> list[Suggestion]:
-        return [s for s in self.suggestions_by_id.values() if status is None or s.status == status]
+        found = [s for s in self.suggestions_by_id.values() if status is None or s.status == status]
+        return sorted(found, key=lambda s: (s.suggested_at, s.suggestion_id))
 
     # -- CommandLog ----------------------------------------------------------------------
     def outcome(self, command_id: str) -> CommandOutcome | None:
@@ -122,6 +120,30 @@ class InMemoryCol(CoRepository, EventSink, CommandLog):
 
     def record(self, outcome: CommandOutcome, *, command_type: str, processed_at: float) -> None:
         self.outcomes.setdefault(outcome.command_id, outcome)
+
+
+def _matches(co: CognitiveObject, query: CoQuery) -> bool:
+    text = f"{co.title}\n{co.description}".casefold()
+    return (
+        (query.status is None or co.status == query.status)
+        and not (query.active_only and co.status == "archived")
+        and (query.domain_tag is None or co.domain_tag == query.domain_tag)
+        and (query.semantic_type is None or co.semantic_type == query.semantic_type)
+        and (query.q is None or all(term.casefold() in text for term in query.q.split()))
+    )
+
+
+@dataclass
+class InMemoryCoLists(CoLists):
+    """The lists of an :class:`InMemoryCol`, asked the way RPC asks the read-only reader."""
+
+    col: InMemoryCol
+
+    async def find(self, query: CoQuery) -> list[CognitiveObject]:
+        return self.col.find(query)
+
+    async def suggestions(self, status: str | None = None) -> list[Suggestion]:
+        return self.col.suggestions(status)
 
 
 def make_unit(col: InMemoryCol, registry: CORegistry, *, col_enabled: bool = True) -> ColUnit:

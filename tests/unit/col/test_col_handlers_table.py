@@ -1,0 +1,63 @@
+"""The COL's handler table: every event it consumes reaches its handler, on the unit of that event."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from overseer_col.application.handlers import ColUnit
+from overseer_col.entrypoints.events import SUBSCRIPTIONS, handlers
+from overseer_events.catalogue import CoCreateCommand, CoSuggested, ExecutionTransitioned
+from overseer_events.envelope import Envelope, EventData, new_event
+from overseer_events.subjects import subject_matches
+from tests.fakes.col import InMemoryCol
+
+
+def delivered(data: EventData, correlation_id: str | None = None) -> Envelope:
+    return new_event(
+        data, aggregate_id="a-1", aggregate_version=1, actor="peer", correlation_id=correlation_id
+    )
+
+
+def test_the_table_handles_exactly_the_types_the_col_subscribes_to() -> None:
+    table = handlers(lambda uow: None)
+    patterns = tuple(pattern for s in SUBSCRIPTIONS for pattern in s.types)
+    assert all(subject_matches(kind, patterns) for kind in table.event_types())
+    assert {"co.command.create", "co.suggested", "execution.transitioned"} <= table.event_types()
+
+
+def test_a_command_is_handled_on_the_unit_built_for_its_transaction(unit: ColUnit, col: InMemoryCol) -> None:
+    units: list[Any] = []
+    table = handlers(lambda uow: units.append(uow) or unit)
+    uow = object()
+    table.handle(uow, delivered(CoCreateCommand(command_id="cmd-1", co_id="co-1", title="t")))
+    assert units == [uow]
+    assert col.cos["co-1"].title == "t"
+    assert col.settled_commands == ["cmd-1"]
+
+
+def test_a_suggestion_without_a_session_takes_the_correlation_of_its_event(
+    unit: ColUnit, col: InMemoryCol
+) -> None:
+    table = handlers(lambda uow: unit)
+    suggested = CoSuggested(suggestion_id="s-1", kind="create", fields={"title": "新的事情"})
+    table.handle(object(), delivered(suggested, correlation_id="sess-9"))
+    suggestion = col.suggestion("s-1")
+    assert suggestion is not None
+    assert suggestion.session_id == "sess-9"
+
+
+def test_an_execution_fact_reaches_the_execution_handler(unit: ColUnit, col: InMemoryCol) -> None:
+    table = handlers(lambda uow: unit)
+    table.handle(object(), delivered(CoCreateCommand(command_id="cmd-1", co_id="co-1", title="t")))
+    moved = ExecutionTransitioned(
+        execution_id="exec-1",
+        session_id="s",
+        from_status="running",
+        to_status="completed",
+        trigger="succeed",
+        actor="tool_node",
+        timestamp=1.0,
+        co_id="co-1",
+    )
+    table.handle(object(), delivered(moved))
+    assert [(r.execution_id, r.outcome) for r in col.execution_reports("co-1")] == [("exec-1", "completed")]
