@@ -7,6 +7,8 @@ allow extra fields: services may add fields, never rename or drop them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
@@ -35,6 +37,21 @@ from overseer_gateway.domain.actions import (
 )
 
 MAX_TEXT = 4000
+
+
+def refuse(problem: str | None) -> None:
+    """A field validator's refusal: the message is the 422's detail for that field."""
+    if problem:
+        raise ValueError(problem)
+
+
+# What makes each string field of an ActionRequest malformed beyond its length (None: nothing).
+ACTION_FIELD_PROBLEMS: dict[str, Callable[[str], str | None]] = {
+    "tool": tool_name_problem,
+    "session_id": session_id_problem,
+    "co_id": partial(id_problem, "CO id"),
+    "idempotency_key": key_problem,
+}
 
 
 class Strict(BaseModel):
@@ -147,44 +164,17 @@ class ActionRequest(Strict):
         description="explicit key (addition): printable text, no control characters",
     )
 
-    @field_validator("tool")
+    @field_validator("tool", "session_id", "co_id", "idempotency_key")
     @classmethod
-    def _tool_name(cls, value: str) -> str:
-        problem = tool_name_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
-
-    @field_validator("session_id")
-    @classmethod
-    def _session(cls, value: str) -> str:
-        problem = session_id_problem(value)
-        if problem:
-            raise ValueError(problem)
+    def _well_formed(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None:
+            refuse(ACTION_FIELD_PROBLEMS[info.field_name or ""](value))
         return value
 
     @field_validator("args")
     @classmethod
     def _args(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-        problem = args_problem(info.data.get("tool"), value)
-        if problem:
-            raise ValueError(problem)
-        return value
-
-    @field_validator("co_id")
-    @classmethod
-    def _co_id(cls, value: str | None) -> str | None:
-        problem = id_problem("CO id", value) if value is not None else None
-        if problem:
-            raise ValueError(problem)
-        return value
-
-    @field_validator("idempotency_key")
-    @classmethod
-    def _key(cls, value: str | None) -> str | None:
-        problem = key_problem(value) if value is not None else None
-        if problem:
-            raise ValueError(problem)
+        refuse(args_problem(info.data.get("tool"), value))
         return value
 
 
