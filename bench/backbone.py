@@ -18,9 +18,9 @@ sys.path.insert(0, str(ROOT))
 from bench.common import emit  # noqa: E402
 from overseer_events.catalogue import MessageReceived  # noqa: E402
 from overseer_events.envelope import Envelope, new_event  # noqa: E402
-from overseer_runtime.runtime import UnitOfWork  # noqa: E402
 from overseer_runtime.store import EventStore, row_for  # noqa: E402
 from overseer_runtime.testing import Stack, start_nats_under_test  # noqa: E402
+from overseer_runtime.unit_of_work import UnitOfWork  # noqa: E402
 from tests.support.toy import Replier, SeenMessages, Sender  # noqa: E402
 
 
@@ -103,7 +103,7 @@ async def bus_roundtrip(workdir: Path, n: int = 2_000) -> None:
     waiters: dict[str, asyncio.Future[float]] = {}
 
     class TimedReplier(Replier):
-        def reply(self, uow: UnitOfWork, event: Envelope) -> None:
+        def reply(self, data: MessageReceived, uow: UnitOfWork, event: Envelope) -> None:
             now = time.perf_counter()
             future = waiters.get(event.event_id)
             if future is not None and not future.done():

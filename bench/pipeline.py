@@ -77,9 +77,7 @@ class LocalStack:
     async def start(self) -> None:
         self.nats.start()
         settings = load_settings(env={"OVERSEER_HOME": str(self.home)})
-        await provision_stack(
-            self.nats.url, self.nats.credential(PROVISIONER), Subjects(), settings.section("nats")
-        )
+        await provision_stack(self.nats.url, self.nats.credential(PROVISIONER), Subjects(), settings.nats)
         self.spawn_services()
 
     def spawn_services(self) -> None:

@@ -8,7 +8,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from overseer_runtime.runtime import Runtime, Service
+from overseer_runtime.runtime import Runtime
+from overseer_runtime.service import Service
 from overseer_runtime.testing import Stack
 
 # Deciders before producers, the gateway last (as `overseer up` starts them).
@@ -16,7 +17,7 @@ START_ORDER = ("observer", "col", "firewall", "executor", "reasoning", "gateway"
 
 
 def service_class(name: str) -> type[Service] | None:
-    """The Service subclass defined in ``overseer.<name>.bootstrap``, or None when it does not exist yet."""
+    """The Service subclass defined in ``overseer_<name>.bootstrap``, or None when it does not exist yet."""
     try:
         module = importlib.import_module(f"overseer_{name}.bootstrap")
     except ImportError:

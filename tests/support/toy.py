@@ -13,7 +13,9 @@ from overseer_events.catalogue import ConversationReplied, MessageReceived
 from overseer_events.envelope import Envelope
 from overseer_events.errors import TransientError
 from overseer_runtime.projection import Apply, SqlProjection
-from overseer_runtime.runtime import Handler, Service, Subscription, UnitOfWork
+from overseer_runtime.provisioning import Subscription
+from overseer_runtime.service import HandlerTable, Service
+from overseer_runtime.unit_of_work import UnitOfWork
 
 
 class SeenMessages(SqlProjection):
@@ -79,12 +81,10 @@ class Replier(Service):
     def subscriptions(self) -> list[Subscription]:
         return [Subscription(owner="gateway", types=("conversation.message_received",), linger=self.linger)]
 
-    def handlers(self) -> Mapping[str, Handler]:
-        return {"conversation.message_received": self.reply}
+    def handlers(self) -> HandlerTable[UnitOfWork]:
+        return HandlerTable[UnitOfWork](lambda uow: uow).on(MessageReceived, self.reply)
 
-    def reply(self, uow: UnitOfWork, event: Envelope) -> None:
-        data = event.data
-        assert isinstance(data, MessageReceived)
+    def reply(self, data: MessageReceived, uow: UnitOfWork, event: Envelope) -> None:
         if data.text in self.fail_texts:
             raise ValueError(f"cannot answer {data.text!r}")
         if data.text in self.transient_once:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 
-from overseer_events.catalogue import ExecutionProposed, Principal
-from overseer_events.envelope import Envelope
-from overseer_runtime.runtime import Handler, Service, Subscription, UnitOfWork
+from overseer_events.catalogue import ExecutionProposed, MessageReceived, Principal
+from overseer_events.envelope import Envelope, EventData
+from overseer_runtime.provisioning import Subscription
+from overseer_runtime.service import HandlerTable, Service
 from overseer_runtime.testing import Stack, eventually
+from overseer_runtime.unit_of_work import UnitOfWork
 from tests.support.toy import Sender
 
 # Far longer than any test waits: a batch that arrives at all was ended by its follower.
@@ -30,10 +31,14 @@ class ProposalReader(Service):
             Subscription(owner="gateway", types=("conversation.message_received",)),
         ]
 
-    def handlers(self) -> Mapping[str, Handler]:
-        return {"execution.proposed": self.record, "conversation.message_received": self.record}
+    def handlers(self) -> HandlerTable[UnitOfWork]:
+        return (
+            HandlerTable[UnitOfWork](lambda uow: uow)
+            .on(ExecutionProposed, self.record)
+            .on(MessageReceived, self.record)
+        )
 
-    def record(self, uow: UnitOfWork, event: Envelope) -> None:
+    def record(self, data: EventData, uow: UnitOfWork, event: Envelope) -> None:
         self.applied.append(event.type)
 
 

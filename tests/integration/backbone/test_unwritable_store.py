@@ -25,9 +25,13 @@ from overseer_events.catalogue import ConversationReplied, MessageReceived
 from overseer_events.envelope import Envelope, new_event
 from overseer_gateway.adapters.peers import Peers
 from overseer_runtime.permissions import PROVISIONER
-from overseer_runtime.runtime import Handler, Runtime, Service, StoreUnavailable, Subscription, UnitOfWork
+from overseer_runtime.provisioning import Subscription
+from overseer_runtime.rpc import StoreUnavailable
+from overseer_runtime.runtime import Runtime
+from overseer_runtime.service import HandlerTable, Service
 from overseer_runtime.store import EventStore, is_unwritable
 from overseer_runtime.testing import Stack, eventually, received_from
+from overseer_runtime.unit_of_work import UnitOfWork
 from tests.support.toy import Replier, Sender, replies, seen
 
 # ------------------------------------------------------------------------------------ the faults --
@@ -251,10 +255,10 @@ class RecordsAfterCommit(Service):
     def subscriptions(self) -> list[Subscription]:
         return [Subscription(owner="gateway", types=("conversation.message_received",))]
 
-    def handlers(self) -> dict[str, Handler]:
-        return {"conversation.message_received": self.on_message}
+    def handlers(self) -> HandlerTable[UnitOfWork]:
+        return HandlerTable[UnitOfWork](lambda uow: uow).on(MessageReceived, self.on_message)
 
-    def on_message(self, uow: UnitOfWork, event: Envelope) -> None:
+    def on_message(self, data: MessageReceived, uow: UnitOfWork, event: Envelope) -> None:
         uow.after_commit(lambda: self.work(event))
 
     async def work(self, event: Envelope) -> None:

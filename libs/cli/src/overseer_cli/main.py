@@ -118,17 +118,16 @@ def nats_provision(
     """Create the streams and every service's durable consumers, as the provisioner
     (OVERSEER_NATS_USER=provisioner with OVERSEER_NATS_NKEY_SEED_FILE, or OVERSEER_HOME's keys)."""
     from overseer_cli.supervisor import provision_stack
-    from overseer_events.subjects import Subjects
-    from overseer_runtime.config import load_settings
+    from overseer_runtime.config import LOCAL_NATS_URL, load_settings
     from overseer_runtime.credentials import credentials_for
     from overseer_runtime.permissions import PROVISIONER
 
     settings = load_settings()
-    url = nats_url or settings.nats_url or "nats://127.0.0.1:4222"
-    subjects = Subjects(str(settings.get("nats.namespace") or "overseer"))
+    url = nats_url or settings.nats_url or LOCAL_NATS_URL
+    subjects = settings.subjects
     credential = credentials_for(settings, PROVISIONER)
     try:
-        asyncio.run(provision_stack(url, credential, subjects, settings.section("nats")))
+        asyncio.run(provision_stack(url, credential, subjects, settings.nats))
     except Exception as exc:
         typer.echo(f"cannot reach NATS at {url} or provision it: {exc or type(exc).__name__}", err=True)
         raise typer.Exit(1) from exc

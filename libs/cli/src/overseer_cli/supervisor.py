@@ -20,7 +20,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from nats.errors import Error as NatsError
 from overseer_events.subjects import SERVICES, Subjects
 from overseer_gateway.adapters.tokens import ensure_tokens_file
 from overseer_runtime.bus import connect
-from overseer_runtime.config import Settings, load_settings
+from overseer_runtime.config import NatsSettings, Settings, load_settings
 from overseer_runtime.credentials import Keyring, NatsCredential, credentials_for, keys_dir
 from overseer_runtime.home import private_umask, secure_home
 from overseer_runtime.launcher import EmbeddedNats, free_port, reachable
@@ -157,7 +157,7 @@ class Stack:
 
     @property
     def subjects(self) -> Subjects:
-        return Subjects(str(self.settings.get("nats.namespace") or "overseer"))
+        return self.settings.subjects
 
     def start_nats(self) -> str:
         url = self.nats_url or self.settings.nats_url
@@ -190,7 +190,7 @@ class Stack:
         return credentials_for(self.settings, user)
 
     async def provision(self, url: str) -> None:
-        await provision_stack(url, self.credential(PROVISIONER), self.subjects, self.settings.section("nats"))
+        await provision_stack(url, self.credential(PROVISIONER), self.subjects, self.settings.nats)
 
     def build_children(self, url: str) -> None:
         logs = self.home / "logs"
@@ -246,7 +246,7 @@ class Stack:
 
 
 def stack_services() -> list[Service]:
-    """The six services, as declared by their packages (``overseer.<name>.bootstrap``)."""
+    """The six services, as declared by their packages (``overseer_<name>.bootstrap``)."""
     import importlib
 
     found: list[Service] = []
@@ -268,7 +268,7 @@ def stack_subscriptions() -> dict[str, Sequence[Subscription]]:
 
 
 async def provision_stack(
-    url: str, provisioner: NatsCredential, subjects: Subjects, nats_settings: Mapping[str, Any]
+    url: str, provisioner: NatsCredential, subjects: Subjects, nats_settings: NatsSettings
 ) -> None:
     """Streams and every service's durable consumers, as the provisioner, before any service starts."""
     await provision_at(url, provisioner, subjects, stack_subscriptions(), nats_settings)
@@ -328,31 +328,15 @@ class BusWatch:
 
 
 async def _supervise(stack: Stack, url: str, stop: asyncio.Event, ready_timeout: float) -> int:
-    reader = stack.credential(READER)
     for child in stack.children:
         child.start()
-    deadline = time.monotonic() + ready_timeout
-    health: dict[str, Any] = {}
     bus = BusWatch()
-    while time.monotonic() < deadline and not stop.is_set():
-        if stack.nats is not None:
-            await bus.tend(stack, url, time.monotonic())
-        try:
-            health = await _health_all(url, reader, stack.subjects, timeout=0.5, reconnect=False)
-        except Exception as exc:  # the bus is not there (yet, or any more): ask again
-            health = {s: {"status": "down", "error": str(exc)} for s in SERVICES}
-        if all(h.get("ready") for h in health.values()):
-            break
-        await asyncio.sleep(0.2)
-    else:
-        if not stop.is_set():
-            not_ready = [s for s, h in health.items() if not h.get("ready")]
-            print(
-                f"Services not ready after {ready_timeout:.0f}s: {', '.join(not_ready)}; see {stack.home}/logs"
-            )
-            return 1
+    not_ready = await _wait_ready(stack, url, stop, ready_timeout, bus)
     if stop.is_set():
         return 0
+    if not_ready is not None:
+        print(f"Services not ready after {ready_timeout:.0f}s: {', '.join(not_ready)}; see {stack.home}/logs")
+        return 1
     print(f"All six services are ready. Gateway: {stack.gateway_url}  (tokens: {stack.home / 'tokens.json'})")
     print("Press Ctrl-C to stop.")
     while not stop.is_set():
@@ -366,6 +350,27 @@ async def _supervise(stack: Stack, url: str, stop: asyncio.Event, ready_timeout:
         except TimeoutError:
             pass
     return 0
+
+
+async def _wait_ready(
+    stack: Stack, url: str, stop: asyncio.Event, ready_timeout: float, bus: BusWatch
+) -> list[str] | None:
+    """Ask every service's health until all say ready (None), or until stopped or ``ready_timeout``
+    seconds have passed (the services not ready by then); the bus is tended meanwhile."""
+    reader = stack.credential(READER)
+    deadline = time.monotonic() + ready_timeout
+    health: dict[str, Any] = {}
+    while time.monotonic() < deadline and not stop.is_set():
+        if stack.nats is not None:
+            await bus.tend(stack, url, time.monotonic())
+        try:
+            health = await _health_all(url, reader, stack.subjects, timeout=0.5, reconnect=False)
+        except Exception as exc:  # the bus is not there (yet, or any more): ask again
+            health = {s: {"status": "down", "error": str(exc)} for s in SERVICES}
+        if all(h.get("ready") for h in health.values()):
+            return None
+        await asyncio.sleep(0.2)
+    return [s for s, h in health.items() if not h.get("ready")]
 
 
 def run_stack(

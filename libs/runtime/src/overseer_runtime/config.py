@@ -9,6 +9,15 @@ Resolution order (later wins):
 
 Values from the environment are parsed as TOML scalars when they look like
 one (``true``, ``3``, ``1.5``), else kept as strings.
+
+A section is read typed with :meth:`Settings.typed` and a frozen pydantic model that declares no
+defaults: they are overseer.toml's, written once. The platform's own sections are
+:attr:`Settings.overseer`, :attr:`Settings.nats` and :attr:`Settings.telemetry`.
+
+The loader is hand-written rather than pydantic-settings: every section, a service's or a tool's
+included, is overridable from the environment and read with TOML's scalar types
+(``OVERSEER_COL__COL_ENABLED=false`` is ``False``), whereas pydantic-settings applies the
+environment only to the fields of one model declared up front, and reads ``os.environ`` alone.
 """
 
 from __future__ import annotations
@@ -16,13 +25,55 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from overseer_events.subjects import DEFAULT_NAMESPACE, Subjects
 
 DEFAULTS_FILE = Path(__file__).with_name("overseer.toml")
+LOCAL_NATS_URL = "nats://127.0.0.1:4222"
+"""Where a stack looks for NATS when neither the caller, ``NATS_URL`` nor ``[nats] url`` says."""
 M = TypeVar("M", bound=BaseModel)
+
+
+class Section(BaseModel):
+    """A typed ``[section]``: immutable; its defaults are overseer.toml's, so a field declares none.
+
+    A key the model does not declare is a typo in the configuration: refused, never ignored.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class OverseerSettings(Section):
+    """``[overseer]``: where the stack keeps its files, and how much it logs."""
+
+    home: str
+    log_level: str
+
+
+class NatsSettings(Section):
+    """``[nats]``: the bus, its streams and the services' consumers (documented in overseer.toml)."""
+
+    url: str
+    namespace: str
+    replicas: int
+    duplicate_window_seconds: float
+    pull_batch: int
+    heartbeat_seconds: float
+    relay_max_in_flight: int
+    nak_delay_seconds: float
+    max_deliver: int
+    ack_wait_seconds: float
+
+
+class TelemetrySettings(Section):
+    """``[telemetry]``: where spans go (see :mod:`overseer_runtime.tracing`)."""
+
+    exporter: str
 
 
 def _parse_scalar(text: str) -> Any:
@@ -48,14 +99,31 @@ class Settings:
 
     raw: dict[str, Any] = field(default_factory=dict)
 
+    @cached_property
+    def overseer(self) -> OverseerSettings:
+        return self.typed("overseer", OverseerSettings)
+
+    @cached_property
+    def nats(self) -> NatsSettings:
+        return self.typed("nats", NatsSettings)
+
+    @cached_property
+    def telemetry(self) -> TelemetrySettings:
+        return self.typed("telemetry", TelemetrySettings)
+
     @property
     def home(self) -> Path:
-        return Path(self.raw["overseer"]["home"]).expanduser().resolve()
+        return Path(self.overseer.home).expanduser().resolve()
 
     @property
     def nats_url(self) -> str | None:
-        url = self.raw["nats"].get("url") or None
-        return str(url) if url else None
+        """``[nats] url`` (or ``NATS_URL``), None when empty."""
+        return self.nats.url or None
+
+    @property
+    def subjects(self) -> Subjects:
+        """The subjects of this stack's namespace (``[nats] namespace``)."""
+        return Subjects(self.nats.namespace or DEFAULT_NAMESPACE)
 
     def section(self, name: str) -> dict[str, Any]:
         """One ``[section]`` of the configuration (empty when absent)."""

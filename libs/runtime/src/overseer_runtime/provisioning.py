@@ -4,7 +4,7 @@ A service says what it reads (:class:`Subscription`); :func:`consumer_plan`
 turns that into at most two durable consumers on the events stream, with
 fixed names (:func:`overseer_runtime.permissions.durable_names`). The
 ``provisioner`` user, which only the supervisor (or a deployment's one-shot
-provisioning job, ``python -m overseer.<service> provision``) holds, creates
+provisioning job, ``python -m overseer_<service> provision``) holds, creates
 the streams and these consumers; a service itself may only read its own.
 That is what keeps a service's credential from reaching the JetStream API
 that could forge another owner's events (a stream's ``RePublish``, a source,
@@ -17,7 +17,6 @@ import asyncio
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from nats.aio.client import Client
 from nats.js import JetStreamContext
@@ -35,6 +34,7 @@ from nats.js.errors import BadRequestError
 
 from overseer_events.subjects import Subjects
 from overseer_runtime.bus import connect
+from overseer_runtime.config import NatsSettings
 from overseer_runtime.credentials import NatsCredential
 from overseer_runtime.permissions import durable_names
 
@@ -171,7 +171,7 @@ async def provision(
     nc: Client,
     subjects: Subjects,
     services: Mapping[str, Sequence[Subscription]],
-    nats_settings: Mapping[str, Any],
+    nats_settings: NatsSettings,
 ) -> list[ConsumerPlan]:
     """Streams, then every durable consumer of ``services`` (name → subscriptions); create-or-update.
 
@@ -181,8 +181,8 @@ async def provision(
     await provision_streams(
         js,
         subjects,
-        duplicate_window=float(nats_settings.get("duplicate_window_seconds", 600)),
-        replicas=int(nats_settings.get("replicas", 1)),
+        duplicate_window=nats_settings.duplicate_window_seconds,
+        replicas=nats_settings.replicas,
     )
     version = nc.connected_server_version
     plans: list[ConsumerPlan] = []
@@ -190,9 +190,9 @@ async def provision(
         for plan in consumer_plan(service, subscriptions, subjects):
             config = consumer_config(
                 plan,
-                batch=int(nats_settings.get("pull_batch", 256)),
-                max_deliver=int(nats_settings.get("max_deliver", 20)),
-                ack_wait=float(nats_settings.get("ack_wait_seconds", 30.0)),
+                batch=nats_settings.pull_batch,
+                max_deliver=nats_settings.max_deliver,
+                ack_wait=nats_settings.ack_wait_seconds,
                 server=(version.major, version.minor),
             )
             await js.add_consumer(plan.stream, config)
@@ -206,7 +206,7 @@ async def provision_at(
     provisioner: NatsCredential,
     subjects: Subjects,
     services: Mapping[str, Sequence[Subscription]],
-    nats_settings: Mapping[str, Any],
+    nats_settings: NatsSettings,
     timeout: float = 60.0,
 ) -> list[ConsumerPlan]:
     """Connect to ``url`` as ``provisioner`` and :func:`provision`, retried while JetStream is not

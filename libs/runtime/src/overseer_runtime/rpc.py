@@ -1,23 +1,35 @@
-"""Request/reply between services over NATS: typed requests, refusals with a status, the client call.
+"""Request/reply between services over NATS: typed requests, refusals with a status, the server, the client call.
 
 A method is declared with the pydantic model of its request (:meth:`RpcTable.method`): the request
 is validated before the method runs, and a request of the wrong shape is refused with 422 and the
 validation message, so no method checks types by hand. What a method refuses on its merits (an
 unknown id, a conflict) it raises as :class:`RpcError` with the status a client should see.
+
+:class:`RpcServer` answers a service's methods on ``<namespace>.rpc.<service>.<method>``, one task
+per request, and ``health``. Until the service's ``start()`` has returned (its recovery) every
+method but ``health`` answers a retryable 503 ``<service> is starting``: one gate for every
+service, so none guards its methods by hand.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 import orjson
 from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from overseer_events.subjects import Subjects
 
+log = logging.getLogger("overseer.runtime")
+
 RpcMethod = Callable[[dict[str, Any]], Awaitable[Any]]
+Spawn = Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]]
 P = TypeVar("P", bound=BaseModel)
 
 
@@ -79,6 +91,65 @@ def validation_detail(exc: ValidationError) -> str:
         where = ".".join(str(p) for p in error["loc"])
         parts.append(f"{where}: {error['msg']}" if where else str(error["msg"]))
     return "; ".join(parts)
+
+
+class RpcServer:
+    """Answers ``service``'s RPC methods and ``health`` on ``nc``; the methods only once :meth:`open`.
+
+    ``spawn`` runs each answer as a task of its own, so one slow method does not hold up the others.
+    """
+
+    def __init__(self, service: str, subjects: Subjects, spawn: Spawn) -> None:
+        self.service = service
+        self.subjects = subjects
+        self._spawn = spawn
+        self.open = False  # the service's start() returned: methods other than health answer
+        self._subscriptions: list[Subscription] = []
+
+    async def serve(self, nc: Client, methods: Mapping[str, RpcMethod], health: RpcMethod) -> None:
+        """Subscribe to ``health`` (always answered) and to each of ``methods`` (answered once open)."""
+        await self._subscribe(nc, "health", health, gated=False)
+        for name, method in methods.items():
+            await self._subscribe(nc, name, method, gated=True)
+
+    async def _subscribe(self, nc: Client, name: str, method: RpcMethod, *, gated: bool) -> None:
+        async def answer(msg: Msg) -> None:
+            body = await self.answer(method, msg.data, gated=gated)
+            if msg.reply:
+                await nc.publish(msg.reply, body)
+
+        async def spawn_answer(msg: Msg) -> None:
+            self._spawn(answer(msg))
+
+        subject = self.subjects.rpc(self.service, name)
+        self._subscriptions.append(await nc.subscribe(subject, queue=self.service, cb=spawn_answer))
+
+    async def answer(self, method: RpcMethod, data: bytes, *, gated: bool = True) -> bytes:
+        """The reply to a request ``data`` for ``method``: ``{"ok": true, "result": …}`` or the refusal."""
+        try:
+            if gated and not self.open:
+                raise RpcError(503, f"{self.service} is starting")
+            payload = orjson.loads(data) if data else {}
+            if not isinstance(payload, dict):
+                raise RpcError(422, "the request body must be a JSON object")
+            result = await method(payload)
+            return orjson.dumps({"ok": True, "result": result}, default=json_default)
+        except RpcError as exc:
+            return orjson.dumps({"ok": False, "status": exc.status, "detail": exc.detail, **exc.extra})
+        except orjson.JSONDecodeError:
+            return orjson.dumps({"ok": False, "status": 422, "detail": "the request is not JSON"})
+        except Exception as exc:
+            log.exception("%s: rpc failed", self.service)
+            return orjson.dumps({"ok": False, "status": 500, "detail": f"{type(exc).__name__}: {exc}"})
+
+
+def json_default(obj: Any) -> Any:
+    """What a method's result may hold besides JSON: pydantic models, sets (sorted)."""
+    if hasattr(obj, "model_dump"):
+        return obj.model_dump(mode="json")
+    if isinstance(obj, set | frozenset):
+        return sorted(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
 async def rpc_request(

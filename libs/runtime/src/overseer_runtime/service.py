@@ -15,12 +15,16 @@ from overseer_events.envelope import Envelope, EventData
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.rpc import RpcTable
 from overseer_runtime.store import Projection
+from overseer_runtime.unit_of_work import UnitOfWork
 
 if TYPE_CHECKING:
-    from overseer_runtime.runtime import Runtime, UnitOfWork
+    from overseer_runtime.runtime import Runtime
 
 U = TypeVar("U")
 D = TypeVar("D", bound=EventData)
+
+Handler = Callable[[UnitOfWork, Envelope], None]
+"""A handler in a table keyed by event type name (transitional: a :class:`HandlerTable` is keyed by class)."""
 
 
 class HandlerTable(Generic[U]):
@@ -59,7 +63,7 @@ class Service:
         return []
 
     # Transitional: a mapping by event type name is still accepted until every service has a HandlerTable.
-    def handlers(self) -> HandlerTable[Any] | Mapping[str, Callable[[UnitOfWork, Envelope], None]]:
+    def handlers(self) -> HandlerTable[Any] | Mapping[str, Handler]:
         return HandlerTable(lambda uow: uow)
 
     def rpc(self) -> RpcTable:

@@ -26,7 +26,7 @@ from overseer_events.envelope import Envelope
 from overseer_events.ids import uuid7
 from overseer_events.subjects import Subjects, owner_of_subject
 from overseer_runtime.bus import connect
-from overseer_runtime.config import Settings, load_settings
+from overseer_runtime.config import NatsSettings, Settings, load_settings
 from overseer_runtime.credentials import Keyring, NatsCredential
 from overseer_runtime.launcher import EmbeddedNats, reachable
 from overseer_runtime.permissions import PROVISIONER
@@ -66,10 +66,10 @@ class NatsUnderTest:
         self,
         subjects: Subjects,
         services: Mapping[str, Sequence[Subscription]],
-        nats_settings: Mapping[str, Any] | None = None,
+        nats_settings: NatsSettings | None = None,
     ) -> None:
         """Streams and the durables of ``services`` (name → subscriptions), as the provisioner."""
-        settings = load_settings(env={}).section("nats") if nats_settings is None else nats_settings
+        settings = load_settings(env={}).nats if nats_settings is None else nats_settings
         await provision_at(self.url, self.credential(PROVISIONER), subjects, services, settings)
 
 
@@ -133,9 +133,7 @@ class Stack:
     async def runtime(self, service: Service, **section_overrides: Any) -> AsyncIterator[Runtime]:
         """Run ``service`` in this process, on the real server, with its own credential (provisioned first)."""
         settings = self.settings(**section_overrides)
-        await self.nats.provision(
-            self.subjects, {service.name: service.subscriptions()}, settings.section("nats")
-        )
+        await self.nats.provision(self.subjects, {service.name: service.subscriptions()}, settings.nats)
         runtime = Runtime(
             service,
             settings,
@@ -152,7 +150,7 @@ class Stack:
     async def client(self, user: str) -> AsyncIterator[Client]:
         """A NATS connection as ``user`` (a service name, ``reader`` or ``provisioner``), streams provisioned."""
         if not self._streams_ready:
-            await self.nats.provision(self.subjects, {}, self.settings().section("nats"))
+            await self.nats.provision(self.subjects, {}, self.settings().nats)
             self._streams_ready = True
         nc = await connect(self.nats.url, name=f"test-{user}", credential=self.nats.credential(user))
         try:
@@ -177,7 +175,7 @@ class Stack:
             return int(ack.seq)
 
     def spawn(self, service: str, *args: str, log_name: str | None = None) -> subprocess.Popen[bytes]:
-        """``python -m overseer.<service>`` as a child process of this stack, provisioned first."""
+        """``python -m overseer_<service>`` as a child process of this stack, provisioned first."""
         if args in ((), ("run",)):
             self.provision_by_process(service)
         return subprocess.Popen(
@@ -188,7 +186,7 @@ class Stack:
         )
 
     def provision_by_process(self, service: str) -> None:
-        """``python -m overseer.<service> provision`` as the provisioner, as a deployment would."""
+        """``python -m overseer_<service> provision`` as the provisioner, as a deployment would."""
         subprocess.run(
             [sys.executable, "-m", f"overseer_{service}", "provision"],
             env=self.env(service, user=PROVISIONER),

@@ -1,0 +1,231 @@
+"""What a service does with the messages its consumers deliver: apply each batch in one transaction.
+
+Every incoming event is recorded (a redelivered ``event_id`` is skipped), projected and handled,
+the events the handlers emit are appended to the outbox and projected, and the consumer's
+tracking row is advanced, all in **one** SQLite transaction; the messages are acked only after
+the commit. A :class:`~overseer_events.errors.TransientError` is nak'ed with a delay; a message
+that cannot be decoded, is not its owner's, or whose handler fails is dead-lettered with the
+reason and terminated. A batch the store refuses to write (a full disk, an immutable file) is
+applied again, after a backoff each time, until the store takes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sqlite3
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_never
+
+from overseer_events.envelope import Envelope, decode
+from overseer_events.errors import EventDecodeError, TransientError, UnknownEventType
+from overseer_events.subjects import owner_of_subject, owns, subject_matches
+from overseer_runtime import tracing
+from overseer_runtime.consumer import OnBatch, stream_position
+from overseer_runtime.store import EventStore, Projection, is_unwritable
+from overseer_runtime.unit_of_work import UnitOfWork, store_backoff
+
+log = logging.getLogger("overseer.runtime")
+
+Handle = Callable[[Envelope], UnitOfWork]
+"""Handle an incoming event in a new unit of work (inside the batch's transaction) and return it."""
+Committed = Callable[[Sequence[UnitOfWork]], Awaitable[None]]
+"""What follows the commit of a batch's units of work (publishing, waking waiters, after-commit work)."""
+
+
+@dataclass(slots=True)
+class Applied:
+    """What one application of a batch decided; acted on only after its commit."""
+
+    units: list[UnitOfWork] = field(default_factory=list)
+    acks: list[Msg] = field(default_factory=list)
+    naks: list[Msg] = field(default_factory=list)
+    poison: list[tuple[Msg, str]] = field(default_factory=list)
+
+
+class Inbox:
+    """Applies the batches a service's consumers deliver (see the module's docstring)."""
+
+    def __init__(
+        self,
+        *,
+        service: str,
+        store: EventStore,
+        projections: Sequence[Projection],
+        handle: Handle,
+        committed: Committed,
+        js: JetStreamContext,
+        dead_letter_subject: str,
+        nak_delay: float,
+    ) -> None:
+        self.service = service
+        self.store = store
+        self.projections = projections
+        self._handle = handle
+        self._committed = committed
+        self._js = js
+        self._dead_letter_subject = dead_letter_subject
+        self._nak_delay = nak_delay
+
+    def on_batch(self, consumer: str, wanted: tuple[str, ...]) -> OnBatch:
+        """The batch callback of ``consumer``, which asked for the subjects ``wanted``."""
+
+        async def on_batch(messages: list[Msg]) -> None:
+            await self.apply_batch(consumer, wanted, messages)
+
+        return on_batch
+
+    async def apply_batch(self, consumer: str, wanted: tuple[str, ...], messages: list[Msg]) -> None:
+        try:
+            applied = self._apply_messages(consumer, wanted, messages)
+        except sqlite3.Error as exc:
+            if not is_unwritable(exc):
+                raise
+            applied = await self._apply_when_writable(consumer, wanted, messages)
+        # Ack only after commit: a crash before this line redelivers, and the
+        # recorded event_ids make the redelivery a no-op. What the batch emitted is
+        # handed to the connection first, so it leaves in the same write as the acks.
+        await self._committed(applied.units)
+        for msg in applied.acks:
+            await msg.ack()
+        for msg in applied.naks:
+            await msg.nak(delay=self._nak_delay)
+        for msg, reason in applied.poison:
+            await self._dead_letter(msg, reason)
+
+    def _apply_messages(self, consumer: str, wanted: tuple[str, ...], messages: list[Msg]) -> Applied:
+        applied = Applied()
+        last_seq = 0
+        # One transaction for the whole batch; each message in a savepoint so one bad
+        # message rolls back alone while the rest of the batch still commits.
+        with self.store.transaction() as conn:
+            for msg in messages:
+                last_seq = max(last_seq, stream_position(msg)[0])
+                outcome = self._apply_one(conn, msg, wanted)
+                match outcome:
+                    case UnitOfWork():
+                        applied.units.append(outcome)
+                        applied.acks.append(msg)
+                    case "duplicate" | "skipped":
+                        applied.acks.append(msg)
+                    case "transient":
+                        applied.naks.append(msg)
+                    case str(reason):
+                        applied.poison.append((msg, reason))
+            if last_seq:
+                self.store.advance_tracking(consumer, last_seq)
+        return applied
+
+    async def _apply_when_writable(
+        self, consumer: str, wanted: tuple[str, ...], messages: list[Msg]
+    ) -> Applied:
+        """Apply the batch again, after a backoff each time, until the store takes it.
+
+        A store that refuses writes (a full disk, an immutable file) is not the events'
+        fault: none is dead-lettered, and none is nak'ed either (each nak would spend one
+        of the consumer's ``max_deliver`` deliveries, and a long outage would spend them
+        all). The batch waits here, in order, its messages kept in progress so the server
+        does not redeliver them, and this consumer takes nothing else meanwhile (fail
+        closed). Handlers run again on each try, in a new transaction.
+        """
+
+        async def keep_in_progress(_: RetryCallState) -> None:
+            for msg in messages:
+                with contextlib.suppress(Exception):
+                    await msg.in_progress()
+
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(is_unwritable),
+            wait=store_backoff(),
+            stop=stop_never,
+            before_sleep=keep_in_progress,
+            reraise=True,
+        )
+        self.store.writes.retrying += 1
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    return self._apply_messages(consumer, wanted, messages)
+        finally:
+            self.store.writes.retrying -= 1
+        raise AssertionError("unreachable: AsyncRetrying returns or raises")
+
+    def _apply_one(self, conn: sqlite3.Connection, msg: Msg, wanted: tuple[str, ...]) -> UnitOfWork | str:
+        """The message's unit of work, or what became of it: skipped, duplicate, transient, or why it is poison."""
+        event = _admit(msg, wanted)
+        if isinstance(event, str):
+            return event
+        conn.execute("SAVEPOINT message")
+        try:
+            outcome = self._record_and_handle(conn, msg, event)
+        except TransientError as exc:
+            _roll_back_message(conn)
+            log.info("%s: transient failure on %s, redelivering: %s", self.service, event.event_id, exc)
+            return "transient"
+        except Exception as exc:
+            if is_unwritable(exc):
+                # The store refuses writes, whatever the event: the batch is abandoned whole and
+                # applied again once the store takes writes (see _apply_when_writable).
+                raise
+            _roll_back_message(conn)
+            log.warning("%s: %s %s rejected: %r", self.service, event.type, event.event_id, exc)
+            return f"handler error: {type(exc).__name__}: {exc}"
+        conn.execute("RELEASE message")
+        return outcome
+
+    def _record_and_handle(self, conn: sqlite3.Connection, msg: Msg, event: Envelope) -> UnitOfWork | str:
+        headers = msg.headers or {}
+        with tracing.span_for_event(
+            f"{self.service} handle {event.type}",
+            headers,
+            {"event.id": event.event_id, "event.type": event.type, "aggregate.id": event.aggregate_id},
+        ):
+            trace_headers = {k: v for k, v in headers.items() if k in ("traceparent", "tracestate")}
+            if not self.store.record_received(event, msg.data, msg.subject, trace_headers):
+                return "duplicate"
+            for projection in self.projections:
+                projection.apply(conn, event)
+            return self._handle(event)
+
+    async def _dead_letter(self, msg: Msg, reason: str) -> None:
+        meta = msg.metadata
+        headers = {
+            "Overseer-Reason": reason[:1000],
+            "Overseer-Original-Subject": msg.subject,
+            "Overseer-Stream": meta.stream,
+            "Overseer-Stream-Seq": str(meta.sequence.stream),
+            "Overseer-Consumer": self.service,
+            "Nats-Msg-Id": f"dlq:{self.service}:{meta.stream}:{meta.sequence.stream}",
+        }
+        log.warning("%s: dead-lettering %s#%s: %s", self.service, meta.stream, meta.sequence.stream, reason)
+        try:
+            await self._js.publish(self._dead_letter_subject, msg.data, headers=headers, timeout=5.0)
+        except Exception as exc:
+            log.error("%s: dead-letter publish failed: %s", self.service, exc)
+            await msg.nak(delay=self._nak_delay * 4)
+            return
+        await msg.term()
+
+
+def _admit(msg: Msg, wanted: tuple[str, ...]) -> Envelope | str:
+    """The message's event, or why it is not applied: not asked for, undecodable, or forged."""
+    if not subject_matches(msg.subject, wanted):
+        # Not asked for: a server without multi-subject filters sends the whole stream.
+        return "skipped"
+    try:
+        event = decode(msg.data)
+    except (UnknownEventType, EventDecodeError) as exc:
+        return f"undecodable: {exc}"
+    owner = owner_of_subject(msg.subject)
+    if owner is None or not owns(owner, event.type):
+        return f"forged: {owner} does not own {event.type!r}"
+    return event
+
+
+def _roll_back_message(conn: sqlite3.Connection) -> None:
+    conn.execute("ROLLBACK TO message")
+    conn.execute("RELEASE message")

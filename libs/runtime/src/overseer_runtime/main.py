@@ -1,0 +1,96 @@
+"""A service as a process: ``python -m overseer_<name> [run|rebuild|provision]``.
+
+``run`` serves until SIGTERM or SIGINT, then drains and stops; ``rebuild`` replays the service's
+local store into its read models; ``provision`` creates the streams and the service's durable
+consumers, as the provisioner (a deployment's one-shot job; ``overseer up`` does it itself).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from typing import Any
+
+import orjson
+
+from overseer_runtime.config import LOCAL_NATS_URL, Settings, load_settings
+from overseer_runtime.credentials import credentials_for
+from overseer_runtime.home import private_umask
+from overseer_runtime.permissions import PROVISIONER
+from overseer_runtime.provisioning import provision_at
+from overseer_runtime.runtime import Runtime
+from overseer_runtime.service import Service
+from overseer_runtime.store import EventStore
+
+log = logging.getLogger("overseer.runtime")
+
+
+def configure_logging(settings: Settings, service: str) -> None:
+    logging.basicConfig(
+        level=settings.overseer.log_level.upper(),
+        stream=sys.stderr,
+        format=f"%(asctime)s {service} %(levelname)s %(name)s: %(message)s",
+    )
+
+
+async def serve(service: Service, settings: Settings | None = None) -> None:
+    """Run ``service`` until SIGTERM or SIGINT, then drain and stop."""
+    runtime = Runtime(service, settings)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await runtime.start()
+    await stop.wait()
+    log.info("%s stopping", service.name)
+    await runtime.stop()
+
+
+def rebuild(service: Service, settings: Settings | None = None) -> dict[str, Any]:
+    """Drop the service's read models and replay its local store into them; returns counts."""
+    settings = settings or load_settings()
+    store = EventStore(settings.db_path(service.name))
+    try:
+        return {"service": service.name, **store.rebuild(list(service.projections()))}
+    finally:
+        store.close()
+
+
+async def provision_service(service: Service, settings: Settings | None = None) -> None:
+    """Create the streams and ``service``'s durable consumers, as the credential in the environment.
+
+    Run once per deployment by whoever holds the ``provisioner`` credential (``overseer up``
+    does it itself); a service's own credential may not.
+    """
+    settings = settings or load_settings()
+    await provision_at(
+        settings.nats_url or LOCAL_NATS_URL,
+        credentials_for(settings, PROVISIONER),
+        settings.subjects,
+        {service.name: service.subscriptions()},
+        settings.nats,
+    )
+
+
+def run_service(service: Service) -> None:
+    """Entry point of ``python -m overseer_<name> [run|rebuild|provision]``."""
+    private_umask()
+    settings = load_settings()
+    configure_logging(settings, service.name)
+    command = sys.argv[1] if len(sys.argv) > 1 else "run"
+    if command == "rebuild":
+        print(orjson.dumps(rebuild(service, settings)).decode())
+        return
+    if command == "provision":
+        asyncio.run(provision_service(service, settings))
+        return
+    if command != "run":
+        raise SystemExit(f"usage: python -m overseer_{service.name} [run|rebuild|provision]")
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX
+        asyncio.run(serve(service, settings))
+    else:
+        uvloop.run(serve(service, settings))

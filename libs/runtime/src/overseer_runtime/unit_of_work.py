@@ -1,0 +1,248 @@
+"""One SQLite transaction of a service (:class:`UnitOfWork`), and what runs them (:class:`TransactionRunner`).
+
+A unit of work is what a handler or a command works in: the connection of its transaction, the
+incoming event (if any), :meth:`~UnitOfWork.emit` for the service's own events and
+:meth:`~UnitOfWork.after_commit` for what must wait for the commit. It is given what emitting
+needs (an :class:`Emitter`), not the runtime.
+
+The runner runs each unit of work in one transaction. When the store refuses the write (a full
+disk, an immutable file: :func:`~overseer_runtime.store.is_unwritable`) the transaction is rolled
+back and run again after a backoff. After the commit it hands what was appended to the relay,
+wakes whoever waits for a change of the aggregates it touched (:meth:`TransactionRunner.wait_for_change`),
+and runs the after-commit work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import sqlite3
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from tenacity import AsyncRetrying, retry_if_exception, stop_before_delay, stop_never, wait_random_exponential
+
+from overseer_events.envelope import Envelope, EventData, new_event
+from overseer_events.subjects import NotOwner, Subjects, owns
+from overseer_runtime import tracing
+from overseer_runtime.rpc import StoreUnavailable
+from overseer_runtime.store import EventStore, OutboxEntry, Projection, is_unwritable
+
+T = TypeVar("T")
+AfterCommit = Callable[[], Awaitable[None] | None]
+Publish = Callable[[Sequence[OutboxEntry]], Awaitable[None]]
+Spawn = Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]]
+
+# A write the store refuses (is_unwritable) is tried again after a random wait of up to
+# 50 ms, 100 ms, 200 ms … and at most STORE_RETRY_MAX seconds (exponential backoff, full jitter).
+STORE_RETRY_MAX = 5.0
+
+# Set in the task that runs a unit of work's after-commit work: what it records has already
+# happened (a tool ran), so its own units of work wait for the store however long it takes.
+_AFTER_COMMIT_WORK: contextvars.ContextVar[bool] = contextvars.ContextVar("after_commit_work", default=False)
+
+
+def store_backoff() -> wait_random_exponential:
+    """The wait between two tries of a write the store refused."""
+    return wait_random_exponential(multiplier=0.05, max=STORE_RETRY_MAX, min=0.01)
+
+
+@dataclass(frozen=True, slots=True)
+class Emitter:
+    """What emitting an event needs: whose events they are, where they are kept and sent, the read models."""
+
+    service: str
+    store: EventStore
+    subjects: Subjects
+    projections: Sequence[Projection]
+
+
+class UnitOfWork:
+    """One SQLite transaction: the incoming event (if any), the events emitted, the work after commit."""
+
+    def __init__(self, emitter: Emitter, incoming: Envelope | None = None, *, runtime: Any = None) -> None:
+        self._emitter = emitter
+        self.conn: sqlite3.Connection = emitter.store.conn
+        self.incoming = incoming
+        self.emitted: list[Envelope] = []
+        self.appended: list[OutboxEntry] = []  # for the relay, once committed
+        self._after_commit: list[AfterCommit] = []
+        self._versions: dict[str, int] = {}
+        self._runtime = runtime
+
+    @property
+    def runtime(self) -> Any:
+        """Deprecated: the runtime that runs this unit of work. Give the code the port it needs instead."""
+        return self._runtime
+
+    @property
+    def store(self) -> EventStore:
+        """Deprecated: the whole event store. Give the code the port it needs instead."""
+        return self._emitter.store
+
+    def emit(
+        self,
+        data: EventData,
+        *,
+        aggregate_id: str,
+        actor: str,
+        aggregate_version: int | None = None,
+        correlation_id: str | None = None,
+        causation_id: str | None = None,
+    ) -> Envelope:
+        """Append one of this service's own events to the outbox and apply it to the read models."""
+        emitter = self._emitter
+        service = emitter.service
+        if not owns(service, data.TYPE):
+            raise NotOwner(service, data.TYPE)
+        if aggregate_version is None:
+            aggregate_version = self._versions.get(aggregate_id) or emitter.store.last_version(aggregate_id)
+            aggregate_version += 1
+        self._versions[aggregate_id] = aggregate_version
+        incoming = self.incoming
+        event = new_event(
+            data,
+            aggregate_id=aggregate_id,
+            aggregate_version=aggregate_version,
+            actor=actor,
+            correlation_id=correlation_id if correlation_id is not None else _correlation_of(incoming),
+            causation_id=causation_id
+            if causation_id is not None
+            else (incoming.event_id if incoming else None),
+        )
+        subject = emitter.subjects.event(service, data.TYPE)
+        headers = tracing.current_headers()
+        body = event.encode()
+        for position in emitter.store.append([event], subjects=[subject], headers=[headers], bodies=[body]):
+            self.appended.append(OutboxEntry(position, event.event_id, subject, body, headers))
+        for projection in emitter.projections:
+            projection.apply(self.conn, event)
+        self.emitted.append(event)
+        return event
+
+    def after_commit(self, fn: AfterCommit) -> None:
+        """Run ``fn`` once this unit of work is committed (never if it rolls back)."""
+        self._after_commit.append(fn)
+
+
+class TransactionRunner:
+    """Runs units of work, and what follows their commit.
+
+    ``publish`` hands what a commit appended to the relay; ``spawn`` runs after-commit work that
+    is a coroutine as a background task. ``runtime`` is only handed on, as the deprecated
+    :attr:`UnitOfWork.runtime`.
+    """
+
+    def __init__(self, emitter: Emitter, *, publish: Publish, spawn: Spawn, runtime: Any = None) -> None:
+        self.emitter = emitter
+        self._publish = publish
+        self._spawn = spawn
+        self._runtime = runtime
+        # Queries that wait for a read model to reach a state wait on the aggregate they ask about:
+        # a commit wakes only the waiters of the aggregates it touched (no thundering herd).
+        self.change_waiters: dict[str, list[asyncio.Future[None]]] = {}
+
+    def unit(self, incoming: Envelope | None = None) -> UnitOfWork:
+        """A new unit of work (of ``incoming``, when it handles an event)."""
+        return UnitOfWork(self.emitter, incoming, runtime=self._runtime)
+
+    async def execute(
+        self, fn: Callable[[UnitOfWork], T], *, incoming: Envelope | None = None, command_wait: float
+    ) -> T:
+        """Run ``fn`` in one transaction; after commit, relay what it emitted and run its after-commit work.
+
+        When the store refuses the write the transaction is rolled back and ``fn`` runs again in a
+        new one after a backoff: for ``command_wait`` seconds, then :class:`StoreUnavailable` (503,
+        nothing was done); in after-commit work until the store takes it, since what that records
+        (a tool's outcome) has already happened.
+        """
+        uow = self.unit(incoming)
+        name = getattr(fn, "__name__", "command")
+        try:
+            with tracing.span(f"{self.emitter.service} {name}"), self.emitter.store.transaction():
+                result = fn(uow)
+        except sqlite3.Error as exc:
+            if not is_unwritable(exc):
+                raise
+            uow, result = await self._execute_when_writable(fn, incoming, name, command_wait)
+        await self.committed([uow])
+        return result
+
+    async def _execute_when_writable(
+        self, fn: Callable[[UnitOfWork], T], incoming: Envelope | None, name: str, command_wait: float
+    ) -> tuple[UnitOfWork, T]:
+        store = self.emitter.store
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(is_unwritable),
+            wait=store_backoff(),
+            stop=stop_never if _AFTER_COMMIT_WORK.get() else stop_before_delay(command_wait),
+            reraise=True,
+        )
+        store.writes.retrying += 1
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    uow = self.unit(incoming)
+                    with tracing.span(f"{self.emitter.service} {name}"), store.transaction():
+                        result = fn(uow)
+                    return uow, result
+        except sqlite3.Error as exc:
+            if is_unwritable(exc):
+                raise StoreUnavailable(self.emitter.service, exc) from exc
+            raise
+        finally:
+            store.writes.retrying -= 1
+        raise AssertionError("unreachable: AsyncRetrying returns or raises")
+
+    async def wait_for_change(self, aggregate_id: str, timeout: float) -> bool:
+        """Sleep until a commit records or emits an event of ``aggregate_id`` (True) or ``timeout`` (False).
+
+        Read the state you wait on, then call this with no ``await`` in between:
+        commits happen on this event loop, so none can slip between the two.
+        """
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiters = self.change_waiters.setdefault(aggregate_id, [])
+        waiters.append(waiter)
+        try:
+            await asyncio.wait_for(waiter, timeout)
+        except TimeoutError:
+            return False
+        finally:
+            # A commit pops the whole list it woke; a timed-out waiter removes only itself.
+            if waiter in waiters:
+                waiters.remove(waiter)
+            if not waiters and self.change_waiters.get(aggregate_id) is waiters:
+                del self.change_waiters[aggregate_id]
+        return True
+
+    async def committed(self, units: Sequence[UnitOfWork]) -> None:
+        """What follows the commit of ``units``: publish, wake the waiters, start the after-commit work."""
+        if any(u.emitted for u in units):
+            await self._publish([entry for u in units for entry in u.appended])
+        if self.change_waiters:
+            self._wake_changed(units)
+        for uow in units:
+            for fn in uow._after_commit:
+                outcome = fn()
+                if inspect.isawaitable(outcome):
+                    self._spawn(_after_commit_work(outcome))
+
+    def _wake_changed(self, units: Sequence[UnitOfWork]) -> None:
+        for uow in units:
+            events = [uow.incoming, *uow.emitted] if uow.incoming is not None else uow.emitted
+            for event in events:
+                for waiter in self.change_waiters.pop(event.aggregate_id, ()):
+                    if not waiter.done():
+                        waiter.set_result(None)
+
+
+def _correlation_of(event: Envelope | None) -> str | None:
+    return event.correlation_id if event is not None else None
+
+
+async def _after_commit_work(awaitable: Awaitable[Any]) -> Any:
+    """Run after-commit work in its own task, where ``execute`` waits for the store as long as it takes."""
+    _AFTER_COMMIT_WORK.set(True)  # in this task's copy of the context only
+    return await awaitable
