@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import orjson
 from nats.aio.client import Client
-from observer_seed002 import SESSION, Step
 
 from overseer_events.envelope import Envelope, new_event
 from overseer_runtime.testing import Stack
+from tests.unit.observer.observer_seed002 import SESSION, Step
 
 ACTORS = {"executor": "executor", "reasoning": "reasoning:agent", "gateway": "gateway:agent"}
 

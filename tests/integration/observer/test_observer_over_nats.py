@@ -5,10 +5,17 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from observer_folded_reader import FoldedReader
-from observer_folding import FoldedExample
-from observer_nats import ExamplePublisher, published_by_observer
-from observer_seed002 import (
+
+from overseer_events.catalogue import ContractCreated, ExecutionTransitioned, Principal
+from overseer_observer.adapters.read_models import dump
+from overseer_observer.application.queries import ExecutionObserver
+from overseer_observer.bootstrap import ObserverService
+from overseer_runtime.runtime import RpcError, Runtime, rebuild
+from overseer_runtime.testing import Stack, eventually
+from tests.fakes.observer import ChangeFeed
+from tests.integration.observer.observer_nats import ExamplePublisher, published_by_observer
+from tests.unit.observer.observer_folding import FoldedExample
+from tests.unit.observer.observer_seed002 import (
     ECS_ID,
     EXPECTED_TRANSITIONS,
     SESSION,
@@ -20,13 +27,6 @@ from observer_seed002 import (
     Step,
     at,
 )
-
-from overseer_events.catalogue import ContractCreated, ExecutionTransitioned, Principal
-from overseer_observer.adapters.read_models import dump
-from overseer_observer.application.queries import ExecutionObserver
-from overseer_observer.bootstrap import ObserverService
-from overseer_runtime.runtime import RpcError, Runtime, rebuild
-from overseer_runtime.testing import Stack, eventually
 
 NOW = at(6000)
 
@@ -114,13 +114,13 @@ async def test_seed002_worked_example_is_projected_from_events_over_nats(stack: 
 
 
 async def test_sqlite_read_models_answer_exactly_what_the_pure_fold_answers(stack: Stack) -> None:
-    expected = ExecutionObserver(FoldedReader(FoldedExample(STEPS)), clock=lambda: NOW)
+    folded = FoldedExample(STEPS)
+    expected = ExecutionObserver(folded, folded, ChangeFeed(), clock=lambda: NOW)
     async with stack.runtime(observer_service()) as runtime:
         await ExamplePublisher(stack).publish(*STEPS)
         await all_recorded(runtime, len(STEPS))
-        assert await ask(stack, "timeline", session_id=SESSION) == expected.timeline(SESSION).model_dump(
-            mode="json"
-        )
+        timeline = await expected.timeline(SESSION)
+        assert await ask(stack, "timeline", session_id=SESSION) == timeline.model_dump(mode="json")
         for execution_id in (ECS_ID, TOOL_ID):
             assert await ask(stack, "snapshot", execution_id=execution_id) == expected.snapshot(
                 execution_id
@@ -212,9 +212,15 @@ async def test_unknown_ids_are_404_and_missing_ones_422(stack: Stack) -> None:
             with pytest.raises(RpcError) as refused:
                 await ask(stack, method, **payload)
             assert refused.value.status == 404, method
-        with pytest.raises(RpcError) as refused:
-            await ask(stack, "snapshot")
-        assert refused.value.status == 422
+        for method, payload in [
+            ("snapshot", {}),
+            ("transitions", {"execution_id": ""}),
+            ("timeline", {"session_id": 7}),
+            ("consequences", {"session_id": SESSION, "execution_ids": "exec-1"}),
+        ]:
+            with pytest.raises(RpcError) as refused:
+                await ask(stack, method, **payload)
+            assert refused.value.status == 422, method
         assert await ask(stack, "consequences", session_id="session-404") == []
 
 
@@ -290,7 +296,10 @@ async def test_a_waiting_consequence_query_answers_once_the_execution_settles(st
         assert unknown.value.status == 404
 
 
-@pytest.mark.parametrize("payload", [{"wait": -1}, {"wait": 61}, {"wait": "soon"}, {"until": "forever"}])
+@pytest.mark.parametrize(
+    "payload",
+    [{"wait": -1}, {"wait": 61}, {"wait": "soon"}, {"wait": "5"}, {"wait": True}, {"until": "forever"}],
+)
 async def test_a_consequence_query_with_a_bad_wait_is_refused(stack: Stack, payload: dict) -> None:
     async with stack.runtime(observer_service()):
         with pytest.raises(RpcError) as refused:

@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 import pytest
-from observer_folding import FoldedExample
-from observer_seed002 import STEPS
+
+from tests.unit.observer.observer_folding import FoldedExample
+from tests.unit.observer.observer_seed002 import STEPS
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from overseer_events.catalogue import (
     Principal,
     TraceStep,
 )
-from overseer_events.envelope import EventData
+from overseer_events.envelope import Envelope, EventData, new_event
 
 T0 = 1_707_350_400.0
 SESSION = "session-abc"
@@ -41,6 +41,17 @@ class Step:
     owner: str
     data: EventData
     occurred_at: float
+
+    def delivered(self, version: int = 1) -> Envelope:
+        """This step's event as its owner publishes it (``version``: of the execution's aggregate)."""
+        return new_event(
+            self.data,
+            aggregate_id=self.data.execution_id,  # type: ignore[attr-defined]
+            aggregate_version=version,
+            actor=self.owner,
+            correlation_id=SESSION,
+            occurred_at=self.occurred_at,
+        )
 
 
 def _moved(

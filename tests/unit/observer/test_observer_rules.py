@@ -5,8 +5,16 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from observer_folding import FoldedExample
-from observer_seed002 import (
+
+from overseer_events.catalogue import ContractCreated, ExecutionTransitioned
+from overseer_events.machines import EXECUTION_MACHINE, ExecutionStatus
+from overseer_events.views import ExecutionConsequenceView
+from overseer_observer.domain.contract import observe_creation, observe_transition
+from overseer_observer.domain.rendering import build_tool_result_from_consequences
+from overseer_observer.domain.summary import actor_category, default_action_summary
+from overseer_observer.domain.views import consequence_label, consequence_view, snapshot, timeline, topology
+from tests.unit.observer.observer_folding import FoldedExample
+from tests.unit.observer.observer_seed002 import (
     ECS_CREATED,
     ECS_PROPOSED,
     ECS_TRANSITIONS,
@@ -18,14 +26,6 @@ from observer_seed002 import (
     TOOL_TRANSITIONS,
     at,
 )
-
-from overseer_events.catalogue import ContractCreated, ExecutionTransitioned
-from overseer_events.machines import EXECUTION_MACHINE, ExecutionStatus
-from overseer_events.views import ExecutionConsequenceView
-from overseer_observer.domain.contract import observe_creation, observe_transition
-from overseer_observer.domain.rendering import build_tool_result_from_consequences
-from overseer_observer.domain.summary import actor_category, default_action_summary
-from overseer_observer.domain.views import consequence_label, consequence_view, snapshot, timeline, topology
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 import pytest
-from observer_folding import FoldedExample
-from observer_seed002 import (
+
+from overseer_observer.domain.rendering import build_tool_result_from_consequences
+from overseer_observer.domain.views import (
+    consequence_view,
+    execution_fact,
+    execution_state,
+    notifications,
+    snapshot,
+    timeline,
+)
+from tests.unit.observer.observer_folding import FoldedExample
+from tests.unit.observer.observer_seed002 import (
     ECS_CREATED,
     ECS_ID,
     ECS_PROPOSED,
@@ -15,16 +25,6 @@ from observer_seed002 import (
     STEPS,
     TOOL_ID,
     at,
-)
-
-from overseer_observer.domain.rendering import build_tool_result_from_consequences
-from overseer_observer.domain.views import (
-    consequence_view,
-    execution_fact,
-    execution_state,
-    notifications,
-    snapshot,
-    timeline,
 )
 
 

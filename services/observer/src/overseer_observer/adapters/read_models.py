@@ -8,15 +8,18 @@ so live updates and a rebuild from the event store take exactly the same path.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from dataclasses import fields
 from operator import attrgetter
 from typing import Any
 
+from overseer_events.catalogue import ContractCreated, ExecutionProposed, ExecutionTransitioned
 from overseer_events.envelope import Envelope
 from overseer_events.views import TransitionRecord
-from overseer_observer.domain.contract import OBSERVED_TYPES, ObservedContract, observe
-from overseer_runtime.projection import Apply, SqlProjection
+from overseer_observer.application.ports import Folded
+from overseer_observer.domain.contract import ObservedContract, observe
+from overseer_runtime.projection import SqlProjection
+from overseer_runtime.readers import ReadModelReader
 
 # Columns follow ObservedContract's fields, so a row is the dataclass's positional arguments.
 _CONTRACT_COLUMNS = tuple(f.name for f in fields(ObservedContract))
@@ -92,24 +95,22 @@ class ExecutionObservations(SqlProjection):
         # same transaction): announcing a transition then needs no second read of the rows.
         self.last_fold: tuple[str, ObservedContract, TransitionRecord | None] | None = None
 
-    def appliers(self) -> Mapping[str, Apply]:
-        return dict.fromkeys(OBSERVED_TYPES, self._fold)
+    def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
+        match event.data:
+            case ExecutionProposed() | ContractCreated() | ExecutionTransitioned() as data:
+                contract, record = observe(load_contract(conn, data.execution_id), data, event.occurred_at)
+                conn.execute(_UPSERT_CONTRACT, _contract_row(contract))
+                if record is not None:
+                    conn.execute(_INSERT_TRANSITION, (contract.session_id, *_transition_row(record)))
+                self.last_fold = (event.event_id, contract, record)
 
-    def _fold(self, conn: sqlite3.Connection, event: Envelope) -> None:
-        execution_id: str = event.data.execution_id  # type: ignore[attr-defined]
-        contract, record = observe(load_contract(conn, execution_id), event.data, event.occurred_at)
-        conn.execute(_UPSERT_CONTRACT, _contract_row(contract))
-        if record is not None:
-            conn.execute(
-                _INSERT_TRANSITION,
-                (contract.session_id, *_transition_row(record)),
-            )
-        self.last_fold = (event.event_id, contract, record)
+    def folded(self, event_id: str) -> Folded | None:
+        """The contract and record the fold of ``event_id`` wrote, if it was the last event folded.
 
-    def folded(self, event: Envelope) -> tuple[ObservedContract, TransitionRecord | None] | None:
-        """The contract and record the fold of ``event`` wrote, if it was the last event folded."""
+        The :class:`~overseer_observer.application.ports.FoldedObservations` of a handler.
+        """
         last = self.last_fold
-        if last is None or last[0] != event.event_id:
+        if last is None or last[0] != event_id:
             return None
         return last[1], last[2]
 
@@ -118,34 +119,24 @@ _contract_row: Callable[[ObservedContract], tuple[Any, ...]] = attrgetter(*_CONT
 _transition_row: Callable[[TransitionRecord], tuple[Any, ...]] = attrgetter(*_TRANSITION_COLUMNS)
 
 
-def _contract(row: tuple[Any, ...]) -> ObservedContract:
+def _contract(row: Sequence[Any]) -> ObservedContract:
     values = list(row)
     for index in _BOOLEAN_COLUMNS:  # SQLite stores them as 0/1
         values[index] = bool(values[index])
     return ObservedContract(*values)
 
 
-def _transition(row: tuple[Any, ...]) -> TransitionRecord:
+def _transition(row: Sequence[Any]) -> TransitionRecord:
     values = dict(zip(_TRANSITION_COLUMNS, row, strict=True))
     values["is_terminal_transition"] = bool(values["is_terminal_transition"])
     # Rows were validated when they were written; skipping validation keeps queries cheap.
     return TransitionRecord.model_construct(**values)
 
 
-# -- queries: plain functions over any connection (the batch's, or a read-only one) ---------------
+# -- queries: plain functions over any connection -----------------------------------------------
 def load_contract(conn: sqlite3.Connection, execution_id: str) -> ObservedContract | None:
     row = conn.execute(f"{_SELECT_CONTRACT} WHERE execution_id = ?", (execution_id,)).fetchone()
     return None if row is None else _contract(row)
-
-
-def load_transition(
-    conn: sqlite3.Connection, execution_id: str, sequence_number: int
-) -> TransitionRecord | None:
-    row = conn.execute(
-        f"{_SELECT_TRANSITION} WHERE execution_id = ? AND sequence_number = ?",
-        (execution_id, sequence_number),
-    ).fetchone()
-    return None if row is None else _transition(row)
 
 
 def load_transitions(conn: sqlite3.Connection, execution_id: str) -> list[TransitionRecord]:
@@ -155,14 +146,8 @@ def load_transitions(conn: sqlite3.Connection, execution_id: str) -> list[Transi
     return [_transition(row) for row in rows]
 
 
-def session_contracts(conn: sqlite3.Connection, session_id: str) -> list[ObservedContract]:
-    rows = conn.execute(f"{_SELECT_CONTRACT} WHERE session_id = ? ORDER BY created_at, rowid", (session_id,))
-    return [_contract(row) for row in rows]
-
-
-def session_transitions(conn: sqlite3.Connection, session_id: str) -> list[TransitionRecord]:
-    rows = conn.execute(f"{_SELECT_TRANSITION} WHERE session_id = ? ORDER BY timestamp, rowid", (session_id,))
-    return [_transition(row) for row in rows]
+_SESSION_CONTRACTS = f"{_SELECT_CONTRACT} WHERE session_id = ? ORDER BY created_at, rowid"
+_SESSION_TRANSITIONS = f"{_SELECT_TRANSITION} WHERE session_id = ? ORDER BY timestamp, rowid"
 
 
 def dump(conn: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
@@ -185,14 +170,20 @@ class SqliteObservationReader:
     def contract(self, execution_id: str) -> ObservedContract | None:
         return load_contract(self.conn, execution_id)
 
-    def transition(self, execution_id: str, sequence_number: int) -> TransitionRecord | None:
-        return load_transition(self.conn, execution_id, sequence_number)
-
     def transitions(self, execution_id: str) -> list[TransitionRecord]:
         return load_transitions(self.conn, execution_id)
 
-    def session_contracts(self, session_id: str) -> list[ObservedContract]:
-        return session_contracts(self.conn, session_id)
 
-    def session_transitions(self, session_id: str) -> list[TransitionRecord]:
-        return session_transitions(self.conn, session_id)
+class ReaderSessions:
+    """The :class:`~overseer_observer.application.ports.SessionReader` on the read-only reader."""
+
+    def __init__(self, reader: ReadModelReader) -> None:
+        self.reader = reader
+
+    async def session_contracts(self, session_id: str) -> list[ObservedContract]:
+        rows = await self.reader.fetch_all(_SESSION_CONTRACTS, (session_id,))
+        return [_contract(tuple(row.values())) for row in rows]
+
+    async def session_transitions(self, session_id: str) -> list[TransitionRecord]:
+        rows = await self.reader.fetch_all(_SESSION_TRANSITIONS, (session_id,))
+        return [_transition(tuple(row.values())) for row in rows]

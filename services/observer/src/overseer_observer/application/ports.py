@@ -1,20 +1,58 @@
-"""What the application needs from the read models (the SQLite adapter implements it; tests may fake it)."""
+"""What the observer's application needs from the outside; the SQLite adapters are in ``adapters/read_models.py``.
+
+Which connection each adapter reads through:
+
+* :class:`ObservationReader`: point reads of one execution (a snapshot, its transitions, its
+  consequence, waited on by the gateway on the approval path) through the writer's connection,
+  between transactions: no thread hop, and what a commit wrote is there the moment it wakes a waiter.
+* :class:`SessionReader`: a session's contracts and transitions, which may scan, through the
+  read-only reader (:mod:`overseer_runtime.readers`), off the event loop.
+* :class:`FoldedObservations`: what the projection folded for the event being handled, in the
+  handler's own transaction (the projection folds each event just before its handler runs).
+
+Unit tests use the in-memory fakes of ``tests/fakes/observer.py``; ``tests/contracts/test_observer_*``
+holds each port to the same contract on the fake and on SQLite.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from overseer_events.envelope import EventData
 from overseer_events.views import TransitionRecord
 from overseer_observer.domain.contract import ObservedContract
 
+Folded = tuple[ObservedContract, TransitionRecord | None]
+# Sleeps until a commit touches the execution (True) or the timeout runs out (False).
+WaitForChange = Callable[[str, float], Awaitable[bool]]
+
 
 class ObservationReader(Protocol):
-    def contract(self, execution_id: str) -> ObservedContract | None: ...
+    """One execution's contract and its transition records (the writer's connection)."""
 
-    def transition(self, execution_id: str, sequence_number: int) -> TransitionRecord | None: ...
+    def contract(self, execution_id: str) -> ObservedContract | None: ...
 
     def transitions(self, execution_id: str) -> list[TransitionRecord]: ...
 
-    def session_contracts(self, session_id: str) -> list[ObservedContract]: ...
 
-    def session_transitions(self, session_id: str) -> list[TransitionRecord]: ...
+class SessionReader(Protocol):
+    """A session's contracts by creation and its transitions by time (the read-only reader)."""
+
+    async def session_contracts(self, session_id: str) -> list[ObservedContract]: ...
+
+    async def session_transitions(self, session_id: str) -> list[TransitionRecord]: ...
+
+
+class FoldedObservations(Protocol):
+    """The contract (and the transition record, for a transition) the fold of an event wrote."""
+
+    def folded(self, event_id: str) -> Folded | None: ...
+
+
+class Emit(Protocol):
+    """Appends one of the observer's own events (``observation.*``) to its outbox."""
+
+    def __call__(
+        self, data: EventData, *, aggregate_id: str, correlation_id: str | None = None
+    ) -> object: ...

@@ -12,7 +12,7 @@ from overseer_events.views import (
     StateMachineTopology,
     TransitionRecord,
 )
-from overseer_observer.application.ports import ObservationReader
+from overseer_observer.application.ports import ObservationReader, SessionReader, WaitForChange
 from overseer_observer.domain import views
 from overseer_observer.domain.contract import ObservedContract
 from overseer_observer.domain.errors import UnknownExecution, UnknownSession
@@ -21,12 +21,20 @@ from overseer_observer.domain.errors import UnknownExecution, UnknownSession
 class ExecutionObserver:
     """Seed 002's ExecutionObserver over the read models: read-only, answers from what was observed."""
 
-    def __init__(self, reader: ObservationReader, clock: Callable[[], float] = time.time) -> None:
-        self.reader = reader
+    def __init__(
+        self,
+        executions: ObservationReader,
+        sessions: SessionReader,
+        wait_for_change: WaitForChange,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.executions = executions
+        self.sessions = sessions
+        self.wait_for_change = wait_for_change
         self.clock = clock
 
     def _contract(self, execution_id: str) -> ObservedContract:
-        contract = self.reader.contract(execution_id)
+        contract = self.executions.contract(execution_id)
         if contract is None:
             raise UnknownExecution(execution_id)
         return contract
@@ -35,27 +43,47 @@ class ExecutionObserver:
         return views.snapshot(self._contract(execution_id), self.clock())
 
     def transitions(self, execution_id: str) -> list[TransitionRecord]:
-        records = self.reader.transitions(execution_id)
+        records = self.executions.transitions(execution_id)
         if not records:
             self._contract(execution_id)  # known but not started: an empty history, else 404
         return records
 
-    def timeline(self, session_id: str) -> ExecutionTimeline:
-        contracts = self.reader.session_contracts(session_id)
+    async def timeline(self, session_id: str) -> ExecutionTimeline:
+        contracts = await self.sessions.session_contracts(session_id)
         if not contracts:
             raise UnknownSession(session_id)
-        return views.timeline(
-            session_id, contracts, self.reader.session_transitions(session_id), self.clock()
-        )
+        transitions = await self.sessions.session_transitions(session_id)
+        return views.timeline(session_id, contracts, transitions, self.clock())
 
     def consequence(self, execution_id: str) -> ExecutionConsequenceView:
         return views.consequence_view(self._contract(execution_id))
 
-    def consequences(
+    async def settled_consequence(
+        self, execution_id: str, wait: float, until_terminal: bool
+    ) -> ExecutionConsequenceView:
+        """The consequence view once the execution settles, else as it is after ``wait`` seconds.
+
+        Settled is terminal, or also WAITING unless ``until_terminal``. The view is read again after
+        each commit that touched the execution, never on a timer; an execution still unknown at the
+        end is :class:`UnknownExecution`.
+        """
+        deadline = time.monotonic() + wait
+        while True:
+            contract = self.executions.contract(execution_id)
+            view = views.consequence_view(contract) if contract is not None else None
+            remaining = deadline - time.monotonic()
+            if (view is not None and view.is_settled(until_terminal)) or remaining <= 0:
+                if view is None:
+                    raise UnknownExecution(execution_id)
+                return view
+            # No await between the read above and this wait: no commit can slip in between.
+            await self.wait_for_change(execution_id, remaining)
+
+    async def consequences(
         self, session_id: str, execution_ids: Iterable[str] | None = None
     ) -> list[ExecutionConsequenceView]:
         """A session's consequence views by creation time (an unknown session has none)."""
-        contracts = self.reader.session_contracts(session_id)
+        contracts = await self.sessions.session_contracts(session_id)
         if execution_ids is not None:
             wanted = set(execution_ids)
             contracts = [c for c in contracts if c.execution_id in wanted]

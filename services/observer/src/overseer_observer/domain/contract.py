@@ -171,7 +171,6 @@ def observe_transition(
 
 
 ObservedEvent = ExecutionProposed | ContractCreated | ExecutionTransitioned
-OBSERVED_TYPES: tuple[str, ...] = (ExecutionProposed.TYPE, ContractCreated.TYPE, ExecutionTransitioned.TYPE)
 
 
 def observe(

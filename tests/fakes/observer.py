@@ -1,0 +1,107 @@
+"""The observer's ports in memory: events folded with the domain's ``observe``, announcements recorded.
+
+:class:`InMemoryObservations` is the observation reader, the session reader and the folded
+observations at once; it passes the contract suites of ``tests/contracts/test_observer_*`` that the
+SQLite adapters pass. :class:`Announcements` records what a handler emits; :class:`ChangeFeed` is
+the runtime's wait for a change, fed by the test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from overseer_events.envelope import Envelope, EventData
+from overseer_events.views import TransitionRecord
+from overseer_observer.application.ports import (
+    Folded,
+    FoldedObservations,
+    ObservationReader,
+    SessionReader,
+)
+from overseer_observer.domain.contract import ObservedContract, observe
+
+
+class InMemoryObservations(ObservationReader, SessionReader, FoldedObservations):
+    """Each contract's latest picture and every transition record, folded in the order events come."""
+
+    def __init__(self) -> None:
+        self.contracts: dict[str, ObservedContract] = {}
+        self.records: list[TransitionRecord] = []
+        self.last_fold: tuple[str, ObservedContract, TransitionRecord | None] | None = None
+
+    def fold(self, data: EventData, occurred_at: float, event_id: str = "") -> TransitionRecord | None:
+        """Fold one execution event, as the projection does."""
+        execution_id: str = data.execution_id  # type: ignore[attr-defined]
+        contract, record = observe(self.contracts.get(execution_id), data, occurred_at)
+        self.contracts[execution_id] = contract
+        if record is not None:
+            self.records.append(record)
+        self.last_fold = (event_id, contract, record)
+        return record
+
+    def fold_event(self, event: Envelope) -> None:
+        self.fold(event.data, event.occurred_at, event.event_id)
+
+    def transitions_of(self, execution_id: str) -> list[TransitionRecord]:
+        return [r for r in self.records if r.execution_id == execution_id]
+
+    # -- ObservationReader ---------------------------------------------------------------
+    def contract(self, execution_id: str) -> ObservedContract | None:
+        return self.contracts.get(execution_id)
+
+    def transitions(self, execution_id: str) -> list[TransitionRecord]:
+        return sorted(self.transitions_of(execution_id), key=lambda r: r.sequence_number)
+
+    # -- SessionReader -------------------------------------------------------------------
+    async def session_contracts(self, session_id: str) -> list[ObservedContract]:
+        found = [c for c in self.contracts.values() if c.session_id == session_id]
+        return sorted(found, key=lambda c: c.created_at)  # stable: first seen first, as rowid
+
+    async def session_transitions(self, session_id: str) -> list[TransitionRecord]:
+        ids = {c.execution_id for c in self.contracts.values() if c.session_id == session_id}
+        return sorted((r for r in self.records if r.execution_id in ids), key=lambda r: r.timestamp)
+
+    # -- FoldedObservations --------------------------------------------------------------
+    def folded(self, event_id: str) -> Folded | None:
+        last = self.last_fold
+        if last is None or last[0] != event_id:
+            return None
+        return last[1], last[2]
+
+
+@dataclass
+class Announced:
+    data: EventData
+    aggregate_id: str
+    correlation_id: str | None
+
+
+@dataclass
+class Announcements:
+    """An :class:`~overseer_observer.application.ports.Emit` that keeps what it was given."""
+
+    made: list[Announced] = field(default_factory=list)
+
+    def __call__(self, data: EventData, *, aggregate_id: str, correlation_id: str | None = None) -> None:
+        self.made.append(Announced(data, aggregate_id, correlation_id))
+
+    def types(self) -> list[str]:
+        return [a.data.TYPE for a in self.made]
+
+
+@dataclass
+class ChangeFeed:
+    """The wait for a change: each wait runs the next queued commit (True), or sleeps out its timeout (False)."""
+
+    commits: list[Callable[[], None]] = field(default_factory=list)
+    waits: list[tuple[str, float]] = field(default_factory=list)
+
+    async def __call__(self, aggregate_id: str, timeout: float) -> bool:
+        self.waits.append((aggregate_id, timeout))
+        if not self.commits:
+            await asyncio.sleep(timeout)
+            return False
+        self.commits.pop(0)()
+        return True
