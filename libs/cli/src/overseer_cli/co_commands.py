@@ -140,6 +140,15 @@ def show_co(
     if as_json:
         print_json(co)
         return
+    console.print(Panel(co_facts(co), title=f"{co['title']}  [dim]{co['co_id']}[/dim]", title_align="left"))
+    if co["transitions"]:
+        console.print(transitions_table(co["transitions"]))
+    for line in co_links(co):
+        console.print(line)
+
+
+def co_facts(co: dict[str, Any]) -> Text:
+    """Status, classification, author, dates and description of a CO."""
     facts = Text()
     facts.append("status   ").append_text(status_text(co["status"])).append("\n")
     for label, key in (
@@ -152,30 +161,37 @@ def show_co(
     facts.append(f"created  {when(co.get('created_at'))}   updated {when(co.get('updated_at'))}\n")
     if co.get("description"):
         facts.append(f"\n{co['description']}\n")
-    console.print(Panel(facts, title=f"{co['title']}  [dim]{co['co_id']}[/dim]", title_align="left"))
-    if co["transitions"]:
-        table = Table(
-            "when", "from", "to", "trigger", "actor", "reason", show_edge=False, header_style="bold"
+    return facts
+
+
+def transitions_table(transitions: list[dict[str, Any]]) -> Table:
+    table = Table("when", "from", "to", "trigger", "actor", "reason", show_edge=False, header_style="bold")
+    for t in transitions:
+        table.add_row(
+            when(t["timestamp"]),
+            t["from"],
+            status_text(t["to"]),
+            t["trigger"],
+            t["actor"],
+            t.get("reason") or "",
         )
-        for t in co["transitions"]:
-            table.add_row(
-                when(t["timestamp"]),
-                t["from"],
-                status_text(t["to"]),
-                t["trigger"],
-                t["actor"],
-                t.get("reason") or "",
-            )
-        console.print(table)
-    for label, key in (("executions", "linked_execution_ids"), ("memories", "linked_memory_ids")):
-        if co.get(key):
-            console.print(f"{label}: " + ", ".join(co[key]))
-    for report in co.get("execution_reports") or []:
-        console.print(f"execution {report['execution_id']}: {report['outcome']}")
-    for relation in co.get("related_co_ids") or []:
-        console.print(f"{relation['relation']} {relation['co_id']}")
-    for ref in co.get("external_references") or []:
-        console.print(f"{ref['type']}: {ref['value']} {ref.get('label') or ''}".rstrip())
+    return table
+
+
+def co_links(co: dict[str, Any]) -> list[str]:
+    """A line for each execution and memory linked to a CO, execution report, related CO and reference."""
+    lines = [
+        f"{label}: " + ", ".join(co[key])
+        for label, key in (("executions", "linked_execution_ids"), ("memories", "linked_memory_ids"))
+        if co.get(key)
+    ]
+    lines += [f"execution {r['execution_id']}: {r['outcome']}" for r in co.get("execution_reports") or []]
+    lines += [f"{r['relation']} {r['co_id']}" for r in co.get("related_co_ids") or []]
+    lines += [
+        f"{r['type']}: {r['value']} {r.get('label') or ''}".rstrip()
+        for r in co.get("external_references") or []
+    ]
+    return lines
 
 
 def parse_reference(text: str) -> dict[str, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,60 +61,100 @@ def status_text(status: str | None) -> Text:
 def _facts(event_type: str, data: dict[str, Any]) -> Text:
     """The few fields of each event type worth a glance."""
     out = Text()
-    eid = short(data.get("execution_id"))
-    match event_type:
-        case "execution.proposed":
-            out.append(f"{eid} ")
-            out.append(str(data.get("tool")), style="bold")
-            out.append(f" {compact(data.get('args', {}), 60)}  by {_who(data.get('proposer'))}")
-        case "firewall.verdict_issued":
-            decision = str(data.get("decision"))
-            style = {"allow": "green", "hold": "bold yellow", "deny": "bold red"}.get(decision, "white")
-            out.append(f"{eid} ")
-            out.append(decision.upper(), style=style)
-            out.append(f" {data.get('level')} {data.get('tool')}")
-            reasons = data.get("reasons") or []
-            if reasons:
-                out.append(f"  ({compact('; '.join(map(str, reasons)), 70)})", style="bright_black")
-        case "execution.transitioned":
-            out.append(f"{eid} ")
-            out.append_text(status_text(data.get("from_status")))
-            out.append(" → ")
-            out.append_text(status_text(data.get("to_status")))
-            out.append(f"  {data.get('trigger')} by {data.get('actor')}", style="bright_black")
-            if data.get("error_message"):
-                out.append(f"  {compact(data['error_message'], 60)}", style="red")
-        case "ecs.requested":
-            out.append(f"{eid} ")
-            out.append(f"{data.get('kind')} card", style="bold yellow")
-            out.append(f" for {data.get('tool')} {compact(data.get('args', {}), 50)}")
-        case "human.responded" | "human.decision_recorded":
-            word = data.get("response") or data.get("decision")
-            who = _who(data.get("responder") or data.get("decided_by"))
-            out.append(f"{eid} ")
-            out.append(str(word), style="bold")
-            out.append(f" by {who}")
-        case "observation.execution_state":
-            out.append(f"{eid} {data.get('action_summary', '')} ")
-            out.append_text(status_text(data.get("to_status")))
-        case "observation.execution_fact":
-            out.append(f"{eid} ")
-            out.append_text(status_text(data.get("final_status")))
-            detail = data.get("error_summary") or data.get("result_summary") or ""
-            out.append(f" {compact(detail, 60)}", style="bright_black")
-        case "execution.contract_created":
-            out.append(f"{eid} PENDING {data.get('tool')}")
-            if data.get("irreversible"):
-                out.append(" irreversible", style="yellow")
-        case "audit.recorded":
-            out.append(f"#{data.get('index')} {str(data.get('hash', ''))[:12]}")
-        case "audit.head_published":
-            out.append(f"head #{data.get('index')} {str(data.get('hash', ''))[:12]}")
-        case "conversation.message_received" | "conversation.replied":
-            out.append(compact(data.get("text", ""), 90))
-        case _:
-            out.append(compact(data, 100), style="bright_black")
+    facts = _FACTS.get(event_type)
+    if facts is None:
+        out.append(compact(data, 100), style="bright_black")
+    else:
+        facts(out, short(data.get("execution_id")), data)
     return out
+
+
+def _proposed(out: Text, eid: str, data: dict[str, Any]) -> None:
+    out.append(f"{eid} ")
+    out.append(str(data.get("tool")), style="bold")
+    out.append(f" {compact(data.get('args', {}), 60)}  by {_who(data.get('proposer'))}")
+
+
+def _verdict(out: Text, eid: str, data: dict[str, Any]) -> None:
+    decision = str(data.get("decision"))
+    style = {"allow": "green", "hold": "bold yellow", "deny": "bold red"}.get(decision, "white")
+    out.append(f"{eid} ")
+    out.append(decision.upper(), style=style)
+    out.append(f" {data.get('level')} {data.get('tool')}")
+    reasons = data.get("reasons") or []
+    if reasons:
+        out.append(f"  ({compact('; '.join(map(str, reasons)), 70)})", style="bright_black")
+
+
+def _transitioned(out: Text, eid: str, data: dict[str, Any]) -> None:
+    out.append(f"{eid} ")
+    out.append_text(status_text(data.get("from_status")))
+    out.append(" → ")
+    out.append_text(status_text(data.get("to_status")))
+    out.append(f"  {data.get('trigger')} by {data.get('actor')}", style="bright_black")
+    if data.get("error_message"):
+        out.append(f"  {compact(data['error_message'], 60)}", style="red")
+
+
+def _card_requested(out: Text, eid: str, data: dict[str, Any]) -> None:
+    out.append(f"{eid} ")
+    out.append(f"{data.get('kind')} card", style="bold yellow")
+    out.append(f" for {data.get('tool')} {compact(data.get('args', {}), 50)}")
+
+
+def _human_answer(out: Text, eid: str, data: dict[str, Any]) -> None:
+    word = data.get("response") or data.get("decision")
+    who = _who(data.get("responder") or data.get("decided_by"))
+    out.append(f"{eid} ")
+    out.append(str(word), style="bold")
+    out.append(f" by {who}")
+
+
+def _observed_state(out: Text, eid: str, data: dict[str, Any]) -> None:
+    out.append(f"{eid} {data.get('action_summary', '')} ")
+    out.append_text(status_text(data.get("to_status")))
+
+
+def _observed_fact(out: Text, eid: str, data: dict[str, Any]) -> None:
+    out.append(f"{eid} ")
+    out.append_text(status_text(data.get("final_status")))
+    detail = data.get("error_summary") or data.get("result_summary") or ""
+    out.append(f" {compact(detail, 60)}", style="bright_black")
+
+
+def _contract_created(out: Text, eid: str, data: dict[str, Any]) -> None:
+    out.append(f"{eid} PENDING {data.get('tool')}")
+    if data.get("irreversible"):
+        out.append(" irreversible", style="yellow")
+
+
+def _audit_record(out: Text, eid: str, data: dict[str, Any]) -> None:
+    out.append(f"#{data.get('index')} {str(data.get('hash', ''))[:12]}")
+
+
+def _audit_head(out: Text, eid: str, data: dict[str, Any]) -> None:
+    out.append(f"head #{data.get('index')} {str(data.get('hash', ''))[:12]}")
+
+
+def _conversation(out: Text, eid: str, data: dict[str, Any]) -> None:
+    out.append(compact(data.get("text", ""), 90))
+
+
+_FACTS: dict[str, Callable[[Text, str, dict[str, Any]], None]] = {
+    "execution.proposed": _proposed,
+    "firewall.verdict_issued": _verdict,
+    "execution.transitioned": _transitioned,
+    "ecs.requested": _card_requested,
+    "human.responded": _human_answer,
+    "human.decision_recorded": _human_answer,
+    "observation.execution_state": _observed_state,
+    "observation.execution_fact": _observed_fact,
+    "execution.contract_created": _contract_created,
+    "audit.recorded": _audit_record,
+    "audit.head_published": _audit_head,
+    "conversation.message_received": _conversation,
+    "conversation.replied": _conversation,
+}
 
 
 def _who(principal: Any) -> str:

@@ -67,18 +67,8 @@ def _needs_stdlib(value: Any, depth: int = 1) -> bool:
     answers False it has seen every container, so the depth is checked.
     """
     kind = type(value)
-    if kind is dict:  # the common case, a flat mapping of strings, without a generator per level
-        if depth > MAX_DEPTH:
-            raise _too_deep()
-        for key, item in value.items():
-            if type(key) is not str:
-                return True
-            item_kind = type(item)
-            if item_kind is str or item_kind is bool or item is None:
-                continue
-            if _needs_stdlib(item, depth + 1):
-                return True
-        return False
+    if kind is dict:
+        return _mapping_needs_stdlib(value, depth)
     if kind is str or kind is bool or value is None:
         return False
     if kind is list or kind is tuple:
@@ -88,6 +78,21 @@ def _needs_stdlib(value: Any, depth: int = 1) -> bool:
     if kind is int:
         return not -_INT64 <= value < _INT64
     return True  # floats, subclasses and foreign types: let json.dumps decide
+
+
+def _mapping_needs_stdlib(value: dict[Any, Any], depth: int) -> bool:
+    """:func:`_needs_stdlib` of a dict: the common case, a flat mapping of strings, without a generator."""
+    if depth > MAX_DEPTH:
+        raise _too_deep()
+    for key, item in value.items():
+        if type(key) is not str:
+            return True
+        item_kind = type(item)
+        if item_kind is str or item_kind is bool or item is None:
+            continue
+        if _needs_stdlib(item, depth + 1):
+            return True
+    return False
 
 
 def _too_deep() -> NotCanonical:

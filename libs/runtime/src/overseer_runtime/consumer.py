@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -191,6 +192,18 @@ class DurablePullConsumer:
                 log.info("consumer %s: heartbeats missed, re-creating the pull", self.name)
                 await self._restart_pull()
             return
+        messages = await self._take_batch(first)
+        if messages:
+            self.delivered += len(messages)
+            self.batches += 1
+            with contextlib.suppress(Exception):
+                self.last_pending = stream_position(messages[-1])[1]
+            await self.on_batch(messages)
+        if self._outstanding <= self.batch // 2:
+            await self._pull(self.batch - max(self._outstanding, 0))
+
+    async def _take_batch(self, first: Msg) -> list[Msg]:
+        """``first`` and the messages delivered after it, up to a batch; status frames are acted on, not kept."""
         pending = collections.deque([first])
         if self.linger > 0:
             # Off the critical path: let a burst gather so it costs one transaction and one ack write.
@@ -211,16 +224,7 @@ class DurablePullConsumer:
                 self._outstanding -= 1
                 continue
             await self._on_status(status, msg)
-        if messages:
-            self.delivered += len(messages)
-            self.batches += 1
-            try:
-                self.last_pending = stream_position(messages[-1])[1]
-            except Exception:
-                pass
-            await self.on_batch(messages)
-        if self._outstanding <= self.batch // 2:
-            await self._pull(self.batch - max(self._outstanding, 0))
+        return messages
 
     async def _gather_followers(self, pending: collections.deque[Msg]) -> None:
         """Wait, at most ``gather`` seconds, for a message that is not a forerunner.
