@@ -35,6 +35,7 @@ async def test_each_message_is_answered_and_the_history_is_served(stack: Stack) 
             "Noted: and a reminder",
             "Noted: send an invite",
         ]
-        with pytest.raises(RpcError) as refused:
-            await stack.rpc("reasoning", "conversation.history", {})
-        assert refused.value.status == 422
+        for malformed in ({}, {"session_id": ""}, {"session_id": 7}):
+            with pytest.raises(RpcError) as refused:
+                await stack.rpc("reasoning", "conversation.history", malformed)
+            assert refused.value.status == 422

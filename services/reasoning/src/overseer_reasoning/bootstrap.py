@@ -1,45 +1,57 @@
-"""Composition root of the reasoning service."""
+"""The reasoning service: builds its adapters and wires its handlers and RPC methods (the only place that does)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Sequence
+from functools import partial
 
-from overseer_reasoning.adapters.conversations import ConversationLog, history
-from overseer_reasoning.application.handlers import reply_to_message
+from overseer_reasoning.adapters.conversations import ConversationLog, ReaderConversationHistory
+from overseer_reasoning.application.handlers import ReasoningUnit
+from overseer_reasoning.application.ports import ConversationHistory
+from overseer_reasoning.entrypoints import events
+from overseer_reasoning.entrypoints.rpc import rpc
+from overseer_runtime.provisioning import Subscription
 from overseer_runtime.readers import ReadModelReader
-from overseer_runtime.runtime import Handler, RpcError, RpcMethod, Runtime, Service, Subscription
+from overseer_runtime.rpc import RpcTable
+from overseer_runtime.runtime import Runtime, UnitOfWork
+from overseer_runtime.service import HandlerTable, Service
 from overseer_runtime.store import Projection
+
+ACTOR = "reasoning"
 
 
 class ReasoningService(Service):
+    """The agent side of Overseer: converses with the user (seed 001); today, acknowledges each message."""
+
     name = "reasoning"
 
     def __init__(self) -> None:
-        self.reader: ReadModelReader | None = None
+        self.conversations = ConversationLog()
+        # Set by start(): no RPC is answered before it returned.
+        self.history: ConversationHistory
+        self._reader: ReadModelReader | None = None
 
-    def projections(self) -> list[Projection]:
-        return [ConversationLog()]
+    def projections(self) -> Sequence[Projection]:
+        return [self.conversations]
 
-    def subscriptions(self) -> list[Subscription]:
-        return [Subscription(owner="gateway", types=("conversation.message_received",))]
+    def subscriptions(self) -> Sequence[Subscription]:
+        return events.SUBSCRIPTIONS
 
-    def handlers(self) -> Mapping[str, Handler]:
-        return {"conversation.message_received": reply_to_message}
+    def handlers(self) -> HandlerTable[ReasoningUnit]:
+        return events.handlers(self.unit_for)
 
-    def rpc_methods(self) -> Mapping[str, RpcMethod]:
-        return {"conversation.history": self._history}
+    def rpc(self) -> RpcTable:
+        return rpc(self)
+
+    def unit_for(self, uow: UnitOfWork) -> ReasoningUnit:
+        """The reasoning service's outbox in ``uow``'s transaction."""
+        return ReasoningUnit(emit=partial(uow.emit, actor=ACTOR))
 
     async def start(self, runtime: Runtime) -> None:
-        self.reader = await ReadModelReader(runtime.store.path).open()
+        self._reader = await ReadModelReader(runtime.store.path).open()
+        self.history = ReaderConversationHistory(self._reader)
 
     async def stop(self) -> None:
-        if self.reader is not None:
-            await self.reader.close()
-
-    async def _history(self, payload: dict[str, Any]) -> list[dict[str, Any]]:
-        session_id = payload.get("session_id")
-        if not isinstance(session_id, str) or not session_id:
-            raise RpcError(422, "session_id (a non-empty string) is required")
-        assert self.reader is not None, "reasoning has not started"
-        return await history(self.reader, session_id)
+        if self._reader is not None:
+            await self._reader.close()
+            self._reader = None

@@ -1,14 +1,13 @@
-"""Read model: the messages and replies of each session."""
+"""Read model: the messages and replies of each session, and the history read from it."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
-from typing import Any
 
 from overseer_events.catalogue import ConversationReplied, MessageReceived
 from overseer_events.envelope import Envelope
-from overseer_runtime.projection import Apply, SqlProjection
+from overseer_reasoning.domain.conversation import Role, Turn
+from overseer_runtime.projection import SqlProjection
 from overseer_runtime.readers import ReadModelReader
 
 
@@ -26,29 +25,30 @@ class ConversationLog(SqlProjection):
     """
     tables = ("conversation_log",)
 
-    def appliers(self) -> Mapping[str, Apply]:
-        return {"conversation.message_received": self._user, "conversation.replied": self._assistant}
+    def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
+        match event.data:
+            case MessageReceived() as message:
+                self._record(conn, event, message.session_id, "user", message.text)
+            case ConversationReplied() as reply:
+                self._record(conn, event, reply.session_id, "assistant", reply.text)
 
     @staticmethod
-    def _user(conn: sqlite3.Connection, event: Envelope) -> None:
-        data = event.data
-        assert isinstance(data, MessageReceived)
+    def _record(conn: sqlite3.Connection, event: Envelope, session_id: str, role: Role, text: str) -> None:
         conn.execute(
-            "INSERT INTO conversation_log VALUES (?, ?, 'user', ?, ?)",
-            (event.event_id, data.session_id, data.text, event.occurred_at),
-        )
-
-    @staticmethod
-    def _assistant(conn: sqlite3.Connection, event: Envelope) -> None:
-        data = event.data
-        assert isinstance(data, ConversationReplied)
-        conn.execute(
-            "INSERT INTO conversation_log VALUES (?, ?, 'assistant', ?, ?)",
-            (event.event_id, data.session_id, data.text, event.occurred_at),
+            "INSERT INTO conversation_log VALUES (?, ?, ?, ?, ?)",
+            (event.event_id, session_id, role, text, event.occurred_at),
         )
 
 
-async def history(reader: ReadModelReader, session_id: str) -> list[dict[str, Any]]:
-    return await reader.fetch_all(
-        "SELECT role, text, at FROM conversation_log WHERE session_id = ? ORDER BY at, rowid", (session_id,)
-    )
+class ReaderConversationHistory:
+    """The :class:`~overseer_reasoning.application.ports.ConversationHistory` on the read-only reader."""
+
+    def __init__(self, reader: ReadModelReader) -> None:
+        self.reader = reader
+
+    async def turns(self, session_id: str) -> list[Turn]:
+        rows = await self.reader.fetch_all(
+            "SELECT role, text, at FROM conversation_log WHERE session_id = ? ORDER BY at, rowid",
+            (session_id,),
+        )
+        return [Turn(row["role"], row["text"], row["at"]) for row in rows]

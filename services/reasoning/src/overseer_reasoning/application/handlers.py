@@ -1,21 +1,24 @@
-"""Handlers: load → decide → emit."""
+"""Handlers: load → decide → emit (the runtime commits)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from overseer_events.catalogue import ConversationReplied, MessageReceived
-from overseer_events.envelope import Envelope
+from overseer_reasoning.application.ports import Emit
 from overseer_reasoning.domain.conversation import acknowledgement
-from overseer_runtime.runtime import UnitOfWork
 
 
-def reply_to_message(uow: UnitOfWork, event: Envelope) -> None:
-    message = event.data
-    assert isinstance(message, MessageReceived)
-    uow.emit(
-        ConversationReplied(
-            session_id=message.session_id, text=acknowledgement(message.text), in_reply_to=event.event_id
-        ),
-        aggregate_id=f"reply:{event.event_id}",
-        actor="reasoning",
-        correlation_id=message.session_id,
+@dataclass(frozen=True, slots=True)
+class ReasoningUnit:
+    """What a handler works with inside one unit of work (built by ``bootstrap.ReasoningService.unit_for``)."""
+
+    emit: Emit
+
+
+def reply_to_message(message: MessageReceived, unit: ReasoningUnit, event_id: str) -> None:
+    """Each message gets one reply, in its session; ``event_id`` is the message's event."""
+    reply = ConversationReplied(
+        session_id=message.session_id, text=acknowledgement(message.text), in_reply_to=event_id
     )
+    unit.emit(reply, aggregate_id=f"reply:{event_id}", correlation_id=message.session_id)
