@@ -4,7 +4,7 @@
 the canonical JSON of the arguments (keys sorted, no spaces, non-ASCII kept as
 UTF-8, i.e. ``json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False)``).
 
-orjson produces the same bytes ten times faster for every value except floats
+orjson produces the same bytes, and faster, for every value except floats
 written with an exponent (``1e+16`` versus ``1e16``) and integers beyond 64
 bits, so floats and huge integers take the standard library path: the
 definition stays ``json.dumps``, orjson is only a shortcut where it agrees.

@@ -84,10 +84,6 @@ class Keyring:
             seed = keyring.seed_file(user)
             if not seed.is_file():
                 write_private(seed, nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_USER).decode())
-        # Passwords of an older layout, in clear: no longer accepted by the server, and removed.
-        legacy = keyring.dir.parent / "users.json"
-        if legacy.is_file():
-            legacy.unlink()
         return keyring
 
     def seed_file(self, user: str) -> Path:

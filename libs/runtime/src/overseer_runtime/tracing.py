@@ -7,10 +7,10 @@ spans, across every service it passes, join into one trace.
 
 Exporters (``[telemetry] exporter``): ``console``, ``file`` (one JSON line
 per span in ``<home>/traces/<service>.jsonl``), or ``none``. With ``none``
-no SDK span is made at all — they cost a fifth of a consumer's time per
-message — but the W3C context is still carried: each handled event gets a
-fresh span id under the incoming trace id, so traces stay joinable the day
-an exporter is switched on.
+no SDK span is made at all (every handled message would pay for one), but
+the W3C context is still carried: each handled event gets a fresh span id
+under the incoming trace id, so traces stay joinable the day an exporter is
+switched on.
 """
 
 from __future__ import annotations
