@@ -68,52 +68,61 @@ class RunningFirewall(Protocol):
 
 
 def rpc(firewall: RunningFirewall) -> RpcTable:
-    async def replace_admin(r: ReplaceAdmin) -> dict[str, Any]:
-        await firewall.commands.replace_admin(_admin_policy(r.policy), r.principal)
-        return await firewall.queries.policy()
-
-    async def replay(r: Replay) -> dict[str, Any]:
-        limit = firewall.replay_limit if r.limit is None else r.limit
-        return await firewall.queries.replay(_admin_policy(r.policy), limit)
-
-    async def set_mode(r: SetMode) -> dict[str, Any]:
-        try:
-            setting = firewall.commands.mode_setting(r.mode, r.grant)
-        except ValueError as exc:
-            raise RpcError(422, str(exc)) from None
-        await firewall.commands.set_mode(r.principal, setting, r.by)
-        return {"agents": firewall.queries.agents()}
-
-    async def policy_get(r: PolicyGet) -> dict[str, Any]:
-        return await firewall.queries.policy(read_model=r.read_model)
-
-    async def audit_list(r: AuditList) -> list[dict[str, Any]]:
-        return await firewall.queries.audit_page(r.after, r.limit)
-
-    async def audit_verify(_: NoArguments) -> dict[str, Any]:
-        return await firewall.queries.verify()
-
-    async def prompt_system(_: NoArguments) -> dict[str, Any]:
-        return await firewall.queries.system_prompt()
-
-    async def decision_parse(r: DecisionParse) -> dict[str, Any]:
-        return firewall.queries.parse_decision(r.raw)
-
-    async def perception_stats(_: NoArguments) -> dict[str, Any]:
-        return firewall.queries.perception_stats()
-
+    methods = FirewallRpc(firewall)
     return (
         RpcTable()
-        .method("policy.get", PolicyGet, policy_get)
-        .method("policy.replace_admin", ReplaceAdmin, replace_admin)
-        .method("policy.replay", Replay, replay)
-        .method("policy.set_mode", SetMode, set_mode)
-        .method("audit.list", AuditList, audit_list)
-        .method("audit.verify", NoArguments, audit_verify)
-        .method("prompt.system", NoArguments, prompt_system)
-        .method("decision.parse", DecisionParse, decision_parse)
-        .method("perception.stats", NoArguments, perception_stats)
+        .method("policy.get", PolicyGet, methods.policy_get)
+        .method("policy.replace_admin", ReplaceAdmin, methods.replace_admin)
+        .method("policy.replay", Replay, methods.replay)
+        .method("policy.set_mode", SetMode, methods.set_mode)
+        .method("audit.list", AuditList, methods.audit_list)
+        .method("audit.verify", NoArguments, methods.audit_verify)
+        .method("prompt.system", NoArguments, methods.prompt_system)
+        .method("decision.parse", DecisionParse, methods.decision_parse)
+        .method("perception.stats", NoArguments, methods.perception_stats)
     )
+
+
+class FirewallRpc:
+    def __init__(self, firewall: RunningFirewall) -> None:
+        self.firewall = firewall
+
+    # -- policy ------------------------------------------------------------------------------
+    async def policy_get(self, r: PolicyGet) -> dict[str, Any]:
+        return await self.firewall.queries.policy(read_model=r.read_model)
+
+    async def replace_admin(self, r: ReplaceAdmin) -> dict[str, Any]:
+        await self.firewall.commands.replace_admin(_admin_policy(r.policy), r.principal)
+        return await self.firewall.queries.policy()
+
+    async def replay(self, r: Replay) -> dict[str, Any]:
+        limit = self.firewall.replay_limit if r.limit is None else r.limit
+        return await self.firewall.queries.replay(_admin_policy(r.policy), limit)
+
+    async def set_mode(self, r: SetMode) -> dict[str, Any]:
+        try:
+            setting = self.firewall.commands.mode_setting(r.mode, r.grant)
+        except ValueError as exc:
+            raise RpcError(422, str(exc)) from None
+        await self.firewall.commands.set_mode(r.principal, setting, r.by)
+        return {"agents": self.firewall.queries.agents()}
+
+    # -- audit --------------------------------------------------------------------------------
+    async def audit_list(self, r: AuditList) -> list[dict[str, Any]]:
+        return await self.firewall.queries.audit_page(r.after, r.limit)
+
+    async def audit_verify(self, _: NoArguments) -> dict[str, Any]:
+        return await self.firewall.queries.verify()
+
+    # -- prompt, decisions, perception ---------------------------------------------------------------
+    async def prompt_system(self, _: NoArguments) -> dict[str, Any]:
+        return await self.firewall.queries.system_prompt()
+
+    async def decision_parse(self, r: DecisionParse) -> dict[str, Any]:
+        return self.firewall.queries.parse_decision(r.raw)
+
+    async def perception_stats(self, _: NoArguments) -> dict[str, Any]:
+        return self.firewall.queries.perception_stats()
 
 
 def _admin_policy(raw: Mapping[str, Any]) -> AdminPolicy:

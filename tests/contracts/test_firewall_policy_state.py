@@ -1,0 +1,137 @@
+"""PolicyState's contract, held by the in-memory fake and by the SQLite reader: what the kernel loads at start."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from overseer_events.catalogue import (
+    AdminPolicyReplaced,
+    AgentModeSet,
+    HintIssued,
+    SessionCancelRequested,
+    SessionPaused,
+    SessionResumed,
+    UserLevelChanged,
+)
+from overseer_firewall.application.ports import PolicyRows
+from overseer_firewall.domain.gate import SessionState
+from overseer_firewall.domain.levels import Level
+from overseer_firewall.domain.modes import AgentMode, Grant, ModeSetting
+from overseer_firewall.domain.policy import UserLevel
+from tests.contracts.firewall_backends import ALICE, BACKENDS, ROOT, FirewallBackend, make_backend
+
+
+@pytest.fixture(params=BACKENDS)
+async def firewall(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[FirewallBackend]:
+    backend = make_backend(request.param, tmp_path)
+    yield backend
+    await backend.close()
+
+
+def escalated(
+    tool: str, before: str | None, after: str | None, trigger: str = "3 rejections"
+) -> UserLevelChanged:
+    return UserLevelChanged(tool=tool, before=before, after=after, trigger=trigger, hint=f"{tool}: {trigger}")
+
+
+async def test_an_empty_store_holds_no_policy_state(firewall: FirewallBackend) -> None:
+    policy = await firewall.policy_state()
+    assert await policy.rows() == PolicyRows(None, None, 0, {}, {}, {})
+    assert await policy.hints() == []
+
+
+async def test_the_latest_admin_policy_version_is_the_one_in_force(firewall: FirewallBackend) -> None:
+    first = {"defaults": {"fs.write": "CONFIRM"}}
+    second = {"defaults": {"fs.write": "APPROVE"}, "rules": [{"tool": "email.send", "level": "CONFIRM"}]}
+    firewall.apply(AdminPolicyReplaced(version=1, policy=first, replaced_by=ROOT), aggregate_id="policy")
+    firewall.apply(
+        AdminPolicyReplaced(version=2, policy=second, replaced_by=ROOT), aggregate_id="policy", version=2
+    )
+    rows = await (await firewall.policy_state()).rows()
+    assert (rows.admin_version, rows.admin_policy) == (2, second)
+
+
+async def test_a_user_level_keeps_the_level_before_its_first_escalation_until_it_relaxes(
+    firewall: FirewallBackend,
+) -> None:
+    changes = [
+        escalated("fs.write", None, "CONFIRM", "first"),
+        escalated("fs.write", "CONFIRM", "APPROVE", "second"),
+        escalated("email.send", "APPROVE", "CONFIRM", "relaxed at once"),
+    ]
+    for version, change in enumerate(changes, start=1):
+        firewall.apply(change, aggregate_id="policy", version=version)
+    rows = await (await firewall.policy_state()).rows()
+    assert rows.user_version == 3
+    assert rows.user_levels == {
+        "fs.write": UserLevel(Level.APPROVE, None, "second", "fs.write: second"),
+        "email.send": UserLevel(
+            Level.CONFIRM, Level.APPROVE, "relaxed at once", "email.send: relaxed at once"
+        ),
+    }
+
+
+async def test_an_escalation_above_the_current_level_keeps_its_previous_level(
+    firewall: FirewallBackend,
+) -> None:
+    firewall.apply(escalated("fs.write", "NOTIFY", "CONFIRM"), aggregate_id="policy")
+    firewall.apply(escalated("fs.write", "CONFIRM", "APPROVE"), aggregate_id="policy", version=2)
+    firewall.apply(escalated("fs.write", "APPROVE", "CONFIRM"), aggregate_id="policy", version=3)
+    rows = await (await firewall.policy_state()).rows()
+    assert rows.user_levels["fs.write"].level is Level.CONFIRM
+    assert rows.user_levels["fs.write"].previous is None
+
+
+async def test_a_user_level_relaxed_to_nothing_is_gone_but_counted(firewall: FirewallBackend) -> None:
+    firewall.apply(escalated("fs.write", None, "APPROVE"), aggregate_id="policy")
+    firewall.apply(escalated("fs.write", "APPROVE", None, "relaxed"), aggregate_id="policy", version=2)
+    rows = await (await firewall.policy_state()).rows()
+    assert (rows.user_levels, rows.user_version) == ({}, 2)
+
+
+async def test_agent_modes_read_back_with_their_grants(firewall: FirewallBackend) -> None:
+    grant = {"tools": ["fs.*"], "max_steps": 3, "expires_at": 2_000.0, "granted_at": 1_000.0}
+    firewall.apply(
+        AgentModeSet(principal="agent:helper", mode="delegated", grant=grant, set_by=ROOT),
+        aggregate_id="policy",
+    )
+    firewall.apply(
+        AgentModeSet(principal="agent:bot", mode="audited", set_by=ROOT), aggregate_id="policy", version=2
+    )
+    rows = await (await firewall.policy_state()).rows()
+    assert rows.modes == {
+        "agent:helper": ModeSetting(AgentMode.DELEGATED, Grant(("fs.*",), 3, 2_000.0, 1_000.0)),
+        "agent:bot": ModeSetting(AgentMode.AUDITED),
+    }
+
+
+async def test_a_session_is_paused_by_an_abort_cancelled_by_the_next_and_forgotten_when_resumed(
+    firewall: FirewallBackend,
+) -> None:
+    firewall.apply(SessionPaused(session_id="s-1", by=ALICE), aggregate_id="session:s-1")
+    firewall.apply(SessionPaused(session_id="s-1", by=ALICE), aggregate_id="session:s-1", version=2)
+    firewall.apply(SessionCancelRequested(session_id="s-1", by=ALICE), aggregate_id="session:s-1", version=3)
+    firewall.apply(SessionCancelRequested(session_id="s-2", by=ALICE), aggregate_id="session:s-2")
+    firewall.apply(SessionPaused(session_id="s-3", by=ALICE), aggregate_id="session:s-3")
+    firewall.apply(SessionResumed(session_id="s-3", by=ALICE), aggregate_id="session:s-3", version=2)
+    rows = await (await firewall.policy_state()).rows()
+    assert rows.sessions == {"s-1": SessionState(True, 2), "s-2": SessionState(True, 1)}
+
+
+async def test_one_hint_stands_per_tool_and_kind_the_latest_oldest_first(firewall: FirewallBackend) -> None:
+    for version, (tool, kind, message) in enumerate(
+        [("fs.write", "avoid", "first"), ("email.send", "avoid", "mail"), ("fs.write", "avoid", "again")],
+        start=1,
+    ):
+        firewall.apply(
+            HintIssued(tool=tool, kind=kind, message=message), aggregate_id="hints", version=version
+        )
+    hints = await (await firewall.policy_state()).hints()
+    assert [(h["tool"], h["kind"], h["message"]) for h in hints] == [
+        ("email.send", "avoid", "mail"),
+        ("fs.write", "avoid", "again"),
+    ]
+    assert hints[0]["at"] < hints[1]["at"]

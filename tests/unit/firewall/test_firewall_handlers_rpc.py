@@ -1,0 +1,171 @@
+"""The firewall's RPC methods on in-memory ports: each request validated by its model before anything runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from fw_kernel import CWD, SANDBOX, engine_for
+
+from overseer_firewall.application.anchoring import AuditVerifier
+from overseer_firewall.application.commands import FirewallCommands
+from overseer_firewall.application.ports import Roots
+from overseer_firewall.application.queries import FirewallQueries
+from overseer_firewall.domain.prompt import PromptPolicy
+from overseer_firewall.entrypoints.rpc import rpc
+from overseer_runtime.rpc import RpcError, RpcMethod
+from tests.fakes.firewall import InMemoryFirewall
+
+ROOT = {"kind": "admin", "id": "root"}
+
+
+@dataclass
+class Running:
+    queries: FirewallQueries
+    commands: FirewallCommands
+    replay_limit: int
+
+
+@pytest.fixture
+def firewall() -> InMemoryFirewall:
+    return InMemoryFirewall(engine_for())
+
+
+@pytest.fixture
+def methods(firewall: InMemoryFirewall) -> dict[str, RpcMethod]:
+    store = firewall.store
+    running = Running(
+        queries=FirewallQueries(
+            firewall.state,
+            PromptPolicy(),
+            Roots(sandbox=SANDBOX, cwd=CWD, home="/srv/overseer"),
+            policy=store.policy,
+            proposals=store.proposals,
+            audit=store.audit,
+            verifier=AuditVerifier(store.audit, firewall.published),
+        ),
+        commands=FirewallCommands(firewall.firewall, firewall.in_unit, firewall.clock),
+        replay_limit=2,
+    )
+    return dict(rpc(running).methods())
+
+
+async def refused(methods: dict[str, RpcMethod], method: str, payload: dict[str, Any]) -> RpcError:
+    with pytest.raises(RpcError) as refusal:
+        await methods[method](payload)
+    return refusal.value
+
+
+def test_the_gateway_and_the_cli_find_every_method_under_its_name(methods: dict[str, RpcMethod]) -> None:
+    assert sorted(methods) == [
+        "audit.list",
+        "audit.verify",
+        "decision.parse",
+        "perception.stats",
+        "policy.get",
+        "policy.replace_admin",
+        "policy.replay",
+        "policy.set_mode",
+        "prompt.system",
+    ]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [{"limit": 0}, {"limit": 1001}, {"limit": True}, {"limit": "10"}, {"after": -2}, {"after": 1.5}],
+)
+async def test_an_audit_page_outside_its_bounds_is_refused(
+    methods: dict[str, RpcMethod], payload: dict[str, Any]
+) -> None:
+    assert (await refused(methods, "audit.list", payload)).status == 422
+
+
+async def test_an_audit_page_starts_at_the_first_record_by_default(
+    methods: dict[str, RpcMethod], firewall: InMemoryFirewall
+) -> None:
+    firewall.propose("fs.read", {"path": "a.md"})
+    assert [r["index"] for r in await methods["audit.list"]({})] == [1, 2]
+    assert [r["index"] for r in await methods["audit.list"]({"after": -1, "limit": 1})] == [1]
+
+
+@pytest.mark.parametrize(
+    ("payload", "where"),
+    [
+        ({"mode": "audited", "by": ROOT}, "principal"),
+        ({"principal": "helper", "mode": "audited", "by": ROOT}, "agent principal"),
+        ({"principal": "agent:helper", "mode": "delegated", "grant": ["fs.*"], "by": ROOT}, "grant"),
+        ({"principal": "agent:helper", "mode": "audited", "by": "root"}, "by"),
+        ({"principal": "agent:helper", "mode": "trusted", "by": ROOT}, "unknown mode"),
+        (
+            {"principal": "agent:helper", "mode": "delegated", "grant": {"tools": []}, "by": ROOT},
+            "grant.tools",
+        ),
+    ],
+)
+async def test_a_mode_request_that_does_not_validate_is_refused_and_records_nothing(
+    methods: dict[str, RpcMethod], firewall: InMemoryFirewall, payload: dict[str, Any], where: str
+) -> None:
+    refusal = await refused(methods, "policy.set_mode", payload)
+    assert refusal.status == 422
+    assert where in refusal.detail
+    assert firewall.store.local == []
+
+
+async def test_a_mode_set_answers_every_agents_mode(methods: dict[str, RpcMethod]) -> None:
+    answer = await methods["policy.set_mode"]({"principal": "agent:helper", "mode": "audited", "by": ROOT})
+    assert [(a["principal"], a["mode"]) for a in answer["agents"]] == [("agent:helper", "audited")]
+
+
+async def test_an_admin_policy_that_does_not_validate_is_refused_with_every_problem(
+    methods: dict[str, RpcMethod], firewall: InMemoryFirewall
+) -> None:
+    policy = {"defaults": {"fs.read": "MAYBE"}, "rules": [{"tool": "email.send"}]}
+    refusal = await refused(methods, "policy.replace_admin", {"policy": policy, "principal": ROOT})
+    assert refusal.status == 422
+    assert "unknown permission level" in refusal.detail
+    assert len(refusal.extra["problems"]) == 2
+    assert firewall.store.local == []
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"policy": {}},
+        {"policy": "CONFIRM everything", "principal": ROOT},
+        {"policy": {}, "principal": {"kind": "admin"}},
+    ],
+)
+async def test_an_admin_policy_request_of_the_wrong_shape_is_refused(
+    methods: dict[str, RpcMethod], payload: dict[str, Any]
+) -> None:
+    assert (await refused(methods, "policy.replace_admin", payload)).status == 422
+
+
+async def test_a_replaced_admin_policy_answers_the_policy_now_in_force(methods: dict[str, RpcMethod]) -> None:
+    policy = {"defaults": {"fs.write": "CONFIRM"}}
+    answer = await methods["policy.replace_admin"]({"policy": policy, "principal": ROOT})
+    assert answer["admin"]["version"] == 2
+    assert answer["tools"]["fs.write"]["admin"] == "CONFIRM"
+
+
+async def test_a_replay_evaluates_the_configured_number_of_recent_proposals_unless_asked(
+    methods: dict[str, RpcMethod], firewall: InMemoryFirewall
+) -> None:
+    for path in ("a.md", "b.md", "c.md"):
+        firewall.propose("fs.read", {"path": path})
+    assert (await methods["policy.replay"]({"policy": {}}))["evaluated"] == 2
+    assert (await methods["policy.replay"]({"policy": {}, "limit": 3}))["evaluated"] == 3
+    assert (await refused(methods, "policy.replay", {"policy": {}, "limit": True})).status == 422
+
+
+async def test_an_llm_answer_must_be_text(methods: dict[str, RpcMethod]) -> None:
+    assert (await refused(methods, "decision.parse", {"raw": 42})).status == 422
+    assert (await methods["decision.parse"]({"raw": None}))["human_required"] is True
+
+
+@pytest.mark.parametrize("method", ["audit.verify", "prompt.system", "perception.stats", "policy.get"])
+async def test_a_request_naming_a_key_the_method_does_not_know_is_refused(
+    methods: dict[str, RpcMethod], method: str
+) -> None:
+    assert (await refused(methods, method, {"verbose": True})).status == 422
