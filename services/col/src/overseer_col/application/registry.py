@@ -19,9 +19,15 @@ from overseer_col.domain.errors import CoInvalid, CoNotFound, CoRefused
 from overseer_col.domain.model import REASONING_NODE, CognitiveObject, Suggestion
 from overseer_events.catalogue import (
     CoCommandRejected,
+    CoCreated,
+    CoExecutionLinked,
+    CoExecutionReported,
+    CoMemoryLinked,
     CoSuggested,
     CoSuggestionDecided,
     CoSuggestionRecorded,
+    CoTransitioned,
+    CoUpdated,
 )
 from overseer_events.co_fields import CoRelation
 from overseer_events.envelope import EventData
@@ -248,9 +254,20 @@ class CORegistry:
 
 def aggregate_of(data: EventData) -> str:
     """A CO's events belong to the CO; a suggestion's to the suggestion."""
-    if isinstance(data, CoSuggestionRecorded | CoSuggestionDecided):
-        return f"co-suggestion:{data.suggestion_id}"
-    return str(data.co_id)  # type: ignore[attr-defined]
+    match data:
+        case CoSuggestionRecorded() | CoSuggestionDecided():
+            return f"co-suggestion:{data.suggestion_id}"
+        case (
+            CoCreated()
+            | CoUpdated()
+            | CoTransitioned()
+            | CoExecutionLinked()
+            | CoMemoryLinked()
+            | CoExecutionReported()
+        ):
+            return data.co_id
+        case _:
+            raise TypeError(f"{data.TYPE} is not an event of a CO or a suggestion")
 
 
 def parse_status(status: str) -> str:
