@@ -323,10 +323,13 @@ class InMemoryPublishedAudit:
         self.unreadable: Exception | None = None
         self._seq = itertools.count(1)
 
-    def publish(self, event: Envelope) -> None:
+    def publish(self, event: Envelope) -> int:
+        """Publish ``event`` on the stream; answers its stream sequence (every event takes one)."""
+        seq = next(self._seq)
         data = event.data
         if isinstance(data, AuditHeadPublished | AuditRecorded):
-            self.messages.append((type(data), PublishedEntry(data.index, data.hash, next(self._seq))))
+            self.messages.append((type(data), PublishedEntry(data.index, data.hash, seq)))
+        return seq
 
     async def entries(
         self,
