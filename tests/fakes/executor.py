@@ -1,9 +1,9 @@
-"""The executor's ports in memory, and :class:`InMemoryExecutor`: its real handlers run on them.
+"""The executor's ports in memory, and :class:`ExecutorHarness`: its real handlers run on them.
 
 :class:`InMemoryReadModels` is the :class:`ContractRepository` and the
 :class:`ExecutorQueries` at once: it changes with each event exactly as the SQL
 projections do (``adapters/contracts_sql.py``), which the contract suites
-``tests/contracts/test_executor_*`` check on both. :class:`InMemoryExecutor`
+``tests/contracts/test_executor_*`` check on both. :class:`ExecutorHarness`
 plays the runtime's part: the read models see an event first, then its handler
 runs in a unit of work whose after-commit work waits until the test lets it run.
 """
@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from overseer_events.catalogue import (
     ContractCreated,
@@ -59,15 +60,18 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
         self._transitions: dict[str, list[Transition]] = {}
 
     # -- the projections -------------------------------------------------------------------
-    def apply(self, event: Envelope) -> None:
-        """What ``ContractsProjection`` then ``RefusedDecisionsProjection`` do with ``event``."""
+    def apply(self, event: Envelope, *, own: bool = True) -> None:
+        """What ``ContractsProjection`` then ``RefusedDecisionsProjection`` do with ``event``.
+
+        ``own``: one of the executor's events (only those are the contract's transitions).
+        """
         match event.data:
             case ContractCreated() as d:
                 if d.execution_id not in self._contracts:
                     created = ExecutionContract.from_created(d)
                     self._contracts[d.execution_id] = replace(created, version=event.aggregate_version)
             case ExecutionTransitioned() as d:
-                self._transitioned(event, d)
+                self._transitioned(event, d, own)
             case EcsRequested() as d:
                 self._requested(event, d)
             case VerdictIssued() as d:
@@ -88,7 +92,7 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
                         ),
                     )
 
-    def _transitioned(self, event: Envelope, d: ExecutionTransitioned) -> None:
+    def _transitioned(self, event: Envelope, d: ExecutionTransitioned, own: bool) -> None:
         contract = self._contracts.get(d.execution_id)
         if contract is not None:
             self._contracts[d.execution_id] = replace(
@@ -104,9 +108,10 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
             self._forms[d.execution_id] = replace(
                 form, status="answered", answered_at=d.timestamp, outcome=d.trigger
             )
-        self._transitions.setdefault(d.execution_id, []).append(
-            Transition(d.from_status, d.to_status, d.trigger, d.actor, d.timestamp, d.reason)
-        )
+        if own:
+            self._transitions.setdefault(d.execution_id, []).append(
+                Transition(d.from_status, d.to_status, d.trigger, d.actor, d.timestamp, d.reason)
+            )
 
     def _requested(self, event: Envelope, d: EcsRequested) -> None:
         by = d.requested_by
@@ -236,11 +241,10 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
 
 
 class InMemoryEvents(ContractEvents):
-    """Wraps each event in an envelope as the runtime does, applies it to the read models, keeps it."""
+    """Wraps each event in an envelope as the runtime does and hands it to ``record``."""
 
-    def __init__(self, models: InMemoryReadModels, log: list[Envelope], incoming: Envelope | None) -> None:
-        self.models = models
-        self.log = log
+    def __init__(self, record: Callable[[Envelope], None], incoming: Envelope | None) -> None:
+        self.record = record
         self.incoming = incoming
 
     def emit(
@@ -252,11 +256,12 @@ class InMemoryEvents(ContractEvents):
             aggregate_id=execution_id,
             aggregate_version=version,
             actor=ACTOR,
-            correlation_id=correlation_id or (incoming.correlation_id if incoming else None),
+            correlation_id=correlation_id
+            if correlation_id is not None
+            else (incoming.correlation_id if incoming else None),
             causation_id=incoming.event_id if incoming else None,
         )
-        self.models.apply(event)
-        self.log.append(event)
+        self.record(event)
 
 
 Answer = str | Exception | Callable[[ToolCall], Awaitable[str]]
@@ -311,32 +316,96 @@ class FakeUnitOfWork:
         self.work.append(fn)
 
 
+class Store(Protocol):
+    """The executor's store as the harness uses it: in memory here, in SQLite for the contract suites."""
+
+    @property
+    def contracts(self) -> ContractRepository: ...
+
+    @property
+    def queries(self) -> ExecutorQueries: ...
+
+    def transaction(self) -> AbstractContextManager[object]: ...
+
+    def receive(self, event: Envelope) -> None:
+        """Keep an event from another service and apply the read models to it."""
+
+    def events(self, incoming: Envelope | None) -> ContractEvents:
+        """The sink of one unit of work handling ``incoming``."""
+
+    def emitted(self) -> list[Envelope]:
+        """The executor's own events, in order."""
+
+
+class InMemoryStore(Store):
+    """The executor's own events in a list, and its read models in memory."""
+
+    def __init__(self) -> None:
+        self.models = InMemoryReadModels()
+        self._own: list[Envelope] = []
+
+    @property
+    def contracts(self) -> ContractRepository:
+        return self.models
+
+    @property
+    def queries(self) -> ExecutorQueries:
+        return self.models
+
+    def transaction(self) -> AbstractContextManager[object]:
+        return nullcontext()
+
+    def receive(self, event: Envelope) -> None:
+        self.models.apply(event, own=False)
+
+    def events(self, incoming: Envelope | None) -> ContractEvents:
+        return InMemoryEvents(self._keep, incoming)
+
+    def _keep(self, event: Envelope) -> None:
+        self.models.apply(event, own=True)
+        self._own.append(event)
+
+    def emitted(self) -> list[Envelope]:
+        return list(self._own)
+
+
 # Retries without waiting: the tests script the failures, they never wait on the clock.
 QUICK_RETRY = RetryPolicy(attempts=3, base_seconds=0.0, max_seconds=0.0)
 
 
-class InMemoryExecutor:
-    """The real :class:`ExecutionHandlers` behind the real handler table, on in-memory ports.
+class ExecutorHarness:
+    """The real :class:`ExecutionHandlers` behind the real handler table, on a ``store`` and fakes.
 
-    :meth:`deliver` is one consumed event: the read models see it, then its handler runs.
-    After-commit work (a tool call) waits in :attr:`after_commit` until :meth:`settle` runs it.
+    :meth:`deliver` is one consumed event: the read models see it, then its handler runs, in one
+    transaction. After-commit work (a tool call) waits in :attr:`after_commit` until :meth:`settle`.
     """
 
-    def __init__(self, tools: FakeTools, clock: FakeClock | None = None) -> None:
-        self.models = InMemoryReadModels()
+    def __init__(self, tools: FakeTools, clock: FakeClock | None = None, store: Store | None = None) -> None:
+        self.store: Store = store or InMemoryStore()
         self.tools = tools
         self.clock = clock or FakeClock()
-        self.emitted: list[Envelope] = []
         self.after_commit: list[Callable[[], Awaitable[None] | None]] = []
         self.execution = ExecutionHandlers()
         runner = ToolRunner(tools, default_time_limit=30.0, retry=QUICK_RETRY, max_result_chars=16_000)
         self.calls = ToolCalls(runner, self._record)
         self.table = handlers(self.unit_for)
 
+    @property
+    def contracts(self) -> ContractRepository:
+        return self.store.contracts
+
+    @property
+    def queries(self) -> ExecutorQueries:
+        return self.store.queries
+
+    @property
+    def emitted(self) -> list[Envelope]:
+        return self.store.emitted()
+
     def unit_for(self, uow: FakeUnitOfWork) -> Unit:
         return Unit(
-            contracts=self.models,
-            events=InMemoryEvents(self.models, self.emitted, uow.incoming),
+            contracts=self.store.contracts,
+            events=self.store.events(uow.incoming),
             after_commit=uow.after_commit,
             tools=self.tools,
             calls=self.calls,
@@ -344,15 +413,17 @@ class InMemoryExecutor:
         )
 
     def deliver(self, event: Envelope) -> None:
-        self.models.apply(event)
         uow = FakeUnitOfWork(incoming=event)
-        self.table.handle(uow, event)  # the fake unit of work stands for the runtime's
+        with self.store.transaction():
+            self.store.receive(event)
+            self.table.handle(uow, event)  # the fake unit of work stands for the runtime's
         self.after_commit.extend(uow.work)
 
     def execute(self, work: Callable[[Unit], T]) -> T:
         """``work`` in a unit of work of its own (as ``Runtime.execute``)."""
         uow = FakeUnitOfWork()
-        result = work(self.unit_for(uow))
+        with self.store.transaction():
+            result = work(self.unit_for(uow))
         self.after_commit.extend(uow.work)
         return result
 
@@ -370,7 +441,7 @@ class InMemoryExecutor:
         return ran
 
     def contract(self, execution_id: str) -> ExecutionContract:
-        contract = self.models.get(execution_id)
+        contract = self.contracts.get(execution_id)
         if contract is None:
             raise KeyError(f"no contract {execution_id}")
         return contract

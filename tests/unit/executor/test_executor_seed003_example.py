@@ -8,14 +8,14 @@ from overseer_events.catalogue import ContractCreated, EcsRequested, ExecutionTr
 from overseer_events.machines import ExecutionStatus
 from overseer_executor.domain.idempotency import args_hash
 from overseer_executor.domain.tools import ToolError
-from tests.fakes.executor import FakeTools, InMemoryExecutor
+from tests.fakes.executor import ExecutorHarness, FakeTools
 
 S = ExecutionStatus
 CONFIRM = {"type": "confirmation", "message": "确认发送邮件给 bob@example.com?"}
 SENT = "邮件已发送"
 
 
-def trace(executor: InMemoryExecutor) -> list[tuple[str, str]]:
+def trace(executor: ExecutorHarness) -> list[tuple[str, str]]:
     """Seed 003's execution trace: the step each emitted contract event carries, in order."""
     return [
         (data.trace.node_id, data.trace.action)
@@ -25,7 +25,7 @@ def trace(executor: InMemoryExecutor) -> list[tuple[str, str]]:
 
 
 async def test_seed_003_worked_example_produces_the_seeds_trace() -> None:
-    executor = InMemoryExecutor(FakeTools([EMAIL]).answer("email.send", SENT))
+    executor = ExecutorHarness(FakeTools([EMAIL]).answer("email.send", SENT))
 
     # Step 1: the plan's two contracts, the e-mail depending on the confirmation.
     executor.deliver(event(proposal("exec-001", depends_on="exec-002")))
@@ -77,7 +77,7 @@ async def test_seed_003_worked_example_produces_the_seeds_trace() -> None:
 
 async def test_seed_003_failure_path_allows_a_retry_and_then_refuses_a_duplicate() -> None:
     tools = FakeTools([EMAIL]).answer("email.send", ToolError("SMTP connection refused"), SENT)
-    executor = InMemoryExecutor(tools)
+    executor = ExecutorHarness(tools)
 
     executor.deliver(event(proposal("exec-001")))
     executor.deliver(event(verdict_issued("exec-001", "allow", level="APPROVE")))

@@ -1,6 +1,6 @@
 """``python -m overseer_executor [run|rebuild]``."""
 
 from overseer_executor.bootstrap import ExecutorService
-from overseer_runtime.runtime import run_service
+from overseer_runtime.main import run_service
 
 run_service(ExecutorService())

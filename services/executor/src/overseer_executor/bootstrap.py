@@ -30,11 +30,13 @@ from overseer_executor.domain.rules import ToolOutcome
 from overseer_executor.entrypoints import events
 from overseer_executor.entrypoints.rpc import rpc
 from overseer_executor.settings import ExecutorSettings, McpSettings, ToolsSettings
+from overseer_runtime.provisioning import Subscription
 from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.rpc import RpcTable
-from overseer_runtime.runtime import Runtime, Service, Subscription, UnitOfWork
-from overseer_runtime.service import HandlerTable
+from overseer_runtime.runtime import Runtime
+from overseer_runtime.service import HandlerTable, Service
 from overseer_runtime.store import Projection
+from overseer_runtime.unit_of_work import UnitOfWork
 
 log = logging.getLogger("overseer.executor")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from overseer_events.envelope import EventData
 from overseer_executor.application.ports import ContractEvents
-from overseer_runtime.runtime import UnitOfWork
+from overseer_runtime.unit_of_work import UnitOfWork
 
 ACTOR = "executor"
 

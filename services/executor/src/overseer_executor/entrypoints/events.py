@@ -17,8 +17,8 @@ from overseer_events.catalogue import (
 )
 from overseer_executor.application.handlers import ExecutionHandlers, Unit
 from overseer_runtime.provisioning import Subscription
-from overseer_runtime.runtime import UnitOfWork
 from overseer_runtime.service import HandlerTable
+from overseer_runtime.unit_of_work import UnitOfWork
 
 # A proposal is followed, a hop later, by the firewall's verdict on it: the consumer waits for the
 # verdict (never longer than this) and applies both in one transaction, leaving the CPU to the

@@ -1,0 +1,175 @@
+"""The executor's store built two ways, for the contract suites: in memory, and in SQLite on a real file.
+
+Both are driven the same way: the executor's real handlers (an :class:`ExecutorHarness`) decide
+the events, so every history is one the executor could have made. The SQLite side is the
+runtime's: a real :class:`EventStore` records what other services said and applies the read
+models, and the executor's own events go through the runtime's :class:`UnitOfWork` and the
+executor's sink adapter, as in the service.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+from overseer_events.envelope import Envelope
+from overseer_events.machines import TOOL_NODE
+from overseer_events.subjects import Subjects
+from overseer_executor.adapters.contracts_sql import (
+    ContractsProjection,
+    RefusedDecisionsProjection,
+    SqliteContractRepository,
+    SqliteExecutorQueries,
+)
+from overseer_executor.adapters.event_sink import UnitOfWorkEvents
+from overseer_executor.application.handlers import Unit
+from overseer_executor.application.ports import ContractEvents, ContractRepository, ExecutorQueries
+from overseer_executor.domain.contract import ExecutionContract, Verdict, open_contract
+from overseer_executor.domain.idempotency import args_hash
+from overseer_executor.domain.rules import Moves, ToolOutcome, ToolOutcomeKind
+from overseer_runtime.readers import ReadModelReader
+from overseer_runtime.store import EventStore
+from overseer_runtime.unit_of_work import Emitter, UnitOfWork
+from tests.fakes.executor import ExecutorHarness, FakeClock, FakeTools
+from tests.unit.executor.executor_builders import (
+    AGENT,
+    EMAIL,
+    FS_LIST,
+    INVITE,
+    event,
+    human,
+    proposal,
+    session_cancel,
+    verdict_issued,
+)
+
+BACKENDS = ("fake", "sqlite")
+SUBJECTS = Subjects("contract")
+
+
+class SqliteStore:
+    """The executor's store in ``path``: the SQL read models, the ports that read them, its sink."""
+
+    def __init__(self, path: Path) -> None:
+        self.store = EventStore(path)
+        projections = (ContractsProjection(), RefusedDecisionsProjection())
+        self.store.create_projections(projections)
+        self.emitter = Emitter("executor", self.store, SUBJECTS, projections)
+        self.reader = ReadModelReader(path)
+
+    @property
+    def contracts(self) -> ContractRepository:
+        return SqliteContractRepository(self.store.conn)
+
+    @property
+    def queries(self) -> ExecutorQueries:
+        return SqliteExecutorQueries(self.store, self.reader)
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        return self.store.transaction()
+
+    def receive(self, event: Envelope) -> None:
+        subject = SUBJECTS.event(event.actor.partition(":")[0], event.type)
+        self.store.record_received(event, event.encode(), subject, None)
+        for projection in self.emitter.projections:
+            projection.apply(self.store.conn, event)
+
+    def events(self, incoming: Envelope | None) -> ContractEvents:
+        return UnitOfWorkEvents(UnitOfWork(self.emitter, incoming))
+
+    def emitted(self) -> list[Envelope]:
+        return [stored.envelope() for stored in self.store.read(origin="local")]
+
+    async def open(self) -> None:
+        await self.reader.open()
+
+    async def close(self) -> None:
+        await self.reader.close()
+        self.store.close()
+
+
+class Backend(ExecutorHarness):
+    """A harness with helpers that play the other services' part (reasoning, the firewall, a human)."""
+
+    def __init__(self, sqlite: SqliteStore | None = None) -> None:
+        super().__init__(FakeTools([EMAIL, FS_LIST]), FakeClock(1_000.0), sqlite)
+        self.sqlite = sqlite
+
+    def propose(self, execution_id: str, **kw: Any) -> None:
+        """A new proposal, a second after the previous step (contracts are listed by creation time)."""
+        self.clock.advance(1)
+        self.deliver(event(proposal(execution_id, **kw), session_id=kw.get("session_id", "session-abc")))
+
+    def verdict(
+        self, execution_id: str, decision: str = "allow", args: dict[str, Any] | None = None, **kw: Any
+    ) -> None:
+        self.clock.advance(1)
+        self.deliver(event(verdict_issued(execution_id, decision, args, **kw)))
+
+    def decide(self, execution_id: str, decision: str = "approve", **kw: Any) -> None:
+        self.clock.advance(1)
+        self.deliver(event(human(execution_id, decision, **kw)))
+
+    def cancel_session(self, session_id: str = "session-abc") -> None:
+        self.deliver(event(session_cancel(session_id), session_id=session_id))
+
+    def tool_ends(self, execution_id: str, kind: ToolOutcomeKind = "succeeded", text: str = "ok") -> None:
+        """The tool of a RUNNING contract returned (its after-commit call is not run: tools are not tested)."""
+        self.after_commit.clear()
+        self.execute(
+            lambda unit: self.execution.record_tool_outcome(unit, execution_id, ToolOutcome(kind, text))
+        )
+
+    def held(self, execution_id: str, **kw: Any) -> None:
+        """An ``email.send`` WAITING on its approval card."""
+        self.propose(execution_id, **kw)
+        self.verdict(
+            execution_id,
+            "hold",
+            kw.get("args"),
+            level="APPROVE",
+            session_id=kw.get("session_id", "session-abc"),
+        )
+
+    def card_as_before(self, execution_id: str) -> None:
+        """An ``email.send`` WAITING on an approval card whatever its twins do: only a store written before
+        the claim on idempotency keys holds one (the handlers refuse such a twin today)."""
+        self.clock.advance(1)
+        now = self.clock()
+        created = open_contract(proposal(execution_id), EMAIL, node_id="gateway", now=now)
+        held = Verdict("hold", "APPROVE", dict(INVITE), args_hash(dict(INVITE)), requested_by=AGENT)
+        contract = ExecutionContract.from_created(created).with_verdict(held)
+        moves = Moves(contract, now).fire("start", TOOL_NODE).fire("suspend", TOOL_NODE)
+        moves.request("approval", message="email.send needs approval (APPROVE)")
+
+        def emit_all(unit: Unit) -> None:
+            for version, data in enumerate((created, *moves.events), start=1):
+                unit.events.emit(data, execution_id=execution_id, version=version)
+
+        self.execute(emit_all)
+
+    def completed(self, execution_id: str, **kw: Any) -> None:
+        """An ``email.send`` that ran and COMPLETED."""
+        self.propose(execution_id, **kw)
+        self.verdict(
+            execution_id,
+            "allow",
+            kw.get("args"),
+            level="APPROVE",
+            session_id=kw.get("session_id", "session-abc"),
+        )
+        self.tool_ends(execution_id)
+
+
+async def make_backend(kind: str, tmp_path: Path) -> Backend:
+    if kind == "fake":
+        return Backend()
+    sqlite = SqliteStore(tmp_path / "executor.db")
+    await sqlite.open()
+    return Backend(sqlite)
+
+
+async def close_backend(backend: Backend) -> None:
+    if backend.sqlite is not None:
+        await backend.sqlite.close()
