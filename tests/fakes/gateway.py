@@ -1,0 +1,233 @@
+"""The gateway's ports in memory, each passing the contract suite its adapter passes (tests/contracts).
+
+:class:`InMemoryGateway` is the gateway's store seen through its ports: the transactions
+(:meth:`InMemoryGateway.execute`) with their outbox and recorded responses, and the events stream its
+committed events reach (:class:`InMemoryLiveEvents`). :class:`InMemoryPeers` answers for the other
+services; :class:`InMemoryCallers` knows the bearer tokens. :class:`FakeGateway` puts them together as
+the routes see the gateway (``overseer_gateway.entrypoints.context.Gateway``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import orjson
+from starlette.websockets import WebSocket
+
+from overseer_events.catalogue import HumanResponded
+from overseer_events.envelope import Envelope, EventData, new_event
+from overseer_events.subjects import SERVICES, NotOwner, Subjects, owns, type_of_subject
+from overseer_gateway.application.ports import GatewayUnit
+from overseer_gateway.domain.access import Caller
+from overseer_gateway.domain.approvals import card_of
+from overseer_gateway.domain.patterns import SubjectFilter
+from overseer_runtime.rpc import RpcError
+
+T = TypeVar("T")
+SERVICE = "gateway"
+
+
+# -- the store: transactions, outbox, recorded responses -----------------------------------------
+class InMemoryGateway:
+    """The gateway's committed events, the decisions they record, and the stream they are relayed to."""
+
+    def __init__(self, subjects: Subjects | None = None) -> None:
+        self.subjects = subjects or Subjects()
+        self.events: list[Envelope] = []
+        self.responded: set[tuple[str, str]] = set()
+        self.stream = InMemoryLiveEvents(self.subjects.namespace)
+
+    async def execute(self, command: Callable[[GatewayUnit], T]) -> T:
+        """One transaction: what ``command`` emits is committed when it returns, and nothing if it raises."""
+        outbox = InMemoryOutbox(self)
+        result = command(GatewayUnit(outbox=outbox, responses=InMemoryResponses(self, outbox)))
+        for event in outbox.pending:
+            self.events.append(event)
+            if isinstance(event.data, HumanResponded):
+                self.responded.add((event.data.execution_id, card_of(event.aggregate_id)))
+            self.stream.store(self.subjects.event(SERVICE, event.type), event.encode())
+        return result
+
+    def last_version(self, aggregate_id: str) -> int:
+        return max((e.aggregate_version for e in self.events if e.aggregate_id == aggregate_id), default=0)
+
+
+class InMemoryOutbox:
+    """The outbox of one transaction (``application.ports.Outbox``)."""
+
+    def __init__(self, store: InMemoryGateway) -> None:
+        self.store = store
+        self.pending: list[Envelope] = []
+
+    def emit(
+        self,
+        data: EventData,
+        *,
+        aggregate_id: str,
+        actor: str,
+        aggregate_version: int | None = None,
+        correlation_id: str | None = None,
+    ) -> Envelope:
+        if not owns(SERVICE, data.TYPE):
+            raise NotOwner(SERVICE, data.TYPE)
+        if aggregate_version is None:
+            pending = [e.aggregate_version for e in self.pending if e.aggregate_id == aggregate_id]
+            aggregate_version = max(pending, default=self.store.last_version(aggregate_id)) + 1
+        event = new_event(
+            data,
+            aggregate_id=aggregate_id,
+            aggregate_version=aggregate_version,
+            actor=actor,
+            correlation_id=correlation_id,
+        )
+        self.pending.append(event)
+        return event
+
+
+class InMemoryResponses:
+    """The recorded decisions as one transaction sees them, its own emits included."""
+
+    def __init__(self, store: InMemoryGateway, outbox: InMemoryOutbox) -> None:
+        self.store = store
+        self.outbox = outbox
+
+    def already_responded(self, execution_id: str, card: str) -> bool:
+        pending = {
+            (e.data.execution_id, card_of(e.aggregate_id))
+            for e in self.outbox.pending
+            if isinstance(e.data, HumanResponded)
+        }
+        return (execution_id, card) in self.store.responded | pending
+
+
+# -- the events stream --------------------------------------------------------------------------
+class InMemoryLiveEvents:
+    """The events stream: every stored event has the next sequence number; feeds follow it."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.stored: list[tuple[str, bytes]] = []  # (subject, event JSON); sequence = index + 1
+        self.feeds: set[InMemoryFeed] = set()
+
+    def store(self, subject: str, data: bytes) -> int:
+        self.stored.append((subject, data))
+        for feed in self.feeds:
+            feed.grown.set()
+        return len(self.stored)
+
+    async def open(
+        self, subject_filter: SubjectFilter, session: str | None, since: int | None
+    ) -> InMemoryFeed:
+        feed = InMemoryFeed(self, subject_filter, session, len(self.stored) if since is None else since)
+        self.feeds.add(feed)
+        return feed
+
+
+class InMemoryFeed:
+    def __init__(
+        self, stream: InMemoryLiveEvents, subject_filter: SubjectFilter, session: str | None, cursor: int
+    ) -> None:
+        self.stream = stream
+        self.filter = subject_filter
+        self.session = session
+        self.cursor = cursor
+        self.grown = asyncio.Event()
+
+    async def frames(self) -> AsyncIterator[bytes]:
+        while True:
+            while self.cursor < len(self.stream.stored):
+                self.cursor += 1
+                subject, data = self.stream.stored[self.cursor - 1]
+                event = orjson.loads(data)
+                if self.filter.matches(subject) and self.session in (None, event.get("correlation_id")):
+                    yield orjson.dumps(
+                        {
+                            "seq": self.cursor,
+                            "subject": subject,
+                            "type": type_of_subject(subject),
+                            "event": event,
+                        }
+                    )
+            self.grown.clear()
+            if self.cursor >= len(self.stream.stored):
+                await self.grown.wait()
+
+    async def close(self) -> None:
+        self.stream.feeds.discard(self)
+
+
+# -- the other services -------------------------------------------------------------------------
+Method = Callable[[dict[str, Any]], Any]
+
+
+@dataclass
+class Asked:
+    service: str
+    method: str
+    payload: dict[str, Any]
+    timeout: float | None
+
+
+@dataclass
+class InMemoryPeers:
+    """The other services: ``methods`` answer by (service, method); a method nobody serves is 503.
+
+    A method refuses by raising :class:`RpcError`. ``running`` services are ``ok`` in :meth:`health`,
+    the others ``down``; the gateway itself is ``status``."""
+
+    methods: dict[tuple[str, str], Method] = field(default_factory=dict)
+    running: set[str] = field(default_factory=set)
+    status: str = "ok"
+    asked: list[Asked] = field(default_factory=list)
+
+    async def ask(
+        self, service: str, method: str, payload: dict[str, Any] | None = None, timeout: float | None = None
+    ) -> Any:
+        self.asked.append(Asked(service, method, dict(payload or {}), timeout))
+        answer = self.methods.get((service, method))
+        if answer is None:
+            raise RpcError(503, f"{service} is not reachable: NoRespondersError")
+        return answer(dict(payload or {}))
+
+    async def health(self) -> dict[str, str]:
+        return {
+            name: self.status if name == SERVICE else ("ok" if name in self.running else "down")
+            for name in SERVICES
+        }
+
+
+# -- who calls ----------------------------------------------------------------------------------
+class InMemoryCallers:
+    """token -> caller."""
+
+    def __init__(self, callers: Mapping[str, Caller]) -> None:
+        self.callers = dict(callers)
+
+    def identify(self, presented: str | None) -> Caller | None:
+        return self.callers.get(presented) if presented else None
+
+
+# -- the gateway as the routes see it -------------------------------------------------------------
+@dataclass
+class FakeGateway:
+    """``entrypoints.context.Gateway`` made of the in-memory ports."""
+
+    tokens: InMemoryCallers
+    store: InMemoryGateway = field(default_factory=InMemoryGateway)
+    peers: InMemoryPeers = field(default_factory=InMemoryPeers)
+    max_wait: float = 60.0
+    connected: bool = True
+    sockets: set[WebSocket] = field(default_factory=set)
+
+    @property
+    def live(self) -> InMemoryLiveEvents:
+        return self.store.stream
+
+    async def execute(self, command: Callable[[GatewayUnit], T]) -> T:
+        return await self.store.execute(command)
+
+    def bus_connected(self) -> bool:
+        return self.connected

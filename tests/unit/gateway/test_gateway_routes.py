@@ -1,0 +1,131 @@
+"""The HTTP routes on in-memory ports, served as uvicorn serves them (fast path and bus guard in front)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from overseer_events.catalogue import ExecutionProposed, HumanResponded
+from overseer_events.subjects import SERVICES
+from overseer_gateway.domain.access import Caller, Role
+from overseer_gateway.entrypoints.http import build_app, build_asgi
+from overseer_gateway.settings import GatewaySettings
+from overseer_runtime.config import load_settings
+from tests.fakes.gateway import FakeGateway, InMemoryCallers, InMemoryPeers
+
+TOKENS = {"agent": Caller("bot", Role.AGENT), "operator": Caller("olga", Role.OPERATOR)}
+PROBLEM = "application/problem+json"
+HEALTH_ORDER = ("gateway", "reasoning", "executor", "col", "firewall", "observer")  # CONTRACT.md's order
+FORM = {
+    "execution_id": "e1",
+    "kind": "approval",
+    "status": "pending",
+    "contract_status": "WAITING",
+    "args_hash": "h1",
+    "requested_at": 1.5,
+    "requested_by": "agent:bot",
+    "session_id": "s-1",
+}
+
+
+@pytest.fixture
+def gateway() -> FakeGateway:
+    peers = InMemoryPeers(
+        methods={
+            ("executor", "approvals.get"): lambda payload: FORM | {"execution_id": payload["execution_id"]}
+        },
+        running=set(SERVICES),
+    )
+    return FakeGateway(tokens=InMemoryCallers(TOKENS), peers=peers)
+
+
+@pytest.fixture
+async def client(gateway: FakeGateway, tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
+    settings = load_settings(env={"OVERSEER_HOME": str(tmp_path)}).typed("gateway", GatewaySettings)
+    app = build_app(gateway, settings, telemetry=False)
+    transport = httpx.ASGITransport(app=build_asgi(gateway, app, settings))
+    async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+        yield client
+
+
+def as_(role: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {role}"}
+
+
+async def test_an_agents_proposal_is_accepted_and_proposed_in_its_name(
+    client: httpx.AsyncClient, gateway: FakeGateway
+) -> None:
+    body = {"session_id": "s-1", "tool": "fs.list", "args": {"path": "."}}
+    response = await client.post("/v1/actions", json=body, headers=as_("agent"))
+    assert response.status_code == 202, response.text
+    (event,) = gateway.store.events
+    assert isinstance(event.data, ExecutionProposed)
+    assert response.json() == {"execution_id": event.data.execution_id}
+    assert event.actor == "gateway:bot"
+
+
+async def test_an_operators_decision_is_recorded_once_and_a_second_is_409(
+    client: httpx.AsyncClient, gateway: FakeGateway
+) -> None:
+    decision = {"decision": "approve", "args_hash": "h1"}
+    first = await client.post("/v1/approvals/e1", json=decision, headers=as_("operator"))
+    second = await client.post("/v1/approvals/e1", json=decision, headers=as_("operator"))
+
+    assert first.status_code == 200, first.text
+    (event,) = gateway.store.events
+    assert isinstance(event.data, HumanResponded)
+    assert first.json() == {
+        "execution_id": "e1",
+        "decision": "approve",
+        "args_hash": "h1",
+        "decided_by": {"kind": "operator", "id": "olga"},
+        "event_id": event.event_id,
+    }
+    assert second.status_code == 409
+    assert second.headers["content-type"] == PROBLEM
+    assert second.json()["title"] == "Already decided"
+
+
+async def test_an_execution_without_an_open_question_is_404(
+    client: httpx.AsyncClient, gateway: FakeGateway
+) -> None:
+    gateway.peers.methods[("executor", "approvals.get")] = lambda payload: None
+    response = await client.post(
+        "/v1/approvals/e1", json={"decision": "approve", "args_hash": "h1"}, headers=as_("operator")
+    )
+    assert response.status_code == 404
+    assert response.json()["detail"] == "execution 'e1' has no open question"
+    assert gateway.store.events == []
+
+
+async def test_health_is_503_naming_the_service_that_is_down(
+    client: httpx.AsyncClient, gateway: FakeGateway
+) -> None:
+    gateway.peers.running.discard("firewall")
+    response = await client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json() == {
+        "status": "degraded",
+        "services": {name: "down" if name == "firewall" else "ok" for name in HEALTH_ORDER},
+    }
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/v1/actions", {"session_id": "s-1", "tool": "fs.list"}),
+        ("POST", "/v1/sessions/s-1/messages", {"text": "hello"}),
+    ],
+)
+async def test_writes_are_refused_while_the_bus_is_down_and_nothing_is_recorded(
+    client: httpx.AsyncClient, gateway: FakeGateway, method: str, path: str, body: dict[str, Any]
+) -> None:
+    gateway.connected = False
+    response = await client.request(method, path, json=body, headers=as_("operator"))
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "2"
+    assert gateway.store.events == []
