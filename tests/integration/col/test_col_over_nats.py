@@ -20,7 +20,8 @@ from overseer_events.catalogue import (
     CoUpdateCommand,
 )
 from overseer_events.envelope import new_event
-from overseer_runtime.runtime import RpcError, rebuild
+from overseer_runtime.main import rebuild
+from overseer_runtime.rpc import RpcError
 from overseer_runtime.testing import Stack, eventually, received_from
 from tests.contracts.col_backends import dump_tables
 

@@ -10,7 +10,9 @@ from overseer_events.catalogue import ContractCreated, ExecutionTransitioned, Pr
 from overseer_observer.adapters.read_models import dump
 from overseer_observer.application.queries import ExecutionObserver
 from overseer_observer.bootstrap import ObserverService
-from overseer_runtime.runtime import RpcError, Runtime, rebuild
+from overseer_runtime.main import rebuild
+from overseer_runtime.rpc import RpcError
+from overseer_runtime.runtime import Runtime
 from overseer_runtime.testing import Stack, eventually
 from tests.fakes.observer import ChangeFeed
 from tests.integration.observer.observer_nats import ExamplePublisher, published_by_observer

@@ -7,7 +7,7 @@ import pytest
 from overseer_events.catalogue import MessageReceived
 from overseer_events.envelope import new_event
 from overseer_reasoning.bootstrap import ReasoningService
-from overseer_runtime.runtime import RpcError
+from overseer_runtime.rpc import RpcError
 from overseer_runtime.testing import Stack, eventually
 
 

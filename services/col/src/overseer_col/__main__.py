@@ -1,6 +1,6 @@
-"""``python -m overseer_col [run|rebuild]``: the Cognitive Object Layer service."""
+"""``python -m overseer_col [run|rebuild|provision]``: the Cognitive Object Layer service."""
 
 from overseer_col.bootstrap import ColService
-from overseer_runtime.runtime import run_service
+from overseer_runtime.main import run_service
 
 run_service(ColService())

@@ -1,4 +1,6 @@
+"""``python -m overseer_observer [run|rebuild|provision]``: the observer service."""
+
 from overseer_observer.bootstrap import ObserverService
-from overseer_runtime.runtime import run_service
+from overseer_runtime.main import run_service
 
 run_service(ObserverService())

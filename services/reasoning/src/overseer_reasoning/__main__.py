@@ -1,4 +1,6 @@
+"""``python -m overseer_reasoning [run|rebuild|provision]``: the reasoning service."""
+
 from overseer_reasoning.bootstrap import ReasoningService
-from overseer_runtime.runtime import run_service
+from overseer_runtime.main import run_service
 
 run_service(ReasoningService())

@@ -13,9 +13,10 @@ from overseer_reasoning.entrypoints.rpc import rpc
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.rpc import RpcTable
-from overseer_runtime.runtime import Runtime, UnitOfWork
+from overseer_runtime.runtime import Runtime
 from overseer_runtime.service import HandlerTable, Service
 from overseer_runtime.store import Projection
+from overseer_runtime.unit_of_work import UnitOfWork
 
 ACTOR = "reasoning"
 

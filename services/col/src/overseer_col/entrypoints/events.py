@@ -17,8 +17,8 @@ from overseer_events.catalogue import (
     ExecutionTransitioned,
 )
 from overseer_runtime.provisioning import Subscription
-from overseer_runtime.runtime import UnitOfWork
 from overseer_runtime.service import HandlerTable
+from overseer_runtime.unit_of_work import UnitOfWork
 
 # The gateway is the only publisher of user commands, reasoning of suggestions, the executor of
 # contract facts; NATS permissions make that true on the wire, the runtime checks it again.

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from overseer_events.catalogue import ExecutionTransitioned
 from overseer_observer.application.handlers import ObserverUnit, announce_transition
 from overseer_runtime.provisioning import Subscription
-from overseer_runtime.runtime import UnitOfWork
 from overseer_runtime.service import HandlerTable
+from overseer_runtime.unit_of_work import UnitOfWork
 
 PROPOSED = ("execution.proposed",)
 # The contract follows a proposal by two hops (firewall, executor); a held or denied one may never.

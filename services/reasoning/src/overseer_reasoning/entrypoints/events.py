@@ -7,8 +7,8 @@ from collections.abc import Callable
 from overseer_events.catalogue import MessageReceived
 from overseer_reasoning.application.handlers import ReasoningUnit, reply_to_message
 from overseer_runtime.provisioning import Subscription
-from overseer_runtime.runtime import UnitOfWork
 from overseer_runtime.service import HandlerTable
+from overseer_runtime.unit_of_work import UnitOfWork
 
 # The gateway is the only publisher of users' messages.
 SUBSCRIPTIONS = (Subscription(owner="gateway", types=("conversation.message_received",)),)
