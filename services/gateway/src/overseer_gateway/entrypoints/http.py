@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
 from starlette.types import ASGIApp
 
 from overseer_gateway.entrypoints import problems, routes_actions, routes_cos, routes_views, routes_ws
@@ -28,11 +29,23 @@ sends `{"seq","subject","type","event"}` messages; with `since`, every matching 
 """
 
 
+class GatewayApp(FastAPI):
+    """FastAPI whose OpenAPI document answers every error as ``application/problem+json``."""
+
+    def openapi(self) -> dict[str, Any]:
+        if self.openapi_schema is None:
+            document = get_openapi(
+                title=self.title, version=self.version, description=self.description, routes=self.routes
+            )
+            self.openapi_schema = problem_media_types(document)
+        return self.openapi_schema
+
+
 def build_app(gateway: Gateway, settings: GatewaySettings, *, telemetry: bool) -> FastAPI:
     """The FastAPI application. ``telemetry``: FastAPI's own OpenTelemetry hooks, for when an exporter
     is configured; without one they only cost time (three global-provider lookups, each reading
     ``os.environ``, on every request)."""
-    app = FastAPI(
+    app = GatewayApp(
         title="Overseer gateway",
         version="1.0.0",
         description=DESCRIPTION,
@@ -48,17 +61,6 @@ def build_app(gateway: Gateway, settings: GatewaySettings, *, telemetry: bool) -
     app.include_router(routes_ws.router)
     app.add_middleware(RequestBodyGuard, max_bytes=settings.max_body_bytes, max_depth=settings.max_json_depth)
 
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            from fastapi.openapi.utils import get_openapi
-
-            document = get_openapi(
-                title=app.title, version=app.version, description=app.description, routes=app.routes
-            )
-            app.openapi_schema = problem_media_types(document)
-        return app.openapi_schema
-
-    app.openapi = openapi  # type: ignore[method-assign]
     return app
 
 
