@@ -6,13 +6,11 @@ declares none: a key missing from the merged configuration is a configuration er
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from overseer_runtime.config import Section
 
 
-class ColSettings(BaseModel):
-    """``[col]``; a key this model does not know is refused, so a misspelt key is not silently ignored."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class ColSettings(Section):
+    """``[col]``, read with ``settings.typed("col", ColSettings)``; a key it does not know is refused."""
 
     # Seed 000 §9.1: off, execution events are recorded but not acted on; CRUD works either way.
     col_enabled: bool
