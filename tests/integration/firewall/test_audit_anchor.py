@@ -21,8 +21,9 @@ from fw_harness import propose, respond, verdict
 from overseer_firewall.adapters.audit_chain import ReaderAuditHistory, SqliteAuditChain
 from overseer_firewall.bootstrap import FirewallService
 from overseer_firewall.domain.audit import chain_hash, record_text, verify_chain
+from overseer_runtime.main import rebuild
 from overseer_runtime.readers import ReadModelReader
-from overseer_runtime.runtime import Runtime, rebuild
+from overseer_runtime.runtime import Runtime
 from overseer_runtime.stream_reader import StreamReader
 from overseer_runtime.testing import Stack, eventually
 

@@ -9,7 +9,7 @@ import pytest
 from fw_harness import AGENT, MAIL, OPERATOR, emitted, one, propose, respond, settled, transition, verdict
 
 from overseer_firewall.bootstrap import FirewallService
-from overseer_runtime.runtime import RpcError
+from overseer_runtime.rpc import RpcError
 from overseer_runtime.testing import Stack, eventually
 
 HELD_WRITES = """

@@ -11,7 +11,8 @@ import pytest
 from fw_harness import MAIL, emitted, one, propose, respond, transition, verdict
 
 from overseer_firewall.bootstrap import FirewallService
-from overseer_runtime.runtime import Runtime, rebuild
+from overseer_runtime.main import rebuild
+from overseer_runtime.runtime import Runtime
 from overseer_runtime.testing import Stack, eventually
 
 HELD_WRITES = '[defaults]\n"fs.write" = "CONFIRM"\n'

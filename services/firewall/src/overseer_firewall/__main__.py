@@ -1,6 +1,6 @@
 """``python -m overseer_firewall [run|rebuild]``: the firewall service."""
 
 from overseer_firewall.bootstrap import FirewallService
-from overseer_runtime.runtime import run_service
+from overseer_runtime.main import run_service
 
 run_service(FirewallService())

@@ -32,11 +32,13 @@ from overseer_firewall.entrypoints import events
 from overseer_firewall.entrypoints.events import SUBSCRIPTIONS
 from overseer_firewall.entrypoints.rpc import rpc
 from overseer_firewall.settings import FirewallSettings, ToolSandbox
+from overseer_runtime.provisioning import Subscription
 from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.rpc import RpcTable
-from overseer_runtime.runtime import Runtime, Service, Subscription, UnitOfWork
-from overseer_runtime.service import HandlerTable
+from overseer_runtime.runtime import Runtime
+from overseer_runtime.service import HandlerTable, Service
 from overseer_runtime.store import Projection
+from overseer_runtime.unit_of_work import UnitOfWork
 
 log = logging.getLogger("overseer.firewall")
 

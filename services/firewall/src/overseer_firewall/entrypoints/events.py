@@ -8,8 +8,8 @@ from overseer_events.catalogue import EcsRequested, ExecutionProposed, Execution
 from overseer_firewall.application.handlers import FirewallHandlers
 from overseer_firewall.application.ports import Unit
 from overseer_runtime.provisioning import Subscription
-from overseer_runtime.runtime import UnitOfWork
 from overseer_runtime.service import HandlerTable
+from overseer_runtime.unit_of_work import UnitOfWork
 
 SUBSCRIPTIONS: tuple[Subscription, ...] = (
     # Proposals come from Overseer's own agent (reasoning) and from external agents (gateway).
