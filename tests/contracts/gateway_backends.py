@@ -22,7 +22,7 @@ from overseer_gateway.bootstrap import GatewayService
 from overseer_gateway.domain.access import Caller, Role
 from overseer_gateway.settings import PrincipalSettings
 from overseer_runtime.rpc import RpcError, RpcRequest, RpcTable
-from overseer_runtime.runtime import Service
+from overseer_runtime.service import Service
 from overseer_runtime.testing import Stack, eventually
 from tests.fakes.gateway import InMemoryCallers, InMemoryGateway, InMemoryPeers
 

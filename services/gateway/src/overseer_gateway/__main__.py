@@ -1,4 +1,6 @@
+"""``python -m overseer_gateway [run|rebuild|provision]``: the gateway service (REST and WebSocket)."""
+
 from overseer_gateway.bootstrap import GatewayService
-from overseer_runtime.runtime import run_service
+from overseer_runtime.main import run_service
 
 run_service(GatewayService())

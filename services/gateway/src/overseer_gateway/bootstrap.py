@@ -30,8 +30,10 @@ from overseer_gateway.adapters.tokens import TokenRegistry
 from overseer_gateway.application.ports import GatewayUnit
 from overseer_gateway.entrypoints.http import build_app, build_asgi
 from overseer_gateway.settings import GatewaySettings
-from overseer_runtime.runtime import Runtime, Service, UnitOfWork
+from overseer_runtime.runtime import Runtime
+from overseer_runtime.service import Service
 from overseer_runtime.store import Projection
+from overseer_runtime.unit_of_work import UnitOfWork
 
 log = logging.getLogger("overseer.gateway")
 
@@ -100,7 +102,7 @@ class GatewayService(Service):
             poll_seconds=settings.ws_poll_seconds,
         )
         self.max_wait = settings.max_wait_seconds
-        telemetry = runtime.settings.section("telemetry")["exporter"] != "none"
+        telemetry = runtime.settings.telemetry.exporter != "none"
         self.app = build_app(self, settings, telemetry=telemetry)
         self.host = settings.host
         sock = _bind(self.host, settings.port)

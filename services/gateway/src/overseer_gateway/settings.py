@@ -1,25 +1,27 @@
-"""The gateway's ``[gateway]`` section, validated once at start; every default is in overseer.toml."""
+"""The gateway's configuration, typed: ``[gateway]``.
+
+The defaults live once, in ``overseer_runtime/overseer.toml`` (documented there), so the models
+declare none: a key missing from the merged configuration is a configuration error.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from overseer_gateway.domain.access import Role
+from overseer_runtime.config import Section
 
 
-class PrincipalSettings(BaseModel):
+class PrincipalSettings(Section):
     """``[gateway.principals.<name>]``: a named person with a role and a bearer token."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     role: Role
     token: str = Field(min_length=1)
 
 
-class GatewaySettings(BaseModel):
-    """What the gateway reads of the configuration (overseer.toml documents each key)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class GatewaySettings(Section):
+    """``[gateway]``, read with ``settings.typed("gateway", GatewaySettings)``; a key it does not know is
+    refused."""
 
     host: str
     port: int = Field(ge=0, le=65535)
