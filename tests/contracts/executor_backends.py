@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from overseer_events.envelope import Envelope
-from overseer_events.machines import TOOL_NODE
 from overseer_events.subjects import Subjects
 from overseer_executor.adapters.contracts_sql import (
     ContractsProjection,
@@ -23,20 +22,15 @@ from overseer_executor.adapters.contracts_sql import (
     SqliteExecutorQueries,
 )
 from overseer_executor.adapters.event_sink import UnitOfWorkEvents
-from overseer_executor.application.handlers import Unit
 from overseer_executor.application.ports import ContractEvents, ContractRepository, ExecutorQueries
-from overseer_executor.domain.contract import ExecutionContract, Verdict, open_contract
-from overseer_executor.domain.idempotency import args_hash
-from overseer_executor.domain.rules import Moves, ToolOutcome, ToolOutcomeKind
+from overseer_executor.domain.rules import ToolOutcome, ToolOutcomeKind
 from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.store import EventStore
 from overseer_runtime.unit_of_work import Emitter, UnitOfWork
 from tests.fakes.executor import ExecutorHarness, FakeClock, FakeTools
 from tests.unit.executor.executor_builders import (
-    AGENT,
     EMAIL,
     FS_LIST,
-    INVITE,
     event,
     human,
     proposal,
@@ -132,22 +126,10 @@ class Backend(ExecutorHarness):
             session_id=kw.get("session_id", "session-abc"),
         )
 
-    def card_as_before(self, execution_id: str) -> None:
-        """An ``email.send`` WAITING on an approval card whatever its twins do: only a store written before
-        the claim on idempotency keys holds one (the handlers refuse such a twin today)."""
+    def card(self, execution_id: str) -> None:
+        """An ``email.send`` WAITING on an approval card as a store older than the claim may hold one."""
         self.clock.advance(1)
-        now = self.clock()
-        created = open_contract(proposal(execution_id), EMAIL, node_id="gateway", now=now)
-        held = Verdict("hold", "APPROVE", dict(INVITE), args_hash(dict(INVITE)), requested_by=AGENT)
-        contract = ExecutionContract.from_created(created).with_verdict(held)
-        moves = Moves(contract, now).fire("start", TOOL_NODE).fire("suspend", TOOL_NODE)
-        moves.request("approval", message="email.send needs approval (APPROVE)")
-
-        def emit_all(unit: Unit) -> None:
-            for version, data in enumerate((created, *moves.events), start=1):
-                unit.events.emit(data, execution_id=execution_id, version=version)
-
-        self.execute(emit_all)
+        self.card_as_before(proposal(execution_id), EMAIL)
 
     def completed(self, execution_id: str, **kw: Any) -> None:
         """An ``email.send`` that ran and COMPLETED."""

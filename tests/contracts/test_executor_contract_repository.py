@@ -135,15 +135,15 @@ def test_the_most_binding_twin_is_named_running_then_a_reconciliation_then_a_for
     executor: Backend,
 ) -> None:
     repo = executor.contracts
-    executor.card_as_before("exec-a")
-    executor.card_as_before("exec-b")
+    executor.card("exec-a")
+    executor.card("exec-b")
     waiting_a = repo.get("exec-a")
     assert repo.twin_of(waiting_a) == Twin("exec-b", S.WAITING, "approval")
 
     executor.decide("exec-b")  # approved: its twin only waits on its own card, so it runs
     assert repo.twin_of(repo.get("exec-a")) == Twin("exec-b", S.RUNNING, None)
 
-    executor.card_as_before("exec-c")
+    executor.card("exec-c")
     executor.execute(executor.execution.recover)  # a restart: exec-b's call is lost, a human is asked
     assert repo.twin_of(repo.get("exec-a")) == Twin("exec-b", S.WAITING, "reconciliation")
     assert repo.twin_of(repo.get("exec-b")) == Twin("exec-a", S.WAITING, "approval")
@@ -151,9 +151,9 @@ def test_the_most_binding_twin_is_named_running_then_a_reconciliation_then_a_for
 
 def test_a_completed_twin_comes_before_any_holder_and_a_contract_is_not_its_own(executor: Backend) -> None:
     repo = executor.contracts
-    executor.card_as_before("exec-a")
-    executor.card_as_before("exec-b")
-    executor.card_as_before("exec-c")
+    executor.card("exec-a")
+    executor.card("exec-b")
+    executor.card("exec-c")
     executor.decide("exec-b")
     executor.tool_ends("exec-b")
     executor.decide("exec-c", "reject")

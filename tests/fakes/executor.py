@@ -19,12 +19,13 @@ from typing import Any, Protocol, TypeVar
 from overseer_events.catalogue import (
     ContractCreated,
     EcsRequested,
+    ExecutionProposed,
     ExecutionTransitioned,
     HumanDecisionRecorded,
     VerdictIssued,
 )
 from overseer_events.envelope import Envelope, EventData, new_event
-from overseer_events.machines import ExecutionStatus
+from overseer_events.machines import TOOL_NODE, ExecutionStatus
 from overseer_executor.application.handlers import ExecutionHandlers, Unit
 from overseer_executor.application.ports import (
     ApprovalForm,
@@ -38,8 +39,9 @@ from overseer_executor.application.ports import (
 from overseer_executor.application.tool_runner import RetryPolicy, ToolCalls, ToolRunner
 from overseer_executor.domain.alignment import check_resume_alignment
 from overseer_executor.domain.claims import CLAIMING, Twin
-from overseer_executor.domain.contract import ExecutionContract, OpenRequest, Verdict
-from overseer_executor.domain.rules import ToolOutcome
+from overseer_executor.domain.contract import ExecutionContract, OpenRequest, Verdict, open_contract
+from overseer_executor.domain.idempotency import args_hash
+from overseer_executor.domain.rules import Moves, ToolOutcome
 from overseer_executor.domain.tools import ToolCall, ToolSpec, UnknownTool
 from overseer_executor.entrypoints.events import handlers
 
@@ -426,6 +428,23 @@ class ExecutorHarness:
             result = work(self.unit_for(uow))
         self.after_commit.extend(uow.work)
         return result
+
+    def card_as_before(self, proposal: ExecutionProposed, spec: ToolSpec) -> None:
+        """``proposal`` WAITING on an approval card whatever its twins do: only a store written before the
+        claim on idempotency keys holds one (the handlers refuse such a twin today)."""
+        now = self.clock()
+        created = open_contract(proposal, spec, node_id="gateway", now=now)
+        args = dict(created.args)
+        held = Verdict("hold", spec.level, args, args_hash(args), requested_by=proposal.proposer)
+        contract = ExecutionContract.from_created(created).with_verdict(held)
+        moves = Moves(contract, now).fire("start", TOOL_NODE).fire("suspend", TOOL_NODE)
+        moves.request("approval", message=f"{spec.name} needs approval ({spec.level})")
+
+        def emit_all(unit: Unit) -> None:
+            for version, data in enumerate((created, *moves.events), start=1):
+                unit.events.emit(data, execution_id=proposal.execution_id, version=version)
+
+        self.execute(emit_all)
 
     async def _record(self, execution_id: str, result: ToolOutcome) -> None:
         self.execute(lambda unit: self.execution.record_tool_outcome(unit, execution_id, result))

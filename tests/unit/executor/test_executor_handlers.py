@@ -1,0 +1,227 @@
+"""The executor's handlers, built for real, on in-memory ports: what each event and each chore does."""
+
+from __future__ import annotations
+
+import asyncio
+
+from executor_builders import (
+    EMAIL,
+    FS_LIST,
+    INVITE,
+    event,
+    human,
+    proposal,
+    session_cancel,
+    verdict_issued,
+)
+
+from overseer_events.catalogue import EcsRequested, ExecutionTransitioned
+from overseer_events.machines import ExecutionStatus
+from overseer_executor.domain.tools import ToolCall, ToolError
+from tests.fakes.executor import Answer, ExecutorHarness, FakeClock, FakeTools
+
+S = ExecutionStatus
+LISTING = {"path": "."}
+CONFIRM = {"type": "confirmation", "message": "Go on?"}
+
+
+def executor(*answers: Answer) -> ExecutorHarness:
+    """``email.send`` and ``fs.list`` declared; ``email.send`` answers ``answers`` in order."""
+    return ExecutorHarness(FakeTools([EMAIL, FS_LIST]).answer("email.send", *answers), FakeClock(1_000.0))
+
+
+def moves(ex: ExecutorHarness, execution_id: str) -> list[tuple[str, str, str]]:
+    return [
+        (d.from_status, d.to_status, d.actor)
+        for d in ex.emitted_data(ExecutionTransitioned)
+        if d.execution_id == execution_id
+    ]
+
+
+# -- proposals and verdicts ----------------------------------------------------------------------
+def test_a_proposal_opens_a_pending_contract_named_after_its_publisher() -> None:
+    ex = executor()
+    ex.deliver(event(proposal("exec-001"), actor="gateway:agent-7"))
+    contract = ex.contract("exec-001")
+    assert (contract.status, contract.irreversible, contract.created_at) == (S.PENDING, True, 1_000.0)
+    (created,) = ex.emitted
+    assert created.data.trace.node_id == "gateway"
+
+
+def test_a_repeated_proposal_changes_nothing() -> None:
+    ex = executor()
+    ex.deliver(event(proposal("exec-001")))
+    ex.deliver(event(proposal("exec-001", args={"to": "eve@example.com", "subject": "x", "body": "y"})))
+    assert len(ex.emitted) == 1
+    assert ex.contract("exec-001").args == INVITE
+
+
+def test_a_verdict_before_its_proposal_waits_for_it_and_then_applies() -> None:
+    ex = executor()
+    ex.deliver(event(verdict_issued("exec-001", "deny", reasons=["L3: forbidden"])))
+    assert ex.emitted == []
+    ex.deliver(event(proposal("exec-001")))
+    denied = ex.contract("exec-001")
+    assert (denied.status, denied.error_message) == (S.REJECTED, "L3: forbidden")
+
+
+def test_a_denied_action_is_rejected_with_the_firewalls_reasons_and_never_runs() -> None:
+    ex = executor()
+    ex.deliver(event(proposal("exec-001")))
+    ex.deliver(event(verdict_issued("exec-001", "deny", reasons=["L1: no", "L3: forbidden"])))
+    assert ex.contract("exec-001").error_message == "L1: no; L3: forbidden"
+    assert moves(ex, "exec-001") == [
+        ("pending", "running", "tool_node"),
+        ("running", "rejected", "tool_node"),
+    ]
+    assert ex.after_commit == []
+
+
+async def test_an_allowed_call_runs_after_its_commit_and_its_outcome_ends_the_contract() -> None:
+    ex = executor("sent")
+    ex.deliver(event(proposal("exec-001")))
+    ex.deliver(event(verdict_issued("exec-001", "allow", level="APPROVE")))
+    assert (ex.contract("exec-001").status, ex.tools.calls) == (S.RUNNING, [])
+    ex.clock.advance(5)
+    assert await ex.settle() == 1
+    done = ex.contract("exec-001")
+    assert (done.status, done.result, done.updated_at) == (S.COMPLETED, "sent", 1_005.0)
+
+
+async def test_a_failed_call_ends_the_contract_failed_with_the_tools_error() -> None:
+    ex = executor(ToolError("mailbox full"))
+    ex.deliver(event(proposal("exec-001")))
+    ex.deliver(event(verdict_issued("exec-001", "allow", level="APPROVE")))
+    await ex.settle()
+    failed = ex.contract("exec-001")
+    assert (failed.status, failed.error_message) == (S.FAILED, "mailbox full")
+
+
+# -- human decisions -------------------------------------------------------------------------------
+async def test_an_approved_irreversible_action_runs_once() -> None:
+    ex = executor("sent")
+    ex.deliver(event(proposal("exec-001")))
+    ex.deliver(event(verdict_issued("exec-001", "hold", level="APPROVE")))
+    (form,) = ex.emitted_data(EcsRequested)
+    assert (form.kind, form.args, form.message) == ("approval", INVITE, "email.send needs approval (APPROVE)")
+    ex.deliver(event(human("exec-001")))
+    ex.deliver(event(human("exec-001")))  # the same approval again: the contract no longer waits
+    await ex.settle()
+    assert [c.execution_id for c in ex.tools.calls] == ["exec-001"]
+    assert ex.contract("exec-001").status == S.COMPLETED
+
+
+def test_a_decision_that_fails_the_alignment_check_moves_nothing() -> None:
+    ex = executor()
+    ex.deliver(event(proposal("exec-001")))
+    ex.deliver(event(verdict_issued("exec-001", "hold", level="APPROVE")))
+    before = len(ex.emitted)
+    ex.deliver(event(human("exec-001", hash_="f" * 64)))
+    ex.deliver(event(human("exec-404")))
+    assert len(ex.emitted) == before
+    assert ex.contract("exec-001").status == S.WAITING
+
+
+def test_a_rejected_approval_ends_the_contract_without_running_it() -> None:
+    ex = executor()
+    ex.deliver(event(proposal("exec-001")))
+    ex.deliver(event(verdict_issued("exec-001", "hold", level="APPROVE")))
+    ex.deliver(event(human("exec-001", "reject", comment="not now")))
+    rejected = ex.contract("exec-001")
+    assert (rejected.status, rejected.error_message) == (S.REJECTED, "rejected by operator:alice: not now")
+    assert ex.after_commit == []
+
+
+# -- dependencies ------------------------------------------------------------------------------------
+def test_a_dependent_waits_for_its_dependency_and_is_refused_when_it_fails() -> None:
+    ex = executor()
+    ex.deliver(event(proposal("exec-000", tool=None, action_type="ecs_request", action_detail=CONFIRM)))
+    ex.deliver(event(proposal("exec-001", depends_on="exec-000")))
+    ex.deliver(event(verdict_issued("exec-001", "allow", level="APPROVE")))
+    ex.deliver(event(verdict_issued("exec-000", "hold", {}, tool=None, level="CONFIRM")))
+    assert ex.contract("exec-001").status == S.PENDING
+    ex.deliver(event(human("exec-000", "reject", args={})))
+    refused = ex.contract("exec-001")
+    assert (refused.status, refused.error_message) == (S.REJECTED, "dependency exec-000 ended rejected")
+
+
+# -- session aborts ----------------------------------------------------------------------------------
+def test_a_session_abort_cancels_its_pending_and_waiting_contracts_only() -> None:
+    ex = executor()
+    ex.deliver(event(proposal("exec-001", tool="fs.list", args=LISTING)))
+    ex.deliver(event(proposal("exec-002")))
+    ex.deliver(event(verdict_issued("exec-002", "hold", level="APPROVE")))
+    ex.deliver(event(proposal("exec-003", tool="fs.list", args={"path": "r"})))
+    ex.deliver(event(verdict_issued("exec-003", "allow", {"path": "r"}, tool="fs.list")))
+    ex.deliver(event(proposal("exec-004", tool="fs.list", args=LISTING, session_id="other")))
+    ex.deliver(event(session_cancel("session-abc")))
+    statuses = [ex.contract(f"exec-00{n}").status for n in (1, 2, 3, 4)]
+    assert statuses == [S.CANCELLED, S.CANCELLED, S.RUNNING, S.PENDING]
+    assert ex.contract("exec-002").error_message == "session cancelled by operator:alice: abort"
+
+
+# -- chores the service starts ---------------------------------------------------------------------
+def test_an_unanswered_approval_times_out_after_its_ttl_and_a_fresh_one_does_not() -> None:
+    ex = executor()
+    ex.deliver(event(proposal("exec-001")))
+    ex.deliver(event(verdict_issued("exec-001", "hold", level="APPROVE")))
+    ex.clock.advance(30)
+    ex.deliver(event(proposal("exec-002", tool="fs.list", args=LISTING)))
+    ex.deliver(event(verdict_issued("exec-002", "hold", LISTING, tool="fs.list", level="CONFIRM")))
+    ex.clock.advance(31)
+    assert ex.execute(lambda unit: ex.execution.expire_waits(unit, 60)) == 1
+    expired = ex.contract("exec-001")
+    assert (expired.status, expired.error_message) == (S.CANCELLED, "no answer within 60s")
+    assert ex.contract("exec-002").status == S.WAITING
+
+
+def test_after_a_restart_an_idempotent_call_runs_again_and_any_other_asks_a_human() -> None:
+    ex = executor()
+    ex.deliver(event(proposal("exec-001")))
+    ex.deliver(event(verdict_issued("exec-001", "allow", level="APPROVE")))
+    ex.deliver(event(proposal("exec-002", tool="fs.list", args=LISTING)))
+    ex.deliver(event(verdict_issued("exec-002", "allow", LISTING, tool="fs.list")))
+    ex.after_commit.clear()  # the process stopped: those calls never happened
+
+    assert ex.execute(ex.execution.recover) == 2
+    assert ex.contract("exec-001").status == S.WAITING
+    assert ex.contract("exec-001").open_request is not None
+    assert ex.contract("exec-001").open_request.kind == "reconciliation"
+    assert ex.contract("exec-002").status == S.RUNNING
+    assert len(ex.after_commit) == 1  # fs.list runs again
+
+
+async def test_recovery_leaves_a_call_still_in_flight_alone() -> None:
+    release = asyncio.Event()
+
+    async def slow(call: ToolCall) -> str:
+        await release.wait()
+        return "sent"
+
+    ex = executor(slow)
+    ex.deliver(event(proposal("exec-001")))
+    ex.deliver(event(verdict_issued("exec-001", "allow", level="APPROVE")))
+    running = asyncio.create_task(ex.settle())
+    for _ in range(100):
+        if ex.calls.in_flight("exec-001"):
+            break
+        await asyncio.sleep(0)
+    assert ex.execute(ex.execution.recover) == 1
+    assert ex.contract("exec-001").status == S.RUNNING
+    release.set()
+    await running
+    assert ex.contract("exec-001").status == S.COMPLETED
+
+
+async def test_at_start_a_card_whose_twin_completed_is_closed() -> None:
+    ex = executor("sent")
+    ex.card_as_before(proposal("exec-001"), EMAIL)
+    ex.card_as_before(proposal("exec-002"), EMAIL)
+    ex.deliver(event(human("exec-002")))
+    await ex.settle()
+    assert ex.execute(ex.execution.close_stale_twin_cards) == 1
+    closed = ex.contract("exec-001")
+    assert closed.status == S.REJECTED
+    assert closed.error_message is not None
+    assert closed.error_message.startswith("duplicate: an identical irreversible action already completed")
+    assert ex.execute(ex.execution.close_stale_twin_cards) == 0
