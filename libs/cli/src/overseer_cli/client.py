@@ -11,19 +11,27 @@ Resolution, first match wins:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import httpx
+import typer
 from rich.console import Console
+from rich.text import Text
 
 from overseer_runtime.config import Settings, load_settings
 
 console = Console(highlight=False)
 errors = Console(stderr=True, highlight=False)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class CliError(Exception):
@@ -33,6 +41,33 @@ class CliError(Exception):
         super().__init__(message)
         self.message = message
         self.code = code
+
+
+def friendly(fn: Callable[P, R]) -> Callable[P, R]:
+    """Show a :class:`CliError` as one red line and exit with its code, instead of a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except CliError as exc:
+            errors.print(Text.assemble(("error:", "red"), " ", exc.message))
+            raise typer.Exit(exc.code) from None
+        except KeyboardInterrupt:
+            raise typer.Exit(130) from None
+        except EOFError:
+            errors.print("[red]error:[/] no answer: the input ended before the question was answered")
+            raise typer.Exit(1) from None
+
+    return wrapper
+
+
+def gateway_unreachable(target: Target, exc: httpx.HTTPError) -> CliError:
+    """The refusal of a command whose gateway does not answer at all."""
+    return CliError(
+        f"cannot reach the gateway at {target.url} ({type(exc).__name__}). "
+        "Is the stack running? Start it with `overseer up` (or `make run`)."
+    )
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
@@ -108,10 +143,7 @@ class Gateway:
         try:
             response = self.http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
-            raise CliError(
-                f"cannot reach the gateway at {self.target.url} ({type(exc).__name__}). "
-                "Is the stack running? Start it with `overseer up` (or `make run`)."
-            ) from exc
+            raise gateway_unreachable(self.target, exc) from exc
         if response.status_code >= 400:
             raise CliError(problem_text(response), code=1)
         return response.json() if response.content else None

@@ -7,17 +7,15 @@ the gateway's answer as is. Mount with ``app.add_typer(co_app, name="co")``.
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from overseer_cli.client import CliError, Gateway, console, errors, resolve
+from overseer_cli.client import Gateway, console, friendly, resolve
 
 co_app = typer.Typer(
     name="co",
@@ -43,22 +41,6 @@ STATUS_STYLE = {
 }
 TRIGGERS = "clarify, wait, resume, block, unblock, achieve, archive, reactivate"
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def reports_errors(fn: F) -> F:
-    """A refusal or an unreachable gateway: its message in red on stderr, exit code 1."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except CliError as exc:
-            errors.print(Text(exc.message, style="bold red"))
-            raise typer.Exit(exc.code) from None
-
-    return wrapper  # type: ignore[return-value]
-
 
 def gateway(url: str | None, token: str | None, role: str) -> Gateway:
     return Gateway(resolve(url, token, role), timeout=30.0)
@@ -79,7 +61,7 @@ def print_json(value: Any) -> None:
 
 
 @co_app.command("list")
-@reports_errors
+@friendly
 def list_cos(
     status: Annotated[
         str | None, typer.Option(help="emerging, active, waiting, blocked, stable, archived")
@@ -127,7 +109,7 @@ def list_cos(
 
 
 @co_app.command("show")
-@reports_errors
+@friendly
 def show_co(
     co_id: Annotated[str, typer.Argument(help="the CO's id")],
     url: Url = None,
@@ -210,7 +192,7 @@ def parse_relation(text: str) -> dict[str, str]:
 
 
 @co_app.command("create")
-@reports_errors
+@friendly
 def create_co(
     title: Annotated[str, typer.Argument(help="what the thing is, in a few words")],
     description: Annotated[str, typer.Option("--description", "-d")] = "",
@@ -250,7 +232,7 @@ def create_co(
 
 
 @co_app.command("transition")
-@reports_errors
+@friendly
 def transition_co(
     co_id: Annotated[str, typer.Argument(help="the CO's id")],
     trigger: Annotated[str, typer.Argument(help=TRIGGERS)],

@@ -24,7 +24,7 @@ from rich.panel import Panel
 from rich.prompt import Confirm
 from rich.rule import Rule
 
-from overseer_cli.client import CliError, Target, problem_text, token_for
+from overseer_cli.client import CliError, Target, gateway_unreachable, problem_text, token_for
 from overseer_cli.live import follow
 from overseer_cli.render import approval_card, consequence_panel, event_line
 from overseer_events.ids import uuid7
@@ -57,10 +57,7 @@ class Demo:
         try:
             response = await http.request(method, path, headers=headers, **kw)
         except httpx.HTTPError as exc:
-            raise CliError(
-                f"cannot reach the gateway at {self.target.url} ({type(exc).__name__}). "
-                "Start the stack first: `make run` (or `overseer up`)."
-            ) from exc
+            raise gateway_unreachable(self.target, exc) from exc
         if response.status_code >= 400:
             raise CliError(f"{method} {path}: {problem_text(response)}")
         return response.json()

@@ -9,18 +9,16 @@ Commands that talk to the gateway take ``--url`` and ``--token`` (or
 from __future__ import annotations
 
 import asyncio
-import functools
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import orjson
 import typer
 from rich.prompt import Prompt
 
 from overseer_cli import render
-from overseer_cli.client import CliError, Gateway, Target, console, errors, resolve
+from overseer_cli.client import CliError, Gateway, Target, console, errors, friendly, resolve
 
 app = typer.Typer(
     name="overseer",
@@ -38,27 +36,6 @@ Token = Annotated[
     str | None,
     typer.Option("--token", help="bearer token (env OVERSEER_TOKEN; default: the dev token of the role)"),
 ]
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def friendly(fn: F) -> F:
-    """Show a :class:`CliError` as one red line and exit with its code, instead of a traceback."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except CliError as exc:
-            errors.print(f"[red]error:[/] {exc.message}")
-            raise typer.Exit(exc.code) from None
-        except KeyboardInterrupt:
-            raise typer.Exit(130) from None
-        except EOFError:
-            errors.print("[red]error:[/] no answer: the input ended before the question was answered")
-            raise typer.Exit(1) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 # ---------------------------------------------------------------- the stack --
@@ -212,6 +189,22 @@ def _decide(gateway: Gateway, item: dict[str, Any], decision: str, reason: str |
     console.print(f"[{style}]{decision}[/] recorded for {item['execution_id']}")
 
 
+def _show_and_decide(
+    target: Target, execution_id: str, decisions: tuple[str, str], reason: str | None
+) -> None:
+    """Show the card of ``execution_id`` and record ``decisions``: (for an approval, for a reconciliation)."""
+    with Gateway(target) as gateway:
+        item = _find(gateway, execution_id)
+        console.print(render.approval_card(item, target.home))
+        for_approval, for_reconciliation = decisions
+        _decide(
+            gateway,
+            item,
+            for_reconciliation if item.get("kind") == "reconciliation" else for_approval,
+            reason,
+        )
+
+
 @approvals_app.callback()
 @friendly
 def approvals(
@@ -271,11 +264,7 @@ def approvals_approve(
     comment: Annotated[str | None, typer.Option("--comment")] = None,
 ) -> None:
     """Approve one card (shown first); for a reconciliation this says the call COMPLETED."""
-    target = _approvals_target(ctx, url, token)
-    with Gateway(target) as gateway:
-        item = _find(gateway, execution_id)
-        console.print(render.approval_card(item, target.home))
-        _decide(gateway, item, "completed" if item.get("kind") == "reconciliation" else "approve", comment)
+    _show_and_decide(_approvals_target(ctx, url, token), execution_id, ("approve", "completed"), comment)
 
 
 @approvals_app.command("reject")
@@ -288,11 +277,7 @@ def approvals_reject(
     token: Token = None,
 ) -> None:
     """Reject one card; for a reconciliation this says the call FAILED."""
-    target = _approvals_target(ctx, url, token)
-    with Gateway(target) as gateway:
-        item = _find(gateway, execution_id)
-        console.print(render.approval_card(item, target.home))
-        _decide(gateway, item, "failed" if item.get("kind") == "reconciliation" else "reject", reason)
+    _show_and_decide(_approvals_target(ctx, url, token), execution_id, ("reject", "failed"), reason)
 
 
 # --------------------------------------------------------------------- audit --

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_never
+from tenacity import RetryCallState, stop_never
 
 from overseer_events.envelope import Envelope, decode
 from overseer_events.errors import EventDecodeError, TransientError, UnknownEventType
@@ -27,7 +27,7 @@ from overseer_events.subjects import owner_of_subject, owns, subject_matches
 from overseer_runtime import tracing
 from overseer_runtime.consumer import OnBatch, stream_position
 from overseer_runtime.store import EventStore, Projection, is_unwritable
-from overseer_runtime.unit_of_work import UnitOfWork, store_backoff
+from overseer_runtime.unit_of_work import UnitOfWork, retry_while_unwritable
 
 log = logging.getLogger("overseer.runtime")
 
@@ -138,21 +138,12 @@ class Inbox:
                 with contextlib.suppress(Exception):
                     await msg.in_progress()
 
-        retrying = AsyncRetrying(
-            retry=retry_if_exception(is_unwritable),
-            wait=store_backoff(),
+        return await retry_while_unwritable(
+            self.store,
+            lambda: self._apply_messages(consumer, wanted, messages),
             stop=stop_never,
             before_sleep=keep_in_progress,
-            reraise=True,
         )
-        self.store.writes.retrying += 1
-        try:
-            async for attempt in retrying:
-                with attempt:
-                    return self._apply_messages(consumer, wanted, messages)
-        finally:
-            self.store.writes.retrying -= 1
-        raise AssertionError("unreachable: AsyncRetrying returns or raises")
 
     def _apply_one(self, conn: sqlite3.Connection, msg: Msg, wanted: tuple[str, ...]) -> UnitOfWork | str:
         """The message's unit of work, or what became of it: skipped, duplicate, transient, or why it is poison."""

@@ -22,7 +22,15 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from tenacity import AsyncRetrying, retry_if_exception, stop_before_delay, stop_never, wait_random_exponential
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_before_delay,
+    stop_never,
+    wait_random_exponential,
+)
+from tenacity.stop import StopBaseT
 
 from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.subjects import NotOwner, Subjects, owns
@@ -44,9 +52,30 @@ STORE_RETRY_MAX = 5.0
 _AFTER_COMMIT_WORK: contextvars.ContextVar[bool] = contextvars.ContextVar("after_commit_work", default=False)
 
 
-def store_backoff() -> wait_random_exponential:
-    """The wait between two tries of a write the store refused."""
-    return wait_random_exponential(multiplier=0.05, max=STORE_RETRY_MAX, min=0.01)
+async def retry_while_unwritable(
+    store: EventStore,
+    write: Callable[[], T],
+    *,
+    stop: StopBaseT,
+    before_sleep: Callable[[RetryCallState], Awaitable[None]] | None = None,
+) -> T:
+    """``write()`` again, after a backoff each time, while the store refuses it (until ``stop``; then
+    the refusal is raised). The writer is counted in ``store.writes.retrying`` meanwhile."""
+    retrying = AsyncRetrying(
+        retry=retry_if_exception(is_unwritable),
+        wait=wait_random_exponential(multiplier=0.05, max=STORE_RETRY_MAX, min=0.01),
+        stop=stop,
+        before_sleep=before_sleep,
+        reraise=True,
+    )
+    store.writes.retrying += 1
+    try:
+        async for attempt in retrying:
+            with attempt:
+                return write()
+    finally:
+        store.writes.retrying -= 1
+    raise AssertionError("unreachable: AsyncRetrying returns or raises")
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,43 +187,32 @@ class TransactionRunner:
         nothing was done); in after-commit work until the store takes it, since what that records
         (a tool's outcome) has already happened.
         """
-        uow = self.unit(incoming)
         name = getattr(fn, "__name__", "command")
-        try:
+
+        def run() -> tuple[UnitOfWork, T]:
+            uow = self.unit(incoming)
             with tracing.span(f"{self.emitter.service} {name}"), self.emitter.store.transaction():
-                result = fn(uow)
+                return uow, fn(uow)
+
+        try:
+            uow, result = run()
         except sqlite3.Error as exc:
             if not is_unwritable(exc):
                 raise
-            uow, result = await self._execute_when_writable(fn, incoming, name, command_wait)
+            uow, result = await self._run_when_writable(run, command_wait)
         await self.committed([uow])
         return result
 
-    async def _execute_when_writable(
-        self, fn: Callable[[UnitOfWork], T], incoming: Envelope | None, name: str, command_wait: float
-    ) -> tuple[UnitOfWork, T]:
-        store = self.emitter.store
-        retrying = AsyncRetrying(
-            retry=retry_if_exception(is_unwritable),
-            wait=store_backoff(),
-            stop=stop_never if _AFTER_COMMIT_WORK.get() else stop_before_delay(command_wait),
-            reraise=True,
-        )
-        store.writes.retrying += 1
+    async def _run_when_writable(self, run: Callable[[], T], command_wait: float) -> T:
+        patient = _AFTER_COMMIT_WORK.get()
         try:
-            async for attempt in retrying:
-                with attempt:
-                    uow = self.unit(incoming)
-                    with tracing.span(f"{self.emitter.service} {name}"), store.transaction():
-                        result = fn(uow)
-                    return uow, result
+            return await retry_while_unwritable(
+                self.emitter.store, run, stop=stop_never if patient else stop_before_delay(command_wait)
+            )
         except sqlite3.Error as exc:
             if is_unwritable(exc):
                 raise StoreUnavailable(self.emitter.service, exc) from exc
             raise
-        finally:
-            store.writes.retrying -= 1
-        raise AssertionError("unreachable: AsyncRetrying returns or raises")
 
     async def wait_for_change(self, aggregate_id: str, timeout: float) -> bool:
         """Sleep until a commit records or emits an event of ``aggregate_id`` (True) or ``timeout`` (False).
