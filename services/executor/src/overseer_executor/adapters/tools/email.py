@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import re
 import smtplib
+from collections.abc import Iterator
 from email.errors import HeaderDefect, HeaderParseError
 from email.headerregistry import Address
 from email.message import EmailMessage
@@ -98,29 +99,34 @@ def header_problem(value: Any) -> str | None:
 
 def refusal(args: dict[str, Any], sender: str) -> str | None:
     """Why this call must not be sent (the first reason found), or None."""
-    for name in ("to", "cc"):
-        values = args.get(name)
-        if values is None and name == "cc":
-            continue
-        if not isinstance(values, str | list) or not values:
-            return f"{name}: an address or a non-empty list of addresses is required"
-        for value in _as_list(values):
-            problem = address_problem(value)
-            if problem:
-                return f"{name}: {problem}"
+    return next(_problems(args, sender), None)
+
+
+def _problems(args: dict[str, Any], sender: str) -> Iterator[str]:
+    """Every reason not to send, in the order they are looked for (lazily: the first one ends the search)."""
+    yield from _recipients_problems("to", args.get("to"), required=True)
+    yield from _recipients_problems("cc", args.get("cc"), required=False)
     if args.get("reply_to") is not None:
-        problem = address_problem(args["reply_to"])
-        if problem:
-            return f"reply_to: {problem}"
-    problem = header_problem(args.get("subject"))
-    if problem:
-        return f"subject: {problem}"
+        yield from _labelled("reply_to", address_problem(args["reply_to"]))
+    yield from _labelled("subject", header_problem(args.get("subject")))
     if not isinstance(args.get("body"), str):
-        return "body: a string is required"
-    problem = address_problem(sender)
+        yield "body: a string is required"
+    yield from _labelled("the configured sender (tools.email.sender)", address_problem(sender))
+
+
+def _recipients_problems(name: str, values: Any, *, required: bool) -> Iterator[str]:
+    if values is None and not required:
+        return
+    if not isinstance(values, str | list) or not values:
+        yield f"{name}: an address or a non-empty list of addresses is required"
+        return
+    for value in _as_list(values):
+        yield from _labelled(name, address_problem(value))
+
+
+def _labelled(name: str, problem: str | None) -> Iterator[str]:
     if problem:
-        return f"the configured sender (tools.email.sender): {problem}"
-    return None
+        yield f"{name}: {problem}"
 
 
 class EmailTool(StaticToolPlugin):
