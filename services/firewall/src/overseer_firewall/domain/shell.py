@@ -30,7 +30,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
@@ -324,151 +324,198 @@ def _tokenise(text: str, subs: list[str]) -> tuple[list[_Word | str], bool]:
     Returns ``(tokens, complete)``: ``complete`` is False when a quote or a
     substitution is left open (the rest is then taken literally).
     """
-    tokens: list[_Word | str] = []
-    complete = True
-    buf: list[str] = []
-    in_word = False
-    quoted = False
-    dynamic = False
-    pattern = False
-    brace = False
-    i = 0
+    lexer = _Lexer(text, subs)
     n = len(text)
+    while lexer.i < n:
+        _BY_CHARACTER.get(text[lexer.i], _Lexer.ordinary)(lexer)
+    lexer.flush()
+    return lexer.tokens, lexer.complete
 
-    def flush() -> None:
-        nonlocal in_word, quoted, dynamic, pattern, brace
-        if in_word:
-            word = "".join(buf)
-            for text_ in _braces(word) if brace else (word,):
-                tokens.append(_Word(text_, dynamic, pattern))
-        buf.clear()
-        in_word = quoted = dynamic = pattern = brace = False
 
-    def substitution(open_at: int) -> int:
-        """``$(``, ``<(`` or ``>(`` whose ``(`` is at ``open_at``: record it, return the index after ``)``."""
-        nonlocal complete, dynamic
-        end = _matching_paren(text, open_at + 1)
+@dataclass(slots=True)
+class _Lexer:
+    """The tokeniser's state: the word being built and where reading is in ``text``.
+
+    Each ``on_…`` method reads what starts at ``text[i]`` (a character class picks it, see
+    ``_BY_CHARACTER``) and moves ``i`` past it.
+    """
+
+    text: str
+    subs: list[str]
+    i: int = 0
+    tokens: list[_Word | str] = field(default_factory=list)
+    complete: bool = True
+    buf: list[str] = field(default_factory=list)
+    in_word: bool = False
+    quoted: bool = False  # part of the word was quoted or escaped
+    dynamic: bool = False  # the word holds a $-expansion or a substitution
+    pattern: bool = False  # the word holds an unquoted glob character
+    brace: bool = False  # the word holds an unquoted "{"
+
+    def flush(self) -> None:
+        """End the word being built (brace-expanded into several when it has a ``{``)."""
+        if self.in_word:
+            word = "".join(self.buf)
+            for text in _braces(word) if self.brace else (word,):
+                self.tokens.append(_Word(text, self.dynamic, self.pattern))
+        self.buf.clear()
+        self.in_word = self.quoted = self.dynamic = self.pattern = self.brace = False
+
+    def quoted_part(self, part: str, end: int) -> None:
+        self.buf.append(part)
+        self.in_word = self.quoted = True
+        self.i = end
+
+    def substitution(self, open_at: int) -> None:
+        """``$(``, ``<(`` or ``>(`` whose ``(`` is at ``open_at``: its text to ``subs``, ``i`` past ``)``."""
+        end = _matching_paren(self.text, open_at + 1)
         if end < 0:
-            complete = False
-            subs.append(text[open_at + 1 :])
-            return n
-        subs.append(text[open_at + 1 : end])
-        dynamic = True
-        return end + 1
+            self.complete = False
+            self.subs.append(self.text[open_at + 1 :])
+            self.i = len(self.text)
+            return
+        self.subs.append(self.text[open_at + 1 : end])
+        self.dynamic = True
+        self.i = end + 1
 
-    while i < n:
+    def backquoted(self, start: int) -> None:
+        """The `` `…` `` whose text starts at ``start``: its text to ``subs``, ``i`` past the closing quote."""
+        end = _backquote_end(self.text, start)
+        if end < 0:
+            self.complete = False
+            end = len(self.text)
+        self.subs.append(self.text[start:end])
+        self.buf.append("`…`")
+        self.dynamic = True
+        self.i = end + 1
+
+    # -- one handler per character class ---------------------------------------------------------
+    def on_blank(self) -> None:
+        self.flush()
+        self.i += 1
+
+    def on_hash(self) -> None:
+        if self.in_word:  # inside a word "#" is an ordinary character
+            self.ordinary()
+            return
+        end = self.text.find("\n", self.i)
+        self.i = len(self.text) if end < 0 else end
+
+    def on_backslash(self) -> None:
+        i = self.i
+        if self.text[i + 1 : i + 2] == "\n":  # a line continuation
+            self.i += 2
+            return
+        self.quoted_part(self.text[i + 1 : i + 2], i + 2)
+
+    def on_single_quote(self) -> None:
+        end = self.text.find("'", self.i + 1)
+        if end < 0:
+            self.complete = False
+            end = len(self.text)
+        self.quoted_part(self.text[self.i + 1 : end], end + 1)
+
+    def on_double_quote(self) -> None:
+        text, n = self.text, len(self.text)
+        self.in_word = self.quoted = True
+        self.i += 1
+        while self.i < n and text[self.i] != '"':
+            self.double_quoted_character()
+        if self.i >= n:
+            self.complete = False
+        self.i += 1
+
+    def double_quoted_character(self) -> None:
+        text, i = self.text, self.i
         c = text[i]
-        if c in " \t\r":
-            flush()
-            i += 1
-            continue
-        if c == "#" and not in_word:
-            end = text.find("\n", i)
-            i = n if end < 0 else end
-            continue
-        if c == "\\":
-            if i + 1 < n and text[i + 1] == "\n":
-                i += 2
-                continue
-            buf.append(text[i + 1 : i + 2])
-            in_word = quoted = True
-            i += 2
-            continue
-        if c == "'":
-            end = text.find("'", i + 1)
-            if end < 0:
-                complete = False
-                end = n
-            buf.append(text[i + 1 : end])
-            in_word = quoted = True
-            i = end + 1
-            continue
-        if c == '"':
-            in_word = quoted = True
-            i += 1
-            while i < n and text[i] != '"':
-                d = text[i]
-                if d == "\\" and i + 1 < n and text[i + 1] in '$`"\\\n':
-                    if text[i + 1] != "\n":
-                        buf.append(text[i + 1])
-                    i += 2
-                elif d == "$" and text[i + 1 : i + 2] == "(":
-                    i = substitution(i + 1)
-                    buf.append("$(…)")
-                elif d == "`":
-                    end = _backquote_end(text, i + 1)
-                    if end < 0:
-                        complete = False
-                        end = n
-                    subs.append(text[i + 1 : end])
-                    dynamic = True
-                    buf.append("`…`")
-                    i = end + 1
-                else:
-                    if d == "$":
-                        dynamic = True
-                    buf.append(d)
-                    i += 1
-            if i >= n:
-                complete = False
-            i += 1
-            continue
-        if c == "$" and text[i + 1 : i + 2] == "'":  # $'…': ANSI-C quoting
-            end = i + 2
-            while end < n and text[end] != "'":
-                end += 2 if text[end] == "\\" else 1
-            if end >= n:
-                complete = False
-            buf.append(_ansi_c(text[i + 2 : end]))
-            in_word = quoted = True
-            i = end + 1
-            continue
-        if c == "$" and text[i + 1 : i + 2] == '"':  # $"…": a translated "…"
-            i += 1
-            continue
-        if c == "$" and text[i + 1 : i + 2] == "(":
-            i = substitution(i + 1)
-            buf.append("$(…)")
-            in_word = True
-            continue
-        if c == "`":
-            end = _backquote_end(text, i + 1)
-            if end < 0:
-                complete = False
-                end = n
-            subs.append(text[i + 1 : end])
-            buf.append("`…`")
-            in_word = dynamic = True
-            i = end + 1
-            continue
-        if c in "<>" and text[i + 1 : i + 2] == "(":
-            flush()
-            i = substitution(i + 1)
-            tokens.append(_Word("<(…)", dynamic=True))
-            dynamic = False
-            continue
-        if c in _OPERATOR_START:
-            if in_word and c in "<>" and not quoted and buf and "".join(buf).isdigit():
-                buf.clear()  # an IO number (2>&1): not an argument
-                in_word = False
-            flush()
-            for op in _OPERATORS:
-                if text.startswith(op, i):
-                    tokens.append(op)
-                    i += len(op)
-                    break
-            continue
-        if c == "$":
-            dynamic = True
-        elif c in _GLOB_CHARS:
-            pattern = True
-        elif c == "{":
-            brace = True
-        buf.append(c)
-        in_word = True
-        i += 1
-    flush()
-    return tokens, complete
+        if c == "\\" and text[i + 1 : i + 2] in _DQ_ESCAPABLE:
+            if text[i + 1] != "\n":
+                self.buf.append(text[i + 1])
+            self.i += 2
+        elif c == "$" and text[i + 1 : i + 2] == "(":
+            self.substitution(i + 1)
+            self.buf.append("$(…)")
+        elif c == "`":
+            self.backquoted(i + 1)
+        else:
+            self.dynamic = self.dynamic or c == "$"
+            self.buf.append(c)
+            self.i += 1
+
+    def on_dollar(self) -> None:
+        after = self.text[self.i + 1 : self.i + 2]
+        if after == "'":  # $'…': ANSI-C quoting
+            self.ansi_c_quoted()
+        elif after == '"':  # $"…": a translated "…"
+            self.i += 1
+        elif after == "(":
+            self.substitution(self.i + 1)
+            self.buf.append("$(…)")
+            self.in_word = True
+        else:
+            self.dynamic = True
+            self.ordinary()
+
+    def ansi_c_quoted(self) -> None:
+        text, n = self.text, len(self.text)
+        end = self.i + 2
+        while end < n and text[end] != "'":
+            end += 2 if text[end] == "\\" else 1
+        if end >= n:
+            self.complete = False
+        self.quoted_part(_ansi_c(text[self.i + 2 : end]), end + 1)
+
+    def on_backquote(self) -> None:
+        self.backquoted(self.i + 1)
+        self.in_word = True
+
+    def on_redirection(self) -> None:
+        if self.text[self.i + 1 : self.i + 2] != "(":
+            self.on_operator()
+            return
+        self.flush()  # <(…) or >(…): a process substitution is a word of its own
+        self.substitution(self.i + 1)
+        self.tokens.append(_Word("<(…)", dynamic=True))
+        self.dynamic = False
+
+    def on_operator(self) -> None:
+        if self.in_word and self.text[self.i] in "<>" and not self.quoted and "".join(self.buf).isdigit():
+            self.buf.clear()  # an IO number (2>&1): not an argument
+            self.in_word = False
+        self.flush()
+        op = next(op for op in _OPERATORS if self.text.startswith(op, self.i))
+        self.tokens.append(op)
+        self.i += len(op)
+
+    def ordinary(self) -> None:
+        """A run of characters with no meaning to the tokeniser, noting globs and braces."""
+        found = _ORDINARY.match(self.text, self.i + 1)
+        end = found.end() if found else self.i + 1
+        run = self.text[self.i : end]
+        self.pattern = self.pattern or not _GLOB_CHARS.isdisjoint(run)
+        self.brace = self.brace or "{" in run
+        self.buf.append(run)
+        self.in_word = True
+        self.i = end
+
+
+_DQ_ESCAPABLE = frozenset({"$", "`", '"', "\\", "\n"})
+_BY_CHARACTER: Mapping[str, Callable[[_Lexer], None]] = {
+    " ": _Lexer.on_blank,
+    "\t": _Lexer.on_blank,
+    "\r": _Lexer.on_blank,
+    "#": _Lexer.on_hash,
+    "\\": _Lexer.on_backslash,
+    "'": _Lexer.on_single_quote,
+    '"': _Lexer.on_double_quote,
+    "$": _Lexer.on_dollar,
+    "`": _Lexer.on_backquote,
+    **{c: _Lexer.on_operator for c in _OPERATOR_START},
+    "<": _Lexer.on_redirection,
+    ">": _Lexer.on_redirection,
+}
+# Characters no handler claims; "#" inside a word is ordinary too, but ends a run to be looked at.
+_ORDINARY = re.compile("[^" + re.escape("".join(_BY_CHARACTER)) + "]*")
 
 
 _ANSI_C = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|[0-7]{1,3}|u[0-9A-Fa-f]{1,4}|.)", re.DOTALL)
@@ -578,20 +625,39 @@ def _expand(word: _Word, variables: Mapping[str, str]) -> tuple[list[str], bool]
 def _simple_command(words: list[_Word], state: _Parse, variables: dict[str, str], depth: int) -> None:
     while words and not words[0].dynamic and words[0].text in _RESERVED:
         words = words[1:]
-    assigned: dict[str, str] = {}
-    while words and "=" in words[0].text and _NAME.fullmatch(words[0].text.split("=", 1)[0]):
-        name, value = words[0].text.split("=", 1)
-        if words[0].dynamic:
-            expanded, known = _expand(_Word(value, True), variables)
-            if known:
-                assigned[name] = " ".join(expanded)
-        else:
-            assigned[name] = value
-        words = words[1:]
+    assigned, words = _leading_assignments(words, variables)
     if not words:
         variables.update(assigned)  # X=rm; $X -rf …
         return
-    scope = {**variables, **assigned}
+    argv = _argv(words, {**variables, **assigned}, state)
+    if not argv or not argv[0]:
+        state.simple = False
+        return
+    if words[0].pattern:
+        state.simple = False  # the shell expands the program's name: /bin/r?
+    _invocations(argv, state, depth, program_is_pattern=words[0].pattern)
+
+
+def _leading_assignments(
+    words: list[_Word], variables: Mapping[str, str]
+) -> tuple[dict[str, str], list[_Word]]:
+    """(the known values of the ``NAME=value`` words before the program, the words after them)."""
+    assigned: dict[str, str] = {}
+    while words and "=" in words[0].text and _NAME.fullmatch(words[0].text.split("=", 1)[0]):
+        name, value = words[0].text.split("=", 1)
+        if not words[0].dynamic:
+            assigned[name] = value
+        else:
+            expanded, known = _expand(_Word(value, True), variables)
+            if known:
+                assigned[name] = " ".join(expanded)
+        words = words[1:]
+    return assigned, words
+
+
+def _argv(words: list[_Word], scope: Mapping[str, str], state: _Parse) -> list[str]:
+    """The words expanded; an unknown variable makes the command not simple, and every argument
+    is kept in ``state.words`` in case a shell reads it as a command."""
     argv: list[str] = []
     for index, word in enumerate(words):
         expanded, known = _expand(word, scope)
@@ -600,12 +666,7 @@ def _simple_command(words: list[_Word], state: _Parse, variables: dict[str, str]
         argv.extend(expanded)
         if index > 0:
             state.words.extend(expanded)
-    if not argv or not argv[0]:
-        state.simple = False
-        return
-    if words[0].pattern:
-        state.simple = False  # the shell expands the program's name: /bin/r?
-    _invocations(argv, state, depth, program_is_pattern=words[0].pattern)
+    return argv
 
 
 def _invocations(argv: list[str], state: _Parse, depth: int, *, program_is_pattern: bool = False) -> None:
@@ -645,39 +706,47 @@ def _unwrap(argv: list[str], spec: Wrapper) -> tuple[list[str], list[str]]:
             i += 1
             break
         if arg.startswith("--") and len(arg) > 2:
-            name, eq, value = arg[2:].partition("=")
-            needs_value = name in spec.long_values or name in spec.shell_text or name in spec.argv_text
-            if needs_value and not eq and i + 1 < len(argv):
-                i += 1
-                value = argv[i]
-            if name in spec.shell_text or name in spec.argv_text:
-                texts.append(value)
+            i = _wrapper_long_option(argv, i, spec, texts)
+        elif arg.startswith("-") and len(arg) > 1 and not (leading and _looks_numeric(arg)):
+            i = _wrapper_short_options(argv, i, spec, texts)
+        elif spec.assignments and "=" in arg and _NAME.fullmatch(arg.split("=", 1)[0]):
             i += 1
-            continue
-        if arg.startswith("-") and len(arg) > 1 and not (leading and _looks_numeric(arg)):
-            for j, ch in enumerate(arg[1:], start=1):
-                if ch in spec.values or ch in spec.shell_text or ch in spec.argv_text:
-                    value = arg[j + 1 :]
-                    if not value and i + 1 < len(argv):
-                        i += 1
-                        value = argv[i]
-                    if ch in spec.shell_text or ch in spec.argv_text:
-                        texts.append(value)
-                    break
-            i += 1
-            continue
-        if spec.assignments and "=" in arg and _NAME.fullmatch(arg.split("=", 1)[0]):
-            i += 1
-            continue
-        if leading:
+        elif leading:
             leading -= 1
             i += 1
-            continue
-        break
-    while leading and i < len(argv):  # after "--": the leading operands, then the command
-        leading -= 1
-        i += 1
+        else:
+            break
+    i += min(leading, len(argv) - i)  # after "--": the leading operands, then the command
     return argv[i:], texts
+
+
+def _wrapper_long_option(argv: list[str], i: int, spec: Wrapper, texts: list[str]) -> int:
+    """The ``--name[=value]`` at ``argv[i]``: its value to ``texts`` if it is shell text; the index after it."""
+    name, eq, value = argv[i][2:].partition("=")
+    takes_text = name in spec.shell_text or name in spec.argv_text
+    if (takes_text or name in spec.long_values) and not eq and i + 1 < len(argv):
+        i += 1
+        value = argv[i]
+    if takes_text:
+        texts.append(value)
+    return i + 1
+
+
+def _wrapper_short_options(argv: list[str], i: int, spec: Wrapper, texts: list[str]) -> int:
+    """The option cluster at ``argv[i]``: the value of its first option that takes one (to ``texts``
+    if it is shell text), attached or the next word; the index after it."""
+    arg = argv[i]
+    for j, ch in enumerate(arg[1:], start=1):
+        takes_text = ch in spec.shell_text or ch in spec.argv_text
+        if takes_text or ch in spec.values:
+            value = arg[j + 1 :]
+            if not value and i + 1 < len(argv):
+                i += 1
+                value = argv[i]
+            if takes_text:
+                texts.append(value)
+            break
+    return i + 1
 
 
 def _looks_numeric(arg: str) -> bool:
@@ -686,6 +755,21 @@ def _looks_numeric(arg: str) -> bool:
 
 def _shell(argv: list[str], state: _Parse, depth: int) -> None:
     """``sh -c TEXT``: TEXT's invocations. ``sh script``: unknown. ``sh`` alone: reads standard input."""
+    command_text, operands = _shell_options(argv, state)
+    if command_text:
+        if operands:
+            _parse_text(operands[0], state, dict(_DEFAULT_VARIABLES), depth + 1)
+        return
+    state.simple = False
+    if not operands:
+        state.stdin_shell = True
+
+
+def _shell_options(argv: list[str], state: _Parse) -> tuple[bool, list[str]]:
+    """(whether ``-c`` makes the first operand the command text, the operands) of a shell's argv.
+
+    ``-s`` marks a shell that reads commands from its standard input.
+    """
     command_text = False
     i = 1
     while i < len(argv):
@@ -694,31 +778,17 @@ def _shell(argv: list[str], state: _Parse, depth: int) -> None:
             i += 1
             break
         if arg.startswith("--") and len(arg) > 2:
-            if arg[2:] in _SHELL_LONG_VALUES:
-                i += 1
-            elif arg[2:] == "command":
-                command_text = True
-            i += 1
-            continue
-        if arg[:1] in "-+" and len(arg) > 1:
+            command_text = command_text or arg[2:] == "command"
+            i += 2 if arg[2:] in _SHELL_LONG_VALUES else 1
+        elif arg[:1] in "-+" and len(arg) > 1:
             cluster = arg[1:]
-            if "c" in cluster:
-                command_text = True
-            if any(ch in _SHELL_VALUES for ch in cluster):
-                i += 1
+            command_text = command_text or "c" in cluster
             if "s" in cluster:
                 state.stdin_shell = True
-            i += 1
-            continue
-        break
-    operands = argv[i:]
-    if command_text:
-        if operands:
-            _parse_text(operands[0], state, dict(_DEFAULT_VARIABLES), depth + 1)
-        return
-    state.simple = False
-    if not operands:
-        state.stdin_shell = True
+            i += 2 if any(ch in _SHELL_VALUES for ch in cluster) else 1
+        else:
+            break
+    return command_text, argv[i:]
 
 
 def _find_exec(argv: list[str], state: _Parse, depth: int) -> None:
