@@ -24,6 +24,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from overseer_gateway.settings import GatewaySettings
 from overseer_runtime.config import Settings, load_settings
 
 console = Console(highlight=False)
@@ -98,8 +99,8 @@ def resolve(url: str | None, token: str | None, role: str, settings: Settings | 
         stack = read_json(home / "stack.json") or {}
         url = stack.get("gateway_url")
     if not url:
-        gateway = settings.section("gateway")
-        url = f"http://{gateway.get('host', '127.0.0.1')}:{gateway.get('port', 8080)}"
+        gateway = settings.typed("gateway", GatewaySettings)
+        url = f"http://{gateway.host}:{gateway.port}"
     token = token or os.environ.get("OVERSEER_TOKEN")
     if not token:
         tokens = read_json(home / "tokens.json") or {}

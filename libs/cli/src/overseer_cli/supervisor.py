@@ -28,7 +28,9 @@ from typing import Any
 from nats.errors import Error as NatsError
 
 from overseer_events.subjects import SERVICES, Subjects
+from overseer_executor.settings import ToolsSettings
 from overseer_gateway.adapters.tokens import ensure_tokens_file
+from overseer_gateway.settings import GatewaySettings
 from overseer_runtime.bus import connect
 from overseer_runtime.config import NatsSettings, Settings, load_settings
 from overseer_runtime.credentials import Keyring, NatsCredential, credentials_for, keys_dir
@@ -378,17 +380,12 @@ def run_stack(
 ) -> int:
     """Run the whole stack in the foreground until Ctrl-C / SIGTERM; returns the exit code."""
     settings = load_settings()
-    gateway = settings.section("gateway")
-    stack = Stack(
-        settings,
-        host or str(gateway.get("host", "127.0.0.1")),
-        int(port or gateway.get("port", 8080)),
-        nats_url,
-    )
+    gateway = settings.typed("gateway", GatewaySettings)
+    stack = Stack(settings, host or gateway.host, port or gateway.port, nats_url)
     private_umask()  # every file the stack writes under OVERSEER_HOME is owner-only
     secure_home(stack.home)
     ensure_tokens_file(stack.home)  # the gateway's own writer: one definition of tokens.json
-    configured_smtp = int(settings.get("tools.smtp_port", 0) or 0)
+    configured_smtp = settings.typed("tools", ToolsSettings).smtp_port
     stack.smtp_port = (
         configured_smtp if configured_smtp and not port_in_use("127.0.0.1", configured_smtp) else free_port()
     )
