@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 
@@ -29,7 +29,7 @@ from overseer_events.catalogue import (
     Principal,
     VerdictIssued,
 )
-from overseer_events.envelope import Envelope, EventData
+from overseer_events.envelope import Envelope
 from overseer_events.machines import ExecutionStatus
 from overseer_executor.application.ports import (
     ApprovalForm,
@@ -41,19 +41,12 @@ from overseer_executor.application.ports import (
 from overseer_executor.domain.alignment import check_resume_alignment
 from overseer_executor.domain.claims import CLAIMING, Twin
 from overseer_executor.domain.contract import ExecutionContract, OpenRequest, Verdict
-from overseer_runtime.projection import Apply, SqlProjection
+from overseer_runtime.projection import SqlProjection
 from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.store import EventStore
 
 _dumps = orjson.dumps
 _loads = orjson.loads
-D = TypeVar("D", bound=EventData)
-
-
-def _data(event: Envelope, kind: type[D]) -> D:
-    if not isinstance(event.data, kind):  # the catalogue decoded another class: a programming error
-        raise TypeError(f"{event.type} carries {type(event.data).__name__}, expected {kind.__name__}")
-    return event.data
 
 
 class ContractsProjection(SqlProjection):
@@ -121,17 +114,20 @@ class ContractsProjection(SqlProjection):
     """
     tables = ("executor_contracts", "executor_verdicts", "executor_approvals")
 
-    def appliers(self) -> Mapping[str, Apply]:
-        return {
-            "execution.contract_created": self._created,
-            "execution.transitioned": self._transitioned,
-            "ecs.requested": self._requested,
-            "firewall.verdict_issued": self._verdict,
-        }
+    def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
+        """Each applier receives its event's data by class (other events change nothing here)."""
+        match event.data:
+            case ContractCreated() as created:
+                self._created(conn, created, event)
+            case ExecutionTransitioned() as transitioned:
+                self._transitioned(conn, transitioned, event)
+            case EcsRequested() as requested:
+                self._requested(conn, requested, event)
+            case VerdictIssued() as verdict:
+                self._verdict(conn, verdict, event)
 
     @staticmethod
-    def _created(conn: sqlite3.Connection, event: Envelope) -> None:
-        d = _data(event, ContractCreated)
+    def _created(conn: sqlite3.Connection, d: ContractCreated, event: Envelope) -> None:
         conn.execute(
             "INSERT OR IGNORE INTO executor_contracts VALUES "
             "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, NULL, NULL)",
@@ -156,8 +152,7 @@ class ContractsProjection(SqlProjection):
         )
 
     @staticmethod
-    def _transitioned(conn: sqlite3.Connection, event: Envelope) -> None:
-        d = _data(event, ExecutionTransitioned)
+    def _transitioned(conn: sqlite3.Connection, d: ExecutionTransitioned, event: Envelope) -> None:
         conn.execute(
             "UPDATE executor_contracts SET status = ?, version = ?, updated_at = ?, "
             "result = COALESCE(?, result), error_message = COALESCE(?, error_message) WHERE execution_id = ?",
@@ -171,8 +166,7 @@ class ContractsProjection(SqlProjection):
             )
 
     @staticmethod
-    def _requested(conn: sqlite3.Connection, event: Envelope) -> None:
-        d = _data(event, EcsRequested)
+    def _requested(conn: sqlite3.Connection, d: EcsRequested, event: Envelope) -> None:
         conn.execute(
             "INSERT OR REPLACE INTO executor_approvals VALUES "
             "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', NULL, NULL)",
@@ -196,8 +190,7 @@ class ContractsProjection(SqlProjection):
         )
 
     @staticmethod
-    def _verdict(conn: sqlite3.Connection, event: Envelope) -> None:
-        d = _data(event, VerdictIssued)
+    def _verdict(conn: sqlite3.Connection, d: VerdictIssued, event: Envelope) -> None:
         by = d.requested_by
         # The first verdict for an execution is the one that counts; a repeated one changes nothing.
         conn.execute(
@@ -240,12 +233,12 @@ class RefusedDecisionsProjection(SqlProjection):
     """
     tables = ("executor_refused_decisions",)
 
-    def appliers(self) -> Mapping[str, Apply]:
-        return {"human.decision_recorded": self._decision}
+    def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
+        if isinstance(event.data, HumanDecisionRecorded):
+            self._decision(conn, event.data, event)
 
     @staticmethod
-    def _decision(conn: sqlite3.Connection, event: Envelope) -> None:
-        d = _data(event, HumanDecisionRecorded)
+    def _decision(conn: sqlite3.Connection, d: HumanDecisionRecorded, event: Envelope) -> None:
         contract = SqliteContractRepository(conn).get(d.execution_id)
         reason = check_resume_alignment(contract, d)
         if reason is not None:
@@ -445,8 +438,11 @@ class SqliteExecutorQueries(ExecutorQueries):
         for stored in self.store.read_aggregate(execution_id):
             if stored.type != "execution.transitioned" or stored.origin != "local":
                 continue
-            d = _data(stored.envelope(), ExecutionTransitioned)
-            found.append(Transition(d.from_status, d.to_status, d.trigger, d.actor, d.timestamp, d.reason))
+            match stored.envelope().data:
+                case ExecutionTransitioned() as d:
+                    found.append(
+                        Transition(d.from_status, d.to_status, d.trigger, d.actor, d.timestamp, d.reason)
+                    )
         return found
 
 
