@@ -8,17 +8,15 @@ list`` and ``audit verify``, go through the read-only reader.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
 from overseer_events.catalogue import AuditRecorded
 from overseer_events.envelope import Envelope
-from overseer_firewall.adapters.appliers import Appliers
 from overseer_firewall.application.anchoring import HEAD_AGGREGATE
 from overseer_firewall.domain.audit import AuditHead, record_text
-from overseer_runtime.projection import Apply, SqlProjection
+from overseer_runtime.projection import SqlProjection
 from overseer_runtime.readers import ReadModelReader
 
 
@@ -38,8 +36,10 @@ class AuditProjection(SqlProjection):
     );
     """
 
-    def appliers(self) -> Mapping[str, Apply]:
-        return Appliers().on(AuditRecorded, _recorded).by_type()
+    def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
+        match event.data:
+            case AuditRecorded() as data:
+                _recorded(conn, data, event)
 
 
 def _recorded(conn: sqlite3.Connection, data: AuditRecorded, event: Envelope) -> None:

@@ -7,7 +7,6 @@ Opened by a held verdict or the executor's ``ecs.requested``; ``status`` goes pe
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
 from typing import Any
 
 from overseer_events.catalogue import (
@@ -19,10 +18,9 @@ from overseer_events.catalogue import (
 )
 from overseer_events.envelope import Envelope
 from overseer_events.machines import TERMINAL_STATUSES
-from overseer_firewall.adapters.appliers import Appliers
 from overseer_firewall.domain.gate import PendingApproval, PendingStatus
 from overseer_firewall.domain.levels import Level
-from overseer_runtime.projection import Apply, SqlProjection
+from overseer_runtime.projection import SqlProjection
 
 _TERMINAL = frozenset(status.value for status in TERMINAL_STATUSES)
 
@@ -51,16 +49,18 @@ class ApprovalsProjection(SqlProjection):
     CREATE INDEX IF NOT EXISTS fw_approvals_status ON fw_approvals (status, requested_at);
     """
 
-    def appliers(self) -> Mapping[str, Apply]:
-        return (
-            Appliers()
-            .on(VerdictIssued, _verdict)
-            .on(EcsRequested, _requested)
-            .on(HumanDecisionRecorded, _decided)
-            .on(ApprovalEscalated, _escalated)
-            .on(ExecutionTransitioned, _transitioned)
-            .by_type()
-        )
+    def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
+        match event.data:
+            case VerdictIssued() as data:
+                _verdict(conn, data, event)
+            case EcsRequested() as data:
+                _requested(conn, data, event)
+            case HumanDecisionRecorded() as data:
+                _decided(conn, data, event)
+            case ApprovalEscalated() as data:
+                _escalated(conn, data, event)
+            case ExecutionTransitioned() as data:
+                _transitioned(conn, data, event)
 
 
 def _verdict(conn: sqlite3.Connection, data: VerdictIssued, event: Envelope) -> None:

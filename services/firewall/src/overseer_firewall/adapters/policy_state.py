@@ -7,7 +7,6 @@ rebuild then a start, gives the kernel the same policy state.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -22,13 +21,12 @@ from overseer_events.catalogue import (
     UserLevelChanged,
 )
 from overseer_events.envelope import Envelope
-from overseer_firewall.adapters.appliers import Appliers
 from overseer_firewall.application.ports import PolicyRows
 from overseer_firewall.application.translation import mode_setting
 from overseer_firewall.domain.gate import SessionState
 from overseer_firewall.domain.levels import Level
 from overseer_firewall.domain.policy import UserLevel
-from overseer_runtime.projection import Apply, SqlProjection
+from overseer_runtime.projection import SqlProjection
 from overseer_runtime.readers import ReadModelReader
 
 
@@ -84,18 +82,22 @@ class PolicyProjection(SqlProjection):
     );
     """
 
-    def appliers(self) -> Mapping[str, Apply]:
-        return (
-            Appliers()
-            .on(AdminPolicyReplaced, _admin)
-            .on(UserLevelChanged, _user)
-            .on(AgentModeSet, _mode)
-            .on(SessionPaused, _paused)
-            .on(SessionCancelRequested, _cancel)
-            .on(SessionResumed, _resumed)
-            .on(HintIssued, _hint)
-            .by_type()
-        )
+    def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
+        match event.data:
+            case AdminPolicyReplaced() as data:
+                _admin(conn, data, event)
+            case UserLevelChanged() as data:
+                _user(conn, data, event)
+            case AgentModeSet() as data:
+                _mode(conn, data, event)
+            case SessionPaused() as data:
+                _paused(conn, data, event)
+            case SessionCancelRequested() as data:
+                _cancel(conn, data, event)
+            case SessionResumed() as data:
+                _resumed(conn, data, event)
+            case HintIssued() as data:
+                _hint(conn, data, event)
 
 
 def _json(value: Any) -> str:

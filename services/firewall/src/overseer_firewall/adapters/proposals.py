@@ -13,13 +13,12 @@ import orjson
 
 from overseer_events.catalogue import ExecutionProposed, VerdictIssued
 from overseer_events.envelope import Envelope
-from overseer_firewall.adapters.appliers import Appliers
 from overseer_firewall.application.ports import StoredProposal
 from overseer_firewall.application.translation import proposal_from_event
 from overseer_firewall.domain.levels import Decision, Level
 from overseer_firewall.domain.model import Finding, Proposal
 from overseer_firewall.domain.replay import RecordedProposal
-from overseer_runtime.projection import Apply, SqlProjection
+from overseer_runtime.projection import SqlProjection
 from overseer_runtime.readers import ReadModelReader
 
 
@@ -46,8 +45,12 @@ class ProposalsProjection(SqlProjection):
     CREATE INDEX IF NOT EXISTS fw_proposals_session ON fw_proposals (session_id, seq);
     """
 
-    def appliers(self) -> Mapping[str, Apply]:
-        return Appliers().on(ExecutionProposed, _proposed).on(VerdictIssued, _verdict).by_type()
+    def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
+        match event.data:
+            case ExecutionProposed() as data:
+                _proposed(conn, data, event)
+            case VerdictIssued() as data:
+                _verdict(conn, data, event)
 
 
 def _proposed(conn: sqlite3.Connection, data: ExecutionProposed, event: Envelope) -> None:
