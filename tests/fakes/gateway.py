@@ -199,6 +199,19 @@ class InMemoryPeers:
         }
 
 
+# What the executor's ``approvals.get`` answers for an approval card waiting for a person.
+APPROVAL_FORM: dict[str, Any] = {
+    "execution_id": "e1",
+    "kind": "approval",
+    "status": "pending",
+    "contract_status": "WAITING",
+    "args_hash": "h1",
+    "requested_at": 1763780000.5,
+    "requested_by": "agent:bot",
+    "session_id": "s-1",
+}
+
+
 # -- who calls ----------------------------------------------------------------------------------
 class InMemoryCallers:
     """token -> caller."""

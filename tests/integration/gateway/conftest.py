@@ -7,8 +7,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from gateway_support import LiveGateway
+from gateway_support import LiveGateway, serve
 
+from overseer_gateway.bootstrap import GatewayService
 from overseer_runtime.testing import NatsUnderTest, Stack
 from tests.support.services import running
 
@@ -37,4 +38,15 @@ async def gateway(
     settings = {"port": 0, **gateway_settings}
     async with running(stack, (*gateway_services, "gateway"), gateway=settings) as services:
         tokens = json.loads((stack.home / "tokens.json").read_text())
-        yield LiveGateway(services["gateway"].url, tokens, stack, services)  # type: ignore[attr-defined]
+        service = services["gateway"]
+        assert isinstance(service, GatewayService)
+        yield LiveGateway(service.url, tokens, stack, services)
+
+
+@pytest.fixture(scope="module")
+async def fastapi_only(gateway: LiveGateway) -> AsyncIterator[str]:
+    """The running gateway's FastAPI application, without the fast path in front of it."""
+    url, server, task = await serve(gateway.service.app)
+    yield url
+    server.should_exit = True
+    await task

@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import re
-import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import uvicorn
-from gateway_support import LiveGateway
+from gateway_support import LiveGateway, exchange, raw_request, serve
 
-from overseer_gateway.bootstrap import EmbeddedServer
 from overseer_gateway.entrypoints.http import build_asgi
 
 PROBLEM = "application/problem+json"
@@ -33,58 +30,6 @@ def gateway_services() -> tuple[str, ...]:
 @pytest.fixture(scope="module")
 def gateway_settings() -> dict[str, Any]:
     return {"max_body_bytes": MAX_BODY, "max_wait_seconds": 5}
-
-
-async def serve(app: Any) -> tuple[str, EmbeddedServer, asyncio.Task[Any]]:
-    sock = socket.socket()
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    server = EmbeddedServer(uvicorn.Config(app, lifespan="off", log_level="warning"))
-    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        await asyncio.sleep(0.01)
-    return f"http://127.0.0.1:{sock.getsockname()[1]}", server, task
-
-
-@pytest.fixture(scope="module")
-async def fastapi_only(gateway: LiveGateway) -> AsyncIterator[str]:
-    """The running gateway's FastAPI application, without the fast path in front of it."""
-    url, server, task = await serve(gateway.service.app)
-    yield url
-    server.should_exit = True
-    await task
-
-
-async def exchange(url: str, request: bytes) -> bytes:
-    """One request on its own connection; the whole answer (status line, headers, body) without Date."""
-    host, port = url.removeprefix("http://").split(":")
-    reader, writer = await asyncio.open_connection(host, int(port))
-    writer.write(request)
-    answer = await asyncio.wait_for(reader.read(), 30)
-    writer.close()
-    head, _, body = answer.partition(b"\r\n\r\n")
-    head = b"\r\n".join(line for line in head.split(b"\r\n") if not line.lower().startswith(b"date:"))
-    return head + b"\r\n\r\n" + body
-
-
-def raw_request(
-    gateway: LiveGateway,
-    method: str,
-    path: str,
-    role: str | None = None,
-    body: bytes | None = None,
-    content_type: str | None = "application/json",
-) -> bytes:
-    lines = [f"{method} {path} HTTP/1.1", "Host: gateway", "Connection: close"]
-    if role is not None:
-        token = gateway.tokens.get(role, "not-a-token")
-        lines.append(f"Authorization: Bearer {token}")
-    if body is not None:
-        if content_type:
-            lines.append(f"Content-Type: {content_type}")
-        lines.append(f"Content-Length: {len(body)}")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode() + (body or b"")
 
 
 def assert_problem(response: Any, status: int, detail: str) -> dict[str, Any]:

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-from gateway_support import LiveGateway
-from test_gateway_fast_path import exchange, raw_request, serve
+from gateway_support import LiveGateway, exchange, raw_request
 
 PROBLEM = "application/problem+json"
 DEPTHS = [100, 254, 300, 1023, 5000]
@@ -24,15 +22,6 @@ DEPTHS = [100, 254, 300, 1023, 5000]
 @pytest.fixture(scope="module")
 def gateway_services() -> tuple[str, ...]:
     return ("observer", "firewall", "executor")
-
-
-@pytest.fixture(scope="module")
-async def fastapi_only(gateway: LiveGateway) -> AsyncIterator[str]:
-    """The running gateway's FastAPI application, without the fast path in front of it."""
-    url, server, task = await serve(gateway.service.app)
-    yield url
-    server.should_exit = True
-    await task
 
 
 def nested(depth: int) -> str:

@@ -9,7 +9,7 @@ import pytest
 from overseer_events.catalogue import Principal
 from overseer_gateway.application.queries import consequence_when_settled, open_question
 from overseer_runtime.rpc import RpcError
-from tests.fakes.gateway import InMemoryPeers
+from tests.fakes.gateway import APPROVAL_FORM, InMemoryPeers
 
 VIEW = {"execution_id": "e1", "status": "COMPLETED"}
 
@@ -53,20 +53,8 @@ def executor(form: Any) -> InMemoryPeers:
     return InMemoryPeers(methods={("executor", "approvals.get"): lambda payload: form})
 
 
-FORM = {
-    "execution_id": "e1",
-    "kind": "approval",
-    "status": "pending",
-    "contract_status": "WAITING",
-    "args_hash": "h1",
-    "requested_at": 1763780000.5,
-    "requested_by": "agent:bot",
-    "session_id": "s-1",
-}
-
-
 async def test_the_executors_form_is_the_card_its_key_and_its_session() -> None:
-    question = await open_question(executor(FORM), "e1")
+    question = await open_question(executor(APPROVAL_FORM), "e1")
     assert question is not None
     assert question.key == "approval@1763780000.5"
     assert question.session_id == "s-1"
@@ -90,13 +78,13 @@ async def test_the_executors_form_is_the_card_its_key_and_its_session() -> None:
 async def test_the_requester_is_read_from_each_form_the_executor_writes(
     requested_by: Any, principal: Principal | None
 ) -> None:
-    question = await open_question(executor(FORM | {"requested_by": requested_by}), "e1")
+    question = await open_question(executor(APPROVAL_FORM | {"requested_by": requested_by}), "e1")
     assert question is not None
     assert question.card.requested_by == principal
 
 
 async def test_an_answered_form_is_a_decided_card_and_a_form_without_a_time_is_keyed_by_its_kind() -> None:
-    form = {k: v for k, v in FORM.items() if k != "requested_at"} | {"status": "answered"}
+    form = {k: v for k, v in APPROVAL_FORM.items() if k != "requested_at"} | {"status": "answered"}
     question = await open_question(executor(form), "e1")
     assert question is not None
     assert question.card.decided is True

@@ -15,28 +15,20 @@ from overseer_gateway.domain.access import Caller, Role
 from overseer_gateway.entrypoints.http import build_app, build_asgi
 from overseer_gateway.settings import GatewaySettings
 from overseer_runtime.config import load_settings
-from tests.fakes.gateway import FakeGateway, InMemoryCallers, InMemoryPeers
+from tests.fakes.gateway import APPROVAL_FORM, FakeGateway, InMemoryCallers, InMemoryPeers
 
 TOKENS = {"agent": Caller("bot", Role.AGENT), "operator": Caller("olga", Role.OPERATOR)}
 PROBLEM = "application/problem+json"
 HEALTH_ORDER = ("gateway", "reasoning", "executor", "col", "firewall", "observer")  # CONTRACT.md's order
-FORM = {
-    "execution_id": "e1",
-    "kind": "approval",
-    "status": "pending",
-    "contract_status": "WAITING",
-    "args_hash": "h1",
-    "requested_at": 1.5,
-    "requested_by": "agent:bot",
-    "session_id": "s-1",
-}
 
 
 @pytest.fixture
 def gateway() -> FakeGateway:
     peers = InMemoryPeers(
         methods={
-            ("executor", "approvals.get"): lambda payload: FORM | {"execution_id": payload["execution_id"]}
+            ("executor", "approvals.get"): lambda payload: (
+                APPROVAL_FORM | {"execution_id": payload["execution_id"]}
+            )
         },
         running=set(SERVICES),
     )
