@@ -13,25 +13,24 @@ from typing import Any
 
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
-from overseer_events.catalogue import (
-    ExecutionProposed,
-    HumanDecisionRecorded,
-    Principal,
-    SessionCancelRequested,
-    VerdictIssued,
-)
 from overseer_events.envelope import Envelope as EventEnvelope
 from overseer_events.envelope import new_event
 from overseer_executor.adapters.smtp_sink import MailDrop
-from overseer_executor.domain.idempotency import args_hash
 from overseer_runtime.runtime import Runtime
 from overseer_runtime.testing import Stack
+from tests.unit.executor.executor_builders import (
+    AGENT,
+    ALICE,
+    INVITE,
+    human,
+    proposal,
+    session_cancel,
+    verdict_issued,
+)
 
-AGENT = Principal(kind="agent", id="agent")
-ALICE = Principal(kind="operator", id="alice")
+__all__ = ["AGENT", "ALICE", "INVITE"]  # the tests take them from here with the envelopes
+
 RunExecutor = Callable[..., AbstractAsyncContextManager[Runtime]]
-
-INVITE = {"to": "bob@example.com", "subject": "Meeting invite", "body": "Tomorrow at 10?"}
 
 
 def child_pids(parent: int, needle: str) -> list[int]:
@@ -73,22 +72,10 @@ def proposed(
     args: dict[str, Any] | None = None,
     *,
     session_id: str = "session-abc",
-    action_type: str = "tool_call",
-    action_detail: dict[str, Any] | None = None,
-    depends_on: str | None = None,
-    timeout_seconds: float | None = None,
+    **kw: Any,
 ) -> EventEnvelope:
-    data = ExecutionProposed(
-        execution_id=execution_id,
-        session_id=session_id,
-        action_type=action_type,
-        tool=tool,
-        args=dict(INVITE if args is None and tool == "email.send" else args or {}),
-        action_detail=action_detail or {},
-        proposer=AGENT,
-        depends_on=depends_on,
-        timeout_seconds=timeout_seconds,
-    )
+    """``execution.proposed`` as reasoning publishes it (``kw``: :func:`proposal`'s)."""
+    data = proposal(execution_id, tool, args, session_id=session_id, **kw)
     return new_event(
         data, aggregate_id=execution_id, aggregate_version=1, actor="reasoning", correlation_id=session_id
     )
@@ -99,24 +86,11 @@ def verdict(
     decision: str = "allow",
     args: dict[str, Any] | None = None,
     *,
-    tool: str | None = "email.send",
-    level: str = "AUTO",
     session_id: str = "session-abc",
-    reasons: list[str] | None = None,
+    **kw: Any,
 ) -> EventEnvelope:
-    args = dict(INVITE if args is None and tool == "email.send" else args or {})
-    data = VerdictIssued(
-        execution_id=execution_id,
-        session_id=session_id,
-        tool=tool,
-        level=level,
-        decision=decision,
-        reasons=reasons or [],
-        args=args,
-        args_hash=args_hash(args),
-        preview={"summary": f"{tool} {args}"},
-        requested_by=AGENT,
-    )
+    """``firewall.verdict_issued`` as the firewall publishes it (``kw``: :func:`verdict_issued`'s)."""
+    data = verdict_issued(execution_id, decision, args, session_id=session_id, **kw)
     return new_event(
         data,
         aggregate_id=f"verdict:{execution_id}",
@@ -131,17 +105,11 @@ def decided(
     decision: str = "approve",
     args: dict[str, Any] | None = None,
     *,
-    hash_: str | None = None,
-    by: Principal = ALICE,
     session_id: str = "session-abc",
+    **kw: Any,
 ) -> EventEnvelope:
-    data = HumanDecisionRecorded(
-        execution_id=execution_id,
-        session_id=session_id,
-        decision=decision,
-        args_hash=hash_ or args_hash(dict(INVITE if args is None else args)),
-        decided_by=by,
-    )
+    """``human.decision_recorded`` as the firewall publishes it (``kw``: :func:`human`'s)."""
+    data = human(execution_id, decision, args=args, session_id=session_id, **kw)
     return new_event(
         data,
         aggregate_id=f"decision:{execution_id}",
@@ -152,7 +120,7 @@ def decided(
 
 
 def session_cancelled(session_id: str = "session-abc") -> EventEnvelope:
-    data = SessionCancelRequested(session_id=session_id, by=ALICE, reason="abort")
+    data = session_cancel(session_id)
     return new_event(data, aggregate_id=f"session:{session_id}", aggregate_version=1, actor="firewall")
 
 

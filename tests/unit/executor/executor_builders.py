@@ -1,4 +1,7 @@
-"""Builders for the executor's unit tests: proposals, verdicts, decisions, contracts, and their envelopes."""
+"""Builders for the executor's tests: proposals, verdicts, decisions, contracts, and their envelopes.
+
+The integration and contract tests build from these too (``tests.unit.executor.executor_builders``).
+"""
 
 from __future__ import annotations
 
@@ -36,18 +39,25 @@ def proposal(
     depends_on: str | None = None,
     irreversible: bool | None = None,
     session_id: str = "session-abc",
+    timeout_seconds: float | None = None,
 ) -> ExecutionProposed:
+    """``args`` default: the invite for ``email.send``, none for another tool."""
     return ExecutionProposed(
         execution_id=execution_id,
         session_id=session_id,
         action_type=action_type,
         tool=tool,
-        args=dict(INVITE if args is None and tool == "email.send" else args or {}),
+        args=_args_for(tool, args),
         action_detail=action_detail or {},
         irreversible=irreversible,
         proposer=AGENT,
         depends_on=depends_on,
+        timeout_seconds=timeout_seconds,
     )
+
+
+def _args_for(tool: str | None, args: dict[str, Any] | None) -> dict[str, Any]:
+    return dict(INVITE if args is None and tool == "email.send" else args or {})
 
 
 def contract(p: ExecutionProposed | None = None, *, now: float = 100.0) -> ExecutionContract:
@@ -79,10 +89,11 @@ def human(
     hash_: str | None = None,
     by: Principal = ALICE,
     comment: str | None = None,
+    session_id: str = "session-abc",
 ) -> HumanDecisionRecorded:
     return HumanDecisionRecorded(
         execution_id=execution_id,
-        session_id="session-abc",
+        session_id=session_id,
         decision=decision,
         args_hash=hash_ or args_hash(dict(INVITE if args is None else args)),
         decided_by=by,
@@ -100,8 +111,8 @@ def verdict_issued(
     reasons: list[str] | None = None,
     session_id: str = "session-abc",
 ) -> VerdictIssued:
-    """The firewall's ``firewall.verdict_issued`` (``args`` default: the invite)."""
-    args = dict(INVITE if args is None else args)
+    """The firewall's ``firewall.verdict_issued`` (``args`` default: as :func:`proposal`'s)."""
+    args = _args_for(tool, args)
     return VerdictIssued(
         execution_id=execution_id,
         session_id=session_id,
