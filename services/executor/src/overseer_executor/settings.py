@@ -69,8 +69,9 @@ class McpServerSettings(_Section):
     """
 
     command: str
-    args: tuple[str, ...] = ()
-    env: dict[str, str] = {}
+    # TOML scalars, passed to the server process as text (``args = ["--port", 8080]`` is fine).
+    args: tuple[str | int | float | bool, ...] = ()
+    env: dict[str, str | int | float | bool] = {}
     cwd: str | None = None
     time_limit_seconds: float | None = None
     enabled: bool = True

@@ -116,8 +116,8 @@ def build_registry(tools: ToolsSettings, mcp: McpSettings, home: Path) -> ToolRe
         plugin = McpServerTools(
             name,
             server.command,
-            list(server.args),
-            env=dict(server.env),
+            [str(arg) for arg in server.args],
+            env={key: str(value) for key, value in server.env.items()},
             cwd=server.cwd,
             tool_overrides=dict(server.tools),
             time_limit_seconds=server.time_limit_seconds,
