@@ -19,7 +19,7 @@ from overseer_executor.adapters.tools.email import SEND
 from overseer_executor.domain.contract import ExecutionContract, Verdict, open_contract
 from overseer_executor.domain.idempotency import args_hash
 from overseer_executor.domain.rules import Moves
-from overseer_runtime.runtime import UnitOfWork
+from overseer_runtime.unit_of_work import UnitOfWork
 
 
 def open_twin_card_as_before(

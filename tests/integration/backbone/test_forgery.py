@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from overseer_events.subjects import SERVICES
 from overseer_runtime.launcher import EmbeddedNats
 from overseer_runtime.permissions import READER
 from overseer_runtime.provisioning import Subscription
-from overseer_runtime.rpc import RpcMethod, rpc_request
+from overseer_runtime.rpc import NoArguments, RpcTable, rpc_request
 from overseer_runtime.service import Service
 from overseer_runtime.testing import NatsUnderTest, Stack
 
@@ -206,11 +206,11 @@ class GenuineFirewall(Service):
 
     name = "firewall"
 
-    def rpc_methods(self) -> Mapping[str, RpcMethod]:
-        async def verify(payload: dict[str, Any]) -> dict[str, Any]:
+    def rpc(self) -> RpcTable:
+        async def verify(request: NoArguments) -> dict[str, Any]:
             return {"ok": False, "records": 3, "first_broken": 1}
 
-        return {"audit.verify": verify}
+        return RpcTable().method("audit.verify", NoArguments, verify)
 
 
 async def test_no_other_credential_can_receive_or_answer_the_firewalls_requests(own_stack: Stack) -> None:

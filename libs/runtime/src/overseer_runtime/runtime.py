@@ -24,7 +24,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -38,25 +38,12 @@ from overseer_runtime.config import LOCAL_NATS_URL, Settings, load_settings
 from overseer_runtime.consumer import DurablePullConsumer
 from overseer_runtime.credentials import NatsCredential, credentials_for
 from overseer_runtime.inbox import Inbox
-from overseer_runtime.provisioning import Subscription as Subscription
 from overseer_runtime.provisioning import consumer_plan
 from overseer_runtime.relay import OutboxRelay, PubAckPublisher
-from overseer_runtime.rpc import RpcError as RpcError
-from overseer_runtime.rpc import RpcMethod as RpcMethod
-from overseer_runtime.rpc import RpcServer, rpc_request
-from overseer_runtime.rpc import RpcTable as RpcTable
-from overseer_runtime.rpc import StoreUnavailable as StoreUnavailable
-from overseer_runtime.service import Handler as Handler
-from overseer_runtime.service import HandlerTable as HandlerTable
-from overseer_runtime.service import Service as Service
+from overseer_runtime.rpc import RpcMethod, RpcServer, rpc_request
+from overseer_runtime.service import Handler, HandlerTable, Service
 from overseer_runtime.store import EventStore, OutboxEntry, Projection
-from overseer_runtime.unit_of_work import Emitter, TransactionRunner
-from overseer_runtime.unit_of_work import UnitOfWork as UnitOfWork
-
-if TYPE_CHECKING:
-    # Re-exported for the services that still import them from here (see __getattr__ below).
-    from overseer_runtime.main import rebuild as rebuild
-    from overseer_runtime.main import run_service as run_service
+from overseer_runtime.unit_of_work import Emitter, TransactionRunner, UnitOfWork
 
 log = logging.getLogger("overseer.runtime")
 
@@ -309,13 +296,3 @@ def _subject_filter(patterns: tuple[str, ...]) -> Callable[[Msg], bool]:
         return subject_matches(msg.subject, patterns)
 
     return matches
-
-
-def __getattr__(name: str) -> Any:
-    # Transitional: run_service and rebuild live in overseer_runtime.main, which imports this module;
-    # they are looked up there on first use, so importing them from here makes no import cycle.
-    if name in ("run_service", "rebuild", "serve", "provision_service", "configure_logging"):
-        from overseer_runtime import main
-
-        return getattr(main, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
