@@ -1,10 +1,14 @@
 """Benchmark ``firewall_evaluate``: the firewall kernel in process, one proposal at a time.
 
-Each operation is what the firewall does for one ``execution.proposed``:
-all five layers (L1 schema, L2 loops, L3 policy with argument rules, L4
-sandbox with real ``realpath`` calls, L5 breaker), the verdict, folding the
-proposal into the kernel state, and hashing the proposal and the verdict into
-the audit chain. A realistic mix of tools and sessions; previews for held calls.
+Each operation is what the firewall's evaluate path does for one
+``execution.proposed``: hashing the event's audit record (the service's own
+``audit_record``) into the chain, all five layers (L1 schema, L2 loops, L3
+policy with argument rules, L4 sandbox with real ``realpath`` calls, L5
+breaker), the verdict, folding the proposal into the kernel state, a preview
+for a held call, and hashing the audit record of the verdict's
+``firewall.verdict_issued``. A realistic mix of tools and sessions. Reading the
+proposal from its event and building the verdict's event stay outside the
+timings, as do the store's writes: the scenario keeps to the evaluate path.
 Prints one JSON line: ``{"scenario":"firewall_evaluate","ops":N,"ops_per_s":…,"p50_us":…,"p99_us":…}``.
 
     python bench/firewall_evaluate.py [--ops N] [--warmup N]
@@ -20,19 +24,17 @@ import tempfile
 import time
 import tomllib
 from pathlib import Path
+from typing import Any
 
+from overseer_events.catalogue import ExecutionProposed, LayerFinding, Principal, VerdictIssued
+from overseer_events.envelope import Envelope, new_event
 from overseer_firewall.adapters.filesystem import RealPathResolver
+from overseer_firewall.application.audit_trail import audit_record
+from overseer_firewall.application.translation import proposal_from_event
 from overseer_firewall.bootstrap import DEFAULT_POLICY_FILE as POLICY_FILE
-from overseer_firewall.domain.audit import (
-    EMPTY_HEAD,
-    AuditEntry,
-    AuditHead,
-    append_entry,
-    proposal_record,
-    verdict_record,
-)
+from overseer_firewall.domain.audit import EMPTY_HEAD, AuditEntry, AuditHead, append_entry
 from overseer_firewall.domain.engine import FirewallEngine
-from overseer_firewall.domain.model import Proposal
+from overseer_firewall.domain.model import Proposal, Verdict
 from overseer_firewall.domain.policy import PolicyStore, parse_admin_policy
 from overseer_firewall.domain.preview import build_preview
 
@@ -68,43 +70,83 @@ def build(sandbox: Path) -> FirewallEngine:
     )
 
 
-def proposals(n: int, seed: int = 7) -> list[Proposal]:
+def proposals(n: int, seed: int = 7) -> list[tuple[Envelope, Proposal]]:
+    """``n`` proposals as they arrive: the decoded event and the proposal read from it."""
     rng = random.Random(seed)
     out = []
     now = time.time()
+    agent = Principal(kind="agent", id="bench")
     for i in range(n):
         tool, args = CALLS[rng.randrange(len(CALLS))]
-        out.append(
-            Proposal(
-                execution_id=f"exec-{i}",
-                session_id=f"session-{rng.randrange(SESSIONS)}",
-                tool=tool,
-                args=args,
-                proposer="agent:bench",
-                confidence=round(rng.uniform(0.3, 1.0), 2),
-                occurred_at=now + i * SPACING_S,
-            )
+        data = ExecutionProposed(
+            execution_id=f"exec-{i}",
+            session_id=f"session-{rng.randrange(SESSIONS)}",
+            tool=tool,
+            args=args,
+            proposer=agent,
+            confidence=round(rng.uniform(0.3, 1.0), 2),
         )
+        event = new_event(
+            data,
+            aggregate_id=data.execution_id,
+            aggregate_version=1,
+            actor="gateway:agent",
+            occurred_at=now + i * SPACING_S,
+        )
+        out.append((event, proposal_from_event(data, event.occurred_at)))
     return out
 
 
+def verdict_event(data: ExecutionProposed, verdict: Verdict, preview: dict[str, Any] | None) -> VerdictIssued:
+    """The ``firewall.verdict_issued`` of ``verdict``, field for field as the firewall's handler emits it."""
+    return VerdictIssued(
+        execution_id=verdict.execution_id,
+        session_id=verdict.session_id,
+        tool=verdict.tool,
+        level=verdict.level.name,
+        decision=verdict.decision.value,
+        findings=[
+            LayerFinding(layer=f.layer, outcome=f.outcome, message=f.message, details=dict(f.details))
+            for f in verdict.findings
+        ],
+        reasons=list(verdict.reasons),
+        args=dict(verdict.args),
+        args_hash=verdict.args_hash,
+        policy_version=verdict.policy_version,
+        preview=preview,
+        requested_by=data.proposer,
+    )
+
+
+def audited(head: AuditHead | AuditEntry, event: Envelope) -> AuditEntry:
+    record = audit_record(event)
+    assert record is not None, f"{event.type} is not audited"
+    return append_entry(head, record)
+
+
 def run(
-    engine: FirewallEngine, batch: list[Proposal], head: AuditHead | AuditEntry
+    engine: FirewallEngine, batch: list[tuple[Envelope, Proposal]], head: AuditHead | AuditEntry
 ) -> tuple[list[int], AuditHead | AuditEntry]:
     timings = []
     clock = time.perf_counter_ns
-    for proposal in batch:
+    for event, proposal in batch:
         started = clock()
+        head = audited(head, event)
         verdict = engine.evaluate(proposal)
         engine.observe(proposal, verdict.signature)
-        if verdict.needs_preview:
-            build_preview(verdict.tool, verdict.args)
-        entry = append_entry(head, proposal_record(proposal))
-        entry = append_entry(
-            AuditHead(entry.index, entry.hash), verdict_record(verdict, proposal.occurred_at)
+        preview = build_preview(verdict.tool, verdict.args) if verdict.needs_preview else None
+        elapsed = clock() - started
+        data = event.data
+        assert isinstance(data, ExecutionProposed)
+        issued = new_event(
+            verdict_event(data, verdict, preview),
+            aggregate_id=f"verdict:{data.execution_id}",
+            aggregate_version=1,
+            actor="firewall",
         )
-        head = AuditHead(entry.index, entry.hash)
-        timings.append(clock() - started)
+        started = clock()
+        head = audited(head, issued)
+        timings.append(elapsed + clock() - started)
     return timings, head
 
 
@@ -122,10 +164,9 @@ def main() -> None:
         _, head = run(engine, warm, EMPTY_HEAD)
         gc.collect()
         gc.freeze()  # what a long-running service does after start-up: the young heap stays small
-        started = time.perf_counter()
         timings, _ = run(engine, measured, head)
-        elapsed = time.perf_counter() - started
         gc.unfreeze()
+    elapsed = sum(timings) / 1e9
     timings.sort()
     print(
         json.dumps(

@@ -26,8 +26,6 @@ from typing import Any
 
 import orjson
 
-from overseer_firewall.domain.model import Proposal, Verdict
-
 GENESIS = "0" * 64
 FIRST_INDEX = 1
 
@@ -209,31 +207,3 @@ def first_difference(
         if digest is None or copies.get(index) != {digest}:
             return index
     return through
-
-
-def proposal_record(proposal: Proposal) -> dict[str, Any]:
-    return {
-        "kind": "proposal",
-        "execution_id": proposal.execution_id,
-        "session_id": proposal.session_id,
-        "tool": proposal.tool,
-        "args": dict(proposal.args),
-        "proposer": proposal.proposer,
-        "confidence": proposal.confidence,
-        "at": proposal.occurred_at,
-    }
-
-
-def verdict_record(verdict: Verdict, at: float) -> dict[str, Any]:
-    return {
-        "kind": "verdict",
-        "execution_id": verdict.execution_id,
-        "session_id": verdict.session_id,
-        "tool": verdict.tool,
-        "level": verdict.level.name,
-        "decision": verdict.decision.value,
-        "args_hash": verdict.args_hash,
-        "policy_version": verdict.policy_version,
-        "reasons": list(verdict.reasons),
-        "at": at,
-    }
