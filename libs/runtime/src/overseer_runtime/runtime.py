@@ -23,7 +23,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from nats.aio.client import Client
@@ -40,8 +40,8 @@ from overseer_runtime.credentials import NatsCredential, credentials_for
 from overseer_runtime.inbox import Inbox
 from overseer_runtime.provisioning import consumer_plan
 from overseer_runtime.relay import OutboxRelay, PubAckPublisher
-from overseer_runtime.rpc import RpcMethod, RpcServer, rpc_request
-from overseer_runtime.service import Handler, HandlerTable, Service
+from overseer_runtime.rpc import RpcServer, rpc_request
+from overseer_runtime.service import Service
 from overseer_runtime.store import EventStore, OutboxEntry, Projection
 from overseer_runtime.unit_of_work import Emitter, TransactionRunner, UnitOfWork
 
@@ -80,7 +80,6 @@ class Runtime:
         self.store = EventStore(self.settings.db_path(service.name))
         self.projections: list[Projection] = list(service.projections())
         self.handlers = service.handlers()
-        self._dispatch = _dispatcher(self.handlers)
         self.nc: Client = Client()
         self.js: JetStreamContext
         self.relay: OutboxRelay
@@ -93,7 +92,6 @@ class Runtime:
             Emitter(service.name, self.store, self.subjects, self.projections),
             publish=self._publish_committed,
             spawn=self.spawn,
-            runtime=self,  # only for the deprecated UnitOfWork.runtime
         )
         self.rpc_server = RpcServer(service.name, self.subjects, self.spawn)
 
@@ -115,7 +113,7 @@ class Runtime:
         self.spawn(self.relay.run())
         # RPC is served before the service's start() (its recovery) has run: until then every
         # method but health answers a retryable 503.
-        await self.rpc_server.serve(self.nc, self._rpc_methods(), self._health_rpc)
+        await self.rpc_server.serve(self.nc, self.service.rpc().methods(), self._health_rpc)
         await self.service.start(self)
         self.rpc_server.open = True
         self._build_consumers()
@@ -128,10 +126,6 @@ class Runtime:
     def started(self) -> bool:
         """The service's start() returned: its RPC methods answer."""
         return self.rpc_server.open
-
-    def _rpc_methods(self) -> dict[str, RpcMethod]:
-        legacy = getattr(self.service, "rpc_methods", dict)  # transitional, until every service has rpc()
-        return {**self.service.rpc().methods(), **legacy()}
 
     def _build_consumers(self) -> None:
         """A reader for each durable the provisioner made for this service (see :mod:`provisioning`)."""
@@ -164,7 +158,7 @@ class Runtime:
 
     def _handle(self, event: Envelope) -> UnitOfWork:
         uow = self.transactions.unit(event)
-        self._dispatch(uow, event)
+        self.handlers.handle(uow, event)
         return uow
 
     async def _publish_committed(self, entries: Sequence[OutboxEntry]) -> None:
@@ -274,21 +268,6 @@ class Runtime:
             if idle >= (self.STORE_PROBE_IDLE if writes.writable else self.STORE_PROBE_REFUSED):
                 self.store.probe()
         return "ok" if writes.writable else "degraded"
-
-
-def _dispatcher(table: HandlerTable[Any] | Mapping[str, Handler]) -> Handler:
-    """How an incoming event reaches its handler: by class in a :class:`HandlerTable`, or (transitional,
-    until every service has a HandlerTable) by type name in a plain mapping."""
-    if isinstance(table, HandlerTable):
-        return table.handle
-    by_type = dict(table)
-
-    def dispatch(uow: UnitOfWork, event: Envelope) -> None:
-        handler = by_type.get(event.type)
-        if handler is not None:
-            handler(uow, event)
-
-    return dispatch
 
 
 def _subject_filter(patterns: tuple[str, ...]) -> Callable[[Msg], bool]:

@@ -8,7 +8,7 @@ for every service. The handler table is keyed by the event's class, so a handler
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from overseer_events.envelope import Envelope, EventData
@@ -22,9 +22,6 @@ if TYPE_CHECKING:
 
 U = TypeVar("U")
 D = TypeVar("D", bound=EventData)
-
-Handler = Callable[[UnitOfWork, Envelope], None]
-"""A handler in a table keyed by event type name (transitional: a :class:`HandlerTable` is keyed by class)."""
 
 
 class HandlerTable(Generic[U]):
@@ -62,8 +59,7 @@ class Service:
     def subscriptions(self) -> Sequence[Subscription]:
         return []
 
-    # Transitional: a mapping by event type name is still accepted until every service has a HandlerTable.
-    def handlers(self) -> HandlerTable[Any] | Mapping[str, Handler]:
+    def handlers(self) -> HandlerTable[Any]:
         return HandlerTable(lambda uow: uow)
 
     def rpc(self) -> RpcTable:

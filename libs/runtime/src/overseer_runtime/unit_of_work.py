@@ -91,7 +91,7 @@ class Emitter:
 class UnitOfWork:
     """One SQLite transaction: the incoming event (if any), the events emitted, the work after commit."""
 
-    def __init__(self, emitter: Emitter, incoming: Envelope | None = None, *, runtime: Any = None) -> None:
+    def __init__(self, emitter: Emitter, incoming: Envelope | None = None) -> None:
         self._emitter = emitter
         self.conn: sqlite3.Connection = emitter.store.conn
         self.incoming = incoming
@@ -99,17 +99,6 @@ class UnitOfWork:
         self.appended: list[OutboxEntry] = []  # for the relay, once committed
         self._after_commit: list[AfterCommit] = []
         self._versions: dict[str, int] = {}
-        self._runtime = runtime
-
-    @property
-    def runtime(self) -> Any:
-        """Deprecated: the runtime that runs this unit of work. Give the code the port it needs instead."""
-        return self._runtime
-
-    @property
-    def store(self) -> EventStore:
-        """Deprecated: the whole event store. Give the code the port it needs instead."""
-        return self._emitter.store
 
     def emit(
         self,
@@ -160,22 +149,20 @@ class TransactionRunner:
     """Runs units of work, and what follows their commit.
 
     ``publish`` hands what a commit appended to the relay; ``spawn`` runs after-commit work that
-    is a coroutine as a background task. ``runtime`` is only handed on, as the deprecated
-    :attr:`UnitOfWork.runtime`.
+    is a coroutine as a background task.
     """
 
-    def __init__(self, emitter: Emitter, *, publish: Publish, spawn: Spawn, runtime: Any = None) -> None:
+    def __init__(self, emitter: Emitter, *, publish: Publish, spawn: Spawn) -> None:
         self.emitter = emitter
         self._publish = publish
         self._spawn = spawn
-        self._runtime = runtime
         # Queries that wait for a read model to reach a state wait on the aggregate they ask about:
         # a commit wakes only the waiters of the aggregates it touched (no thundering herd).
         self.change_waiters: dict[str, list[asyncio.Future[None]]] = {}
 
     def unit(self, incoming: Envelope | None = None) -> UnitOfWork:
         """A new unit of work (of ``incoming``, when it handles an event)."""
-        return UnitOfWork(self.emitter, incoming, runtime=self._runtime)
+        return UnitOfWork(self.emitter, incoming)
 
     async def execute(
         self, fn: Callable[[UnitOfWork], T], *, incoming: Envelope | None = None, command_wait: float
