@@ -11,6 +11,7 @@ streams and event types it consumes, a handler per event class, and its RPC meth
 * runs commands and handlers in units of work (:mod:`overseer_runtime.unit_of_work`);
 * relays its own events to JetStream (:class:`~overseer_runtime.relay.OutboxRelay`);
 * answers RPC and ``health`` (:class:`~overseer_runtime.rpc.RpcServer`);
+* opens the service's read-only reader (:attr:`Runtime.reader`) for the RPC reads that may scan;
 * stops consuming, drains and disconnects in :meth:`Runtime.stop`.
 
 Running a service as a process (signals, ``rebuild``, ``provision``) is :mod:`overseer_runtime.main`.
@@ -39,6 +40,7 @@ from overseer_runtime.consumer import DurablePullConsumer
 from overseer_runtime.credentials import NatsCredential, credentials_for
 from overseer_runtime.inbox import Inbox
 from overseer_runtime.provisioning import consumer_plan
+from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.relay import OutboxRelay, PubAckPublisher
 from overseer_runtime.rpc import RpcServer, rpc_request
 from overseer_runtime.service import Service
@@ -78,6 +80,8 @@ class Runtime:
         self.credential = credential or credentials_for(self.settings, service.name)
         self.subjects = self.settings.subjects
         self.store = EventStore(self.settings.db_path(service.name))
+        # Opened by start() before the service's start(), closed by stop() after the service's stop().
+        self.reader = ReadModelReader(self.store.path)
         self.projections: list[Projection] = list(service.projections())
         self.handlers = service.handlers()
         self.nc: Client = Client()
@@ -100,6 +104,7 @@ class Runtime:
         nats = self.settings.nats
         tracing.setup_tracing(self.service.name, self.settings.telemetry.exporter, self.settings.home)
         self.store.create_projections(self.projections)
+        await self.reader.open()
         self.nc = await connect(
             self.nats_url,
             name=f"overseer-{self.service.name}",
@@ -187,6 +192,7 @@ class Runtime:
         if self.nc.is_connected:
             with contextlib.suppress(Exception):
                 await self.nc.drain()
+        await self.reader.close()
         self.store.close()
         self._stopped.set()
 

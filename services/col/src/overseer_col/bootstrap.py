@@ -13,7 +13,6 @@ from overseer_col.application.registry import CORegistry
 from overseer_col.entrypoints import events, rpc
 from overseer_col.settings import ColSettings
 from overseer_runtime.provisioning import Subscription
-from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.rpc import RpcTable
 from overseer_runtime.runtime import Runtime
 from overseer_runtime.service import HandlerTable, Service
@@ -34,7 +33,6 @@ class ColService(Service):
         # Set by start(): no event is handled and no RPC answered before it returned.
         self.settings: ColSettings
         self.reads: ColReads
-        self._reader: ReadModelReader | None = None
 
     def projections(self) -> Sequence[Projection]:
         return [self.read_model]
@@ -50,14 +48,8 @@ class ColService(Service):
 
     async def start(self, runtime: Runtime) -> None:
         self.settings = runtime.settings.typed("col", ColSettings)
-        self._reader = await ReadModelReader(runtime.store.path).open()
         conn = runtime.store.conn
-        self.reads = ColReads(SqliteCoRepository(conn), SqliteCommandLog(conn), ReaderCoLists(self._reader))
-
-    async def stop(self) -> None:
-        if self._reader is not None:
-            await self._reader.close()
-            self._reader = None
+        self.reads = ColReads(SqliteCoRepository(conn), SqliteCommandLog(conn), ReaderCoLists(runtime.reader))
 
     def unit_for(self, uow: UnitOfWork) -> ColUnit:
         """The registry and command log of one unit of work, on its transaction."""

@@ -31,7 +31,6 @@ from overseer_executor.entrypoints import events
 from overseer_executor.entrypoints.rpc import rpc
 from overseer_executor.settings import ExecutorSettings, McpSettings, ToolsSettings
 from overseer_runtime.provisioning import Subscription
-from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.rpc import RpcTable
 from overseer_runtime.runtime import Runtime
 from overseer_runtime.service import HandlerTable, Service
@@ -86,9 +85,7 @@ class ExecutorService(Service):
         )
         await self.registry.connect()
         self._opened.push_async_callback(self.registry.disconnect)
-        reader = await ReadModelReader(runtime.store.path).open()
-        self._opened.push_async_callback(reader.close)
-        self.queries = SqliteExecutorQueries(runtime.store, reader)
+        self.queries = SqliteExecutorQueries(runtime.store, runtime.reader)
         runner = ToolRunner(
             self.registry,
             default_time_limit=cfg.tool_timeout_seconds,

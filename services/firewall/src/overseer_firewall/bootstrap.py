@@ -33,7 +33,6 @@ from overseer_firewall.entrypoints.events import SUBSCRIPTIONS
 from overseer_firewall.entrypoints.rpc import rpc
 from overseer_firewall.settings import FirewallSettings, ToolSandbox
 from overseer_runtime.provisioning import Subscription
-from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.rpc import RpcTable
 from overseer_runtime.runtime import Runtime
 from overseer_runtime.service import HandlerTable, Service
@@ -69,7 +68,6 @@ class FirewallService(Service):
         self.queries: FirewallQueries
         self.commands: FirewallCommands
         self.replay_limit: int
-        self._reader: ReadModelReader | None = None
 
     # -- what the runtime asks ----------------------------------------------------------------
     def projections(self) -> Sequence[Projection]:
@@ -120,7 +118,7 @@ class FirewallService(Service):
             work.__name__ = getattr(fn, "__name__", "command")  # names the unit of work's trace span
             return runtime.execute(work)
 
-        self._reader = reader = await ReadModelReader(runtime.store.path).open()
+        reader = runtime.reader
         policy = ReaderPolicyState(reader)
         audit = ReaderAuditHistory(reader)
         self.queries = FirewallQueries(
@@ -153,9 +151,6 @@ class FirewallService(Service):
         # Anchor what was appended since the last head; the runtime drains the relay after this.
         await self.anchor.flush()
         self.anchor.unbind()
-        if self._reader is not None:
-            await self._reader.close()
-            self._reader = None
 
     async def _seed_admin_policy(self, settings: FirewallSettings) -> None:
         path = self.policy_file or Path(settings.policy_file or DEFAULT_POLICY_FILE)

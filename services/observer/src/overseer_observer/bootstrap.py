@@ -16,7 +16,6 @@ from overseer_observer.application.queries import ExecutionObserver
 from overseer_observer.entrypoints import events
 from overseer_observer.entrypoints.rpc import rpc
 from overseer_runtime.provisioning import Subscription
-from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.rpc import RpcTable
 from overseer_runtime.runtime import Runtime
 from overseer_runtime.service import HandlerTable, Service
@@ -36,7 +35,6 @@ class ObserverService(Service):
         self.observations = ExecutionObservations()
         # Set by start(): no RPC is answered before it returned.
         self.queries: ExecutionObserver
-        self._reader: ReadModelReader | None = None
 
     def projections(self) -> Sequence[Projection]:
         return [self.observations]
@@ -55,15 +53,9 @@ class ObserverService(Service):
         return ObserverUnit(folds=self.observations, emit=partial(uow.emit, actor=ACTOR))
 
     async def start(self, runtime: Runtime) -> None:
-        self._reader = await ReadModelReader(runtime.store.path).open()
         self.queries = ExecutionObserver(
             SqliteObservationReader(runtime.store.conn),
-            ReaderSessions(self._reader),
+            ReaderSessions(runtime.reader),
             runtime.wait_for_change,
             self.clock,
         )
-
-    async def stop(self) -> None:
-        if self._reader is not None:
-            await self._reader.close()
-            self._reader = None

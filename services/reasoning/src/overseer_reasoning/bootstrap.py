@@ -11,7 +11,6 @@ from overseer_reasoning.application.ports import ConversationHistory
 from overseer_reasoning.entrypoints import events
 from overseer_reasoning.entrypoints.rpc import rpc
 from overseer_runtime.provisioning import Subscription
-from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.rpc import RpcTable
 from overseer_runtime.runtime import Runtime
 from overseer_runtime.service import HandlerTable, Service
@@ -30,7 +29,6 @@ class ReasoningService(Service):
         self.conversations = ConversationLog()
         # Set by start(): no RPC is answered before it returned.
         self.history: ConversationHistory
-        self._reader: ReadModelReader | None = None
 
     def projections(self) -> Sequence[Projection]:
         return [self.conversations]
@@ -49,10 +47,4 @@ class ReasoningService(Service):
         return ReasoningUnit(emit=partial(uow.emit, actor=ACTOR))
 
     async def start(self, runtime: Runtime) -> None:
-        self._reader = await ReadModelReader(runtime.store.path).open()
-        self.history = ReaderConversationHistory(self._reader)
-
-    async def stop(self) -> None:
-        if self._reader is not None:
-            await self._reader.close()
-            self._reader = None
+        self.history = ReaderConversationHistory(runtime.reader)
