@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from gateway_support import LiveGateway, serve
 
 from overseer_gateway.bootstrap import GatewayService
 from overseer_runtime.testing import NatsUnderTest, Stack
+from tests.integration.gateway.gateway_support import LiveGateway, serve
 from tests.support.services import running
 
 

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import Any
 
 import pytest
-from gateway_support import LiveGateway
+
+from tests.integration.gateway.gateway_support import LiveGateway
 
 PROBLEM = "application/problem+json"
 
 # (method, path, body, the role CONTRACT.md requires)
-ENDPOINTS = [
+ENDPOINTS: list[tuple[str, str, dict[str, Any] | None, str]] = [
     ("POST", "/v1/actions", {"session_id": "s", "tool": "fs.list", "args": {}}, "agent"),
     ("GET", "/v1/actions/x", None, "viewer"),
     ("GET", "/v1/approvals?status=pending", None, "operator"),

@@ -8,9 +8,10 @@ from typing import Any
 
 import httpx
 import pytest
-from gateway_support import LiveGateway
 
+from overseer_events.catalogue import ExecutionProposed
 from overseer_runtime.testing import eventually
+from tests.integration.gateway.gateway_support import LiveGateway
 
 PROBLEM = "application/problem+json"
 UUID7 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
@@ -78,6 +79,7 @@ async def test_the_proposal_is_the_gateways_event_with_the_agent_as_proposer(gat
     assert stored.subject.endswith(".gateway.execution.proposed")
     assert event.correlation_id == "act-event"
     assert event.aggregate_id == execution_id
+    assert isinstance(event.data, ExecutionProposed)
     assert event.data.proposer.kind == "agent"
     assert event.data.proposer.id == "agent"
 

@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from gateway_support import LiveGateway, exchange, raw_request, serve
 
 from overseer_gateway.entrypoints.http import build_asgi
+from tests.integration.gateway.gateway_support import LiveGateway, exchange, raw_request, serve
 
 PROBLEM = "application/problem+json"
 MAX_BODY = 4096

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from gateway_support import LiveGateway
+
+from tests.integration.gateway.gateway_support import LiveGateway
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,8 @@ from typing import Any
 
 import httpx
 import pytest
-from gateway_support import LiveGateway, exchange, raw_request
+
+from tests.integration.gateway.gateway_support import LiveGateway, exchange, raw_request
 
 PROBLEM = "application/problem+json"
 DEPTHS = [100, 254, 300, 1023, 5000]

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gateway_support import LiveGateway
+
+from tests.integration.gateway.gateway_support import LiveGateway
 
 CHECKS = ",".join(
     (

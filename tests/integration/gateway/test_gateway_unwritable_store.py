@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gateway_support import LiveGateway
 
 from overseer_runtime.runtime import Runtime
 from overseer_runtime.testing import eventually
+from tests.integration.gateway.gateway_support import LiveGateway
 
 SERVICES = ("gateway", "reasoning", "executor", "col", "firewall", "observer")
 

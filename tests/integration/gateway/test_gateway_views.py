@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from gateway_support import LiveGateway
+from tests.integration.gateway.gateway_support import LiveGateway
 
 PROBLEM = "application/problem+json"
 

@@ -9,11 +9,11 @@ from urllib.parse import urlencode
 
 import orjson
 import pytest
-from gateway_support import LiveGateway
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from overseer_runtime.testing import eventually
+from tests.integration.gateway.gateway_support import LiveGateway
 
 
 @pytest.fixture(scope="module")

@@ -64,7 +64,7 @@ def build_app(gateway: Gateway, settings: GatewaySettings, *, telemetry: bool) -
     return app
 
 
-def build_asgi(gateway: Gateway, app: FastAPI, settings: GatewaySettings) -> ASGIApp:
+def build_asgi(gateway: Gateway, app: ASGIApp, settings: GatewaySettings) -> ASGIApp:
     """What uvicorn serves: writes refused while the bus is down (:class:`BusGuard`), then
     ``POST /v1/actions`` and ``GET /v1/actions/{id}`` on a fast path, the rest (and whatever the fast
     path is not sure of) by ``app``."""
