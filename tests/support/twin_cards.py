@@ -13,11 +13,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from overseer_events.canonical import args_hash
 from overseer_events.catalogue import ExecutionProposed, Principal
 from overseer_events.machines import TOOL_NODE
 from overseer_executor.adapters.tools.email import SEND
 from overseer_executor.domain.contract import ExecutionContract, Verdict, open_contract
-from overseer_executor.domain.idempotency import args_hash
 from overseer_executor.domain.rules import Moves
 from overseer_runtime.unit_of_work import UnitOfWork
 

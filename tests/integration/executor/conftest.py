@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from executor_support import RunExecutor
 
 from overseer_executor.adapters.smtp_sink import SmtpSink
 from overseer_executor.bootstrap import ExecutorService
 from overseer_runtime.runtime import Runtime
 from overseer_runtime.testing import Stack
+from tests.integration.executor.executor_support import RunExecutor
 
 # Fast retries and sweeps: the tests wait on outcomes, never on the clock.
 FAST = {"retry_base_seconds": 0.01, "retry_max_seconds": 0.05, "sweep_interval_seconds": 0.05}

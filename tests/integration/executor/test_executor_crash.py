@@ -8,21 +8,31 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-
-from executor_support import GatedMailDrop, child_pids, decided, proposed, spawn_executor, verdict
+from typing import Any
 
 from overseer_executor.adapters.smtp_sink import SmtpSink
 from overseer_runtime.testing import Stack, eventually
+from tests.integration.executor.executor_support import (
+    GatedMailDrop,
+    child_pids,
+    decided,
+    proposed,
+    spawn_executor,
+    verdict,
+)
 
 SLOW_SERVER = Path(__file__).with_name("slow_mcp_server.py")
 
 
-async def contract(stack: Stack, execution_id: str) -> dict:
-    return await stack.rpc("executor", "contract.get", {"execution_id": execution_id})
+async def contract(stack: Stack, execution_id: str) -> dict[str, Any]:
+    answer = await stack.rpc("executor", "contract.get", {"execution_id": execution_id})
+    assert isinstance(answer, dict), answer
+    return answer
 
 
 async def has_status(stack: Stack, execution_id: str, expected: str) -> bool:
-    return (await contract(stack, execution_id))["status"] == expected
+    status: str = (await contract(stack, execution_id))["status"]
+    return status == expected
 
 
 def kill_hard(proc: subprocess.Popen[bytes]) -> None:

@@ -17,7 +17,6 @@ from typing import Any
 
 import orjson
 import pytest
-from executor_support import AGENT, proposed, verdict
 from nats.aio.msg import Msg
 
 from overseer_events.catalogue import ExecutionProposed
@@ -30,6 +29,7 @@ from overseer_executor.bootstrap import ExecutorService
 from overseer_executor.domain.tools import ToolCall, ToolError
 from overseer_runtime.runtime import Runtime
 from overseer_runtime.testing import Stack, eventually
+from tests.integration.executor.executor_support import AGENT, proposed, verdict
 from tests.support.services import RunningServices, running
 
 CONSUMERS = ("observer", "firewall", "executor")

@@ -9,23 +9,52 @@ from __future__ import annotations
 import email
 import os
 import signal
+from typing import Any
 
 import orjson
-from executor_support import INVITE, RunExecutor, child_pids, decided, proposed, session_cancelled, verdict
 
-from overseer_events.catalogue import ContractCreated, EcsRequested, ExecutionTransitioned
+from overseer_events.canonical import args_hash
+from overseer_events.catalogue import ContractCreated, EcsRequested, ExecutionTransitioned, TraceStep
 from overseer_events.envelope import Envelope, decode
 from overseer_executor.adapters.contracts_sql import SqliteContractRepository
 from overseer_executor.adapters.smtp_sink import SmtpSink
 from overseer_executor.bootstrap import ExecutorService
-from overseer_executor.domain.idempotency import args_hash
+from overseer_executor.domain.contract import ExecutionContract
 from overseer_runtime.runtime import Runtime
 from overseer_runtime.testing import Stack, eventually, received_from
+from tests.integration.executor.executor_support import (
+    INVITE,
+    RunExecutor,
+    child_pids,
+    decided,
+    proposed,
+    session_cancelled,
+    verdict,
+)
 
 
 def status(rt: Runtime, execution_id: str) -> str | None:
     contract = SqliteContractRepository(rt.store.conn).get(execution_id)
     return None if contract is None else contract.status.value
+
+
+def contract(rt: Runtime, execution_id: str) -> ExecutionContract:
+    found = SqliteContractRepository(rt.store.conn).get(execution_id)
+    assert found is not None, f"no contract {execution_id}"
+    return found
+
+
+def error(rt: Runtime, execution_id: str) -> str:
+    message = contract(rt, execution_id).error_message
+    assert message is not None, f"{execution_id} has no error message"
+    return message
+
+
+def result(rt: Runtime, execution_id: str) -> Any:
+    """The contract's result, decoded from its JSON text."""
+    text = contract(rt, execution_id).result
+    assert text is not None, f"{execution_id} has no result"
+    return orjson.loads(text)
 
 
 def refused_decisions(rt: Runtime, execution_id: str) -> list[str]:
@@ -63,8 +92,14 @@ def transitions(rt: Runtime, execution_id: str) -> list[tuple[str, str, str, str
     for stored in rt.store.read_aggregate(execution_id):
         if stored.type == "execution.transitioned":
             d = stored.envelope().data
+            assert isinstance(d, ExecutionTransitioned), d
             out.append((d.from_status, d.to_status, d.trigger, d.actor))
     return out
+
+
+def trace_of(data: ContractCreated | ExecutionTransitioned) -> TraceStep:
+    assert data.trace is not None, data
+    return data.trace
 
 
 # -- seed 003 ---------------------------------------------------------------------------------------------
@@ -98,9 +133,10 @@ async def test_seed_003_worked_example_end_to_end(
 
     events = await published(stack, 2 + 4 + 1 + 2)
     trace = [
-        (e.data.trace.node_id, e.data.trace.action)
-        for e in events
-        if isinstance(e.data, ContractCreated | ExecutionTransitioned)
+        (step.node_id, step.action)
+        for step in (
+            trace_of(e.data) for e in events if isinstance(e.data, ContractCreated | ExecutionTransitioned)
+        )
     ]
     assert trace == [
         ("reasoning", "create_contract:exec-001"),
@@ -112,7 +148,7 @@ async def test_seed_003_worked_example_end_to_end(
         ("tool_node", "transition:exec-001:pending→running"),
         ("tool_node", "transition:exec-001:running→completed"),
     ]
-    steps = [e.data.trace for e in events if isinstance(e.data, ExecutionTransitioned)]
+    steps = [trace_of(e.data) for e in events if isinstance(e.data, ExecutionTransitioned)]
     assert steps[-1].metadata == {
         "trigger": "succeed",
         "actor": "tool_node",
@@ -134,8 +170,7 @@ async def test_seed_003_failure_path_fails_then_retries_then_refuses_a_duplicate
         await stack.publish_as("reasoning", proposed("exec-001"))
         await stack.publish_as("firewall", verdict("exec-001", "allow", level="APPROVE"))
         await reaches(rt, "exec-001", "failed")
-        failed = SqliteContractRepository(rt.store.conn).get("exec-001")
-        assert "Connection refused" in failed.error_message
+        assert "Connection refused" in error(rt, "exec-001")
         assert sink.messages() == []
 
         revived = SmtpSink(sink.mail_dir, port=port)
@@ -149,9 +184,8 @@ async def test_seed_003_failure_path_fails_then_retries_then_refuses_a_duplicate
             await reaches(rt, "exec-004", "rejected")
         finally:
             await revived.stop()
-        repo = SqliteContractRepository(rt.store.conn)
-        assert repo.get("exec-003").idempotency_key == repo.get("exec-001").idempotency_key
-        assert "duplicate" in repo.get("exec-004").error_message
+        assert contract(rt, "exec-003").idempotency_key == contract(rt, "exec-001").idempotency_key
+        assert "duplicate" in error(rt, "exec-004")
         assert transitions(rt, "exec-004") == [
             ("pending", "running", "start", "tool_node"),
             ("running", "rejected", "reject", "tool_node"),
@@ -166,8 +200,7 @@ async def test_an_auto_fs_list_runs_at_once_and_completes(stack: Stack, run_exec
         await stack.publish_as("gateway", proposed("e-ls", "fs.list", {"path": "."}))
         await stack.publish_as("firewall", verdict("e-ls", "allow", {"path": "."}, tool="fs.list"))
         await reaches(rt, "e-ls", "completed")
-        contract = SqliteContractRepository(rt.store.conn).get("e-ls")
-        assert orjson.loads(contract.result) == [{"name": "a.txt", "type": "file", "size": 1}]
+        assert result(rt, "e-ls") == [{"name": "a.txt", "type": "file", "size": 1}]
         view = await stack.rpc("executor", "contract.get", {"execution_id": "e-ls"})
         assert [t["trigger"] for t in view["transitions"]] == ["start", "succeed"]
 
@@ -193,7 +226,7 @@ async def test_a_denied_proposal_is_rejected_with_the_firewalls_reasons(
             verdict("e-deny", "deny", {"command": "rm -rf /"}, tool="shell.run", reasons=["L3: forbidden"]),
         )
         await reaches(rt, "e-deny", "rejected")
-        assert SqliteContractRepository(rt.store.conn).get("e-deny").error_message == "L3: forbidden"
+        assert error(rt, "e-deny") == "L3: forbidden"
 
 
 async def test_a_held_call_waits_with_an_approval_form_and_runs_once_approved(
@@ -277,8 +310,7 @@ async def test_a_tool_past_its_time_limit_is_cancelled(stack: Stack, run_executo
         await stack.publish_as("reasoning", proposed("e-slow", "shell.run", args, timeout_seconds=0.3))
         await stack.publish_as("firewall", verdict("e-slow", "allow", args, tool="shell.run"))
         await reaches(rt, "e-slow", "cancelled")
-        contract = SqliteContractRepository(rt.store.conn).get("e-slow")
-        assert "time limit of 0.3s" in contract.error_message
+        assert "time limit of 0.3s" in error(rt, "e-slow")
         assert transitions(rt, "e-slow")[-1] == ("running", "cancelled", "cancel", "tool_node")
     assert not marker.exists()
 
@@ -312,7 +344,7 @@ async def test_a_real_mcp_call_and_a_killed_mcp_server_restarted(
         await stack.publish_as("reasoning", proposed("e-t1", "time.get_current_time", args))
         await stack.publish_as("firewall", verdict("e-t1", "allow", args, tool="time.get_current_time"))
         await reaches(rt, "e-t1", "completed")
-        first = orjson.loads(SqliteContractRepository(rt.store.conn).get("e-t1").result)
+        first = result(rt, "e-t1")
         assert first["timezone"] == "UTC"
         assert first["datetime"].endswith("+00:00")
 
@@ -327,11 +359,11 @@ async def test_a_real_mcp_call_and_a_killed_mcp_server_restarted(
         await stack.publish_as("reasoning", proposed("e-t3", "time.get_current_time", bad))
         await stack.publish_as("firewall", verdict("e-t3", "allow", bad, tool="time.get_current_time"))
         await reaches(rt, "e-t3", "failed")
-        assert "Invalid timezone" in SqliteContractRepository(rt.store.conn).get("e-t3").error_message
+        assert "Invalid timezone" in error(rt, "e-t3")
 
 
 # -- rebuild ---------------------------------------------------------------------------------------
-def _read_models(rt: Runtime) -> dict[str, list[tuple]]:
+def _read_models(rt: Runtime) -> dict[str, list[tuple[Any, ...]]]:
     tables = ("executor_contracts", "executor_verdicts", "executor_approvals", "executor_refused_decisions")
     return {t: sorted(rt.store.conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in tables}
 

@@ -7,11 +7,11 @@ import email
 import os
 import signal
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import orjson
 import pytest
-from executor_support import child_pids
 
 from overseer_executor.adapters.smtp_sink import SmtpSink
 from overseer_executor.adapters.tools.email import EmailTool
@@ -20,6 +20,7 @@ from overseer_executor.adapters.tools.mcp import McpServerTools
 from overseer_executor.adapters.tools.registry import ToolRegistry
 from overseer_executor.adapters.tools.shell import ShellTool
 from overseer_executor.domain.tools import ToolCall, ToolError, TransientToolError, UnknownTool
+from tests.integration.executor.executor_support import child_pids
 
 
 def call(name: str, **args: object) -> ToolCall:
@@ -94,7 +95,9 @@ async def test_email_send_delivers_one_message_to_the_smtp_sink(tmp_path: Path) 
     assert message["Subject"] == "Meeting"
     assert message["X-Overseer-Execution-Id"] == "exec-t"
     assert message["X-Sink-Rcpt-To"] == "bob@example.com"
-    assert message.get_payload().strip() == "At 10?"
+    payload = message.get_payload()
+    assert isinstance(payload, str), payload
+    assert payload.strip() == "At 10?"
 
 
 async def test_email_send_to_a_stopped_sink_is_a_transient_connection_error(tmp_path: Path) -> None:
@@ -168,7 +171,7 @@ def test_the_registry_declares_the_contract_tools_with_their_defaults(tmp_path: 
 
 # -- MCP: mcp-server-time over stdio -------------------------------------------------------------------
 @pytest.fixture
-async def time_server(tmp_path: Path):
+async def time_server(tmp_path: Path) -> AsyncIterator[McpServerTools]:
     server = McpServerTools(
         "time", "mcp-server-time", log_path=tmp_path / "mcp-time.log", health_interval=0.5
     )
