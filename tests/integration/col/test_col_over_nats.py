@@ -8,7 +8,6 @@ from typing import Any
 
 import nats.errors
 import pytest
-from col_nats_harness import await_command, command, execution_facts, new_id, send_command, suggest
 
 from overseer_col.bootstrap import ColService
 from overseer_events.catalogue import (
@@ -24,6 +23,14 @@ from overseer_runtime.main import rebuild
 from overseer_runtime.rpc import RpcError
 from overseer_runtime.testing import Stack, eventually, received_from
 from tests.contracts.col_backends import dump_tables
+from tests.integration.col.col_nats_harness import (
+    await_command,
+    command,
+    execution_facts,
+    new_id,
+    send_command,
+    suggest,
+)
 
 
 def create(title: str, **fields: Any) -> CoCreateCommand:

@@ -109,7 +109,7 @@ def emitted(rt: Runtime, event_type: str, **match: Any) -> list[dict[str, Any]]:
 
 async def one(rt: Runtime, event_type: str, **match: Any) -> dict[str, Any]:
     """Wait for the first matching emitted event and return its data."""
-    found = await eventually(lambda: emitted(rt, event_type, **match))
+    found: list[dict[str, Any]] = await eventually(lambda: emitted(rt, event_type, **match))
     return found[0]
 
 

@@ -15,8 +15,6 @@ from typing import Any
 
 import orjson
 import pytest
-from fw_harness import one as one_emitted
-from fw_harness import propose, respond, verdict
 
 from overseer_firewall.adapters.audit_chain import ReaderAuditHistory, SqliteAuditChain
 from overseer_firewall.bootstrap import FirewallService
@@ -26,6 +24,8 @@ from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.runtime import Runtime
 from overseer_runtime.stream_reader import StreamReader
 from overseer_runtime.testing import Stack, eventually
+from tests.integration.firewall.fw_harness import one as one_emitted
+from tests.integration.firewall.fw_harness import propose, respond, verdict
 
 HELD_WRITES = '[defaults]\n"fs.write" = "CONFIRM"\n'
 

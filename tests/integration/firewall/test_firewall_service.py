@@ -6,11 +6,22 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from fw_harness import AGENT, MAIL, OPERATOR, emitted, one, propose, respond, settled, transition, verdict
 
 from overseer_firewall.bootstrap import FirewallService
 from overseer_runtime.rpc import RpcError
 from overseer_runtime.testing import Stack, eventually
+from tests.integration.firewall.fw_harness import (
+    AGENT,
+    MAIL,
+    OPERATOR,
+    emitted,
+    one,
+    propose,
+    respond,
+    settled,
+    transition,
+    verdict,
+)
 
 HELD_WRITES = """
 [defaults]

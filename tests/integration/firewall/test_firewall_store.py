@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fw_harness import MAIL, emitted, one, propose, respond, transition, verdict
 
 from overseer_firewall.bootstrap import FirewallService
 from overseer_runtime.main import rebuild
 from overseer_runtime.runtime import Runtime
 from overseer_runtime.testing import Stack, eventually
+from tests.integration.firewall.fw_harness import MAIL, emitted, one, propose, respond, transition, verdict
 
 HELD_WRITES = '[defaults]\n"fs.write" = "CONFIRM"\n'
 
