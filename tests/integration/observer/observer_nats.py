@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 from nats.aio.client import Client
 
+from overseer_events.catalogue import ContractCreated, ExecutionProposed, ExecutionTransitioned
 from overseer_events.envelope import Envelope, new_event
 from overseer_runtime.testing import Stack
 from tests.unit.observer.observer_seed002 import SESSION, Step
@@ -20,7 +23,9 @@ class ExamplePublisher:
         self.versions: dict[str, int] = {}
 
     def envelope(self, step: Step) -> Envelope:
-        execution_id: str = step.data.execution_id  # type: ignore[attr-defined]
+        data = step.data
+        assert isinstance(data, ExecutionProposed | ContractCreated | ExecutionTransitioned), data
+        execution_id = data.execution_id
         version = 1
         if step.owner == "executor":
             version = self.versions[execution_id] = self.versions.get(execution_id, 0) + 1
@@ -38,7 +43,7 @@ class ExamplePublisher:
             await self.stack.publish_as(step.owner, self.envelope(step))
 
 
-async def published_by_observer(stack: Stack, event_type: str) -> list[dict]:
+async def published_by_observer(stack: Stack, event_type: str) -> list[dict[str, Any]]:
     """Every ``event_type`` event on the observer's stream, read through a fresh ephemeral consumer."""
     async with stack.client("provisioner") as nc:
         return await _read_all(
@@ -46,11 +51,11 @@ async def published_by_observer(stack: Stack, event_type: str) -> list[dict]:
         )
 
 
-async def _read_all(nc: Client, stream: str, subject: str) -> list[dict]:
+async def _read_all(nc: Client, stream: str, subject: str) -> list[dict[str, Any]]:
     js = nc.jetstream()
     info = await js.stream_info(stream)
     sub = await js.pull_subscribe(subject, stream=stream)
-    events: list[dict] = []
+    events: list[dict[str, Any]] = []
     try:
         remaining = info.state.messages
         while remaining > 0:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Awaitable
+from typing import Any
 
 import pytest
 
@@ -46,7 +48,21 @@ async def ask(stack: Stack, method: str, **payload: object) -> object:
     return await stack.rpc("observer", method, dict(payload))
 
 
-def _tuples(records: list[dict]) -> list[tuple]:
+async def ask_object(stack: Stack, method: str, **payload: object) -> dict[str, Any]:
+    """An answer that is one JSON object (a snapshot, a timeline, a consequence)."""
+    answer = await ask(stack, method, **payload)
+    assert isinstance(answer, dict), answer
+    return answer
+
+
+async def ask_list(stack: Stack, method: str, **payload: object) -> list[dict[str, Any]]:
+    """An answer that is a JSON array of objects (transitions, consequences)."""
+    answer = await ask(stack, method, **payload)
+    assert isinstance(answer, list), answer
+    return answer
+
+
+def _tuples(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return [
         (
             r["sequence_number"],
@@ -66,10 +82,10 @@ async def test_seed002_worked_example_is_projected_from_events_over_nats(stack: 
         await all_recorded(runtime, len(STEPS))
 
         for execution_id in (ECS_ID, TOOL_ID):
-            records = await ask(stack, "transitions", execution_id=execution_id)
+            records = await ask_list(stack, "transitions", execution_id=execution_id)
             assert _tuples(records) == EXPECTED_TRANSITIONS[execution_id]
 
-        ecs, tool = await ask(stack, "consequences", session_id=SESSION)
+        ecs, tool = await ask_list(stack, "consequences", session_id=SESSION)
         assert (ecs["action_summary"], ecs["consequence_label"]) == (
             "确认发送邮件给 bob@example.com",
             "SUCCESS",
@@ -91,7 +107,7 @@ async def test_seed002_worked_example_is_projected_from_events_over_nats(stack: 
         assert tool["result"] == "邮件已发送"
         assert await ask(stack, "consequence", execution_id=TOOL_ID) == tool
 
-        timeline = await ask(stack, "timeline", session_id=SESSION)
+        timeline = await ask_object(stack, "timeline", session_id=SESSION)
         assert (
             timeline["total_contracts"],
             timeline["terminal_contracts"],
@@ -102,7 +118,7 @@ async def test_seed002_worked_example_is_projected_from_events_over_nats(stack: 
         assert timeline["ended_at"] == pytest.approx(at(5500))
         assert [t["execution_id"] for t in timeline["transitions"]] == [ECS_ID] * 4 + [TOOL_ID] * 2
 
-        snapshot = await ask(stack, "snapshot", execution_id=TOOL_ID)
+        snapshot = await ask_object(stack, "snapshot", execution_id=TOOL_ID)
         assert (snapshot["current_status"], snapshot["is_terminal"], snapshot["transition_count"]) == (
             "completed",
             True,
@@ -110,7 +126,7 @@ async def test_seed002_worked_example_is_projected_from_events_over_nats(stack: 
         )
         assert (snapshot["last_actor"], snapshot["last_trigger"]) == ("tool_node", "succeed")
 
-        topology = await ask(stack, "topology")
+        topology = await ask_object(stack, "topology")
         assert len(topology["edges"]) == 9
         assert topology["initial_status"] == "pending"
 
@@ -214,14 +230,15 @@ async def test_unknown_ids_are_404_and_missing_ones_422(stack: Stack) -> None:
             with pytest.raises(RpcError) as refused:
                 await ask(stack, method, **payload)
             assert refused.value.status == 404, method
-        for method, payload in [
+        refused_payloads: list[tuple[str, dict[str, object]]] = [
             ("snapshot", {}),
             ("transitions", {"execution_id": ""}),
             ("timeline", {"session_id": 7}),
             ("consequences", {"session_id": SESSION, "execution_ids": "exec-1"}),
-        ]:
+        ]
+        for method, malformed in refused_payloads:
             with pytest.raises(RpcError) as refused:
-                await ask(stack, method, **payload)
+                await ask(stack, method, **malformed)
             assert refused.value.status == 422, method
         assert await ask(stack, "consequences", session_id="session-404") == []
 
@@ -249,7 +266,7 @@ def _one_more_contract() -> list[Step]:
     return [Step("executor", created, at(7000)), Step("executor", started, at(7010))]
 
 
-async def _at_least(events_coro, count: int) -> list[dict] | None:
+async def _at_least(events_coro: Awaitable[list[dict[str, Any]]], count: int) -> list[dict[str, Any]] | None:
     events = await events_coro
     return events if len(events) >= count else None
 
@@ -268,9 +285,11 @@ async def test_the_observer_runs_as_its_own_process(stack: Stack) -> None:
         assert process.wait(timeout=20) == 0
 
 
-async def _transitions_when_complete(stack: Stack, execution_id: str, count: int) -> list[dict] | None:
+async def _transitions_when_complete(
+    stack: Stack, execution_id: str, count: int
+) -> list[dict[str, Any]] | None:
     try:
-        records = await ask(stack, "transitions", execution_id=execution_id)
+        records = await ask_list(stack, "transitions", execution_id=execution_id)
     except RpcError:
         return None
     return records if len(records) >= count else None
@@ -283,14 +302,14 @@ async def test_a_waiting_consequence_query_answers_once_the_execution_settles(st
         publisher = ExamplePublisher(stack)
         await publisher.publish(TOOL_PROPOSED, TOOL_CREATED, TOOL_TRANSITIONS[0])
         # Asked while RUNNING: the answer comes only after the commit that completes it.
-        pending = asyncio.create_task(ask(stack, "consequence", execution_id=TOOL_ID, wait=20))
+        pending = asyncio.create_task(ask_object(stack, "consequence", execution_id=TOOL_ID, wait=20))
         await asyncio.sleep(0.3)
         assert not pending.done()
         await publisher.publish(TOOL_TRANSITIONS[1])
         view = await asyncio.wait_for(pending, 10)
         assert view["consequence_label"] == "SUCCESS"
         # Already settled: no waiting at all; a never-settling id runs out and says what it is.
-        assert (await ask(stack, "consequence", execution_id=TOOL_ID, wait=20))[
+        assert (await ask_object(stack, "consequence", execution_id=TOOL_ID, wait=20))[
             "consequence_label"
         ] == "SUCCESS"
         with pytest.raises(RpcError) as unknown:
@@ -302,7 +321,9 @@ async def test_a_waiting_consequence_query_answers_once_the_execution_settles(st
     "payload",
     [{"wait": -1}, {"wait": 61}, {"wait": "soon"}, {"wait": "5"}, {"wait": True}, {"until": "forever"}],
 )
-async def test_a_consequence_query_with_a_bad_wait_is_refused(stack: Stack, payload: dict) -> None:
+async def test_a_consequence_query_with_a_bad_wait_is_refused(
+    stack: Stack, payload: dict[str, object]
+) -> None:
     async with stack.runtime(observer_service()):
         with pytest.raises(RpcError) as refused:
             await ask(stack, "consequence", execution_id=TOOL_ID, **payload)

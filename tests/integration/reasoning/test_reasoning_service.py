@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from overseer_events.catalogue import MessageReceived
@@ -23,8 +25,9 @@ async def test_each_message_is_answered_and_the_history_is_served(stack: Stack) 
             )
             await stack.publish_as("gateway", event)
 
-        async def both_answered() -> list:
+        async def both_answered() -> list[dict[str, Any]]:
             rows = await stack.rpc("reasoning", "conversation.history", {"session_id": "s-7"})
+            assert isinstance(rows, list), rows
             return rows if len(rows) == 4 else []
 
         rows = await eventually(both_answered)
