@@ -7,12 +7,11 @@ consumes them, keeps a read model of what it saw and answers each one.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
 
 from overseer_events.catalogue import ConversationReplied, MessageReceived
 from overseer_events.envelope import Envelope
 from overseer_events.errors import TransientError
-from overseer_runtime.projection import Apply, SqlProjection
+from overseer_runtime.projection import SqlProjection
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.service import HandlerTable, Service
 from overseer_runtime.unit_of_work import UnitOfWork
@@ -28,26 +27,16 @@ class SeenMessages(SqlProjection):
     """
     tables = ("seen_messages", "replies")
 
-    def appliers(self) -> Mapping[str, Apply]:
-        return {
-            "conversation.message_received": self._message,
-            "conversation.replied": self._reply,
-        }
-
-    @staticmethod
-    def _message(conn: sqlite3.Connection, event: Envelope) -> None:
-        data = event.data
-        assert isinstance(data, MessageReceived)
-        # A plain INSERT: a duplicate effect would raise, so "exactly once" is checked by the schema too.
-        conn.execute(
-            "INSERT INTO seen_messages VALUES (?, ?, ?)", (event.event_id, data.session_id, data.text)
-        )
-
-    @staticmethod
-    def _reply(conn: sqlite3.Connection, event: Envelope) -> None:
-        data = event.data
-        assert isinstance(data, ConversationReplied)
-        conn.execute("INSERT INTO replies VALUES (?, ?)", (event.event_id, data.in_reply_to))
+    def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
+        match event.data:
+            case MessageReceived() as message:
+                # A plain INSERT: a duplicate effect would raise, so "exactly once" is checked by the schema too.
+                conn.execute(
+                    "INSERT INTO seen_messages VALUES (?, ?, ?)",
+                    (event.event_id, message.session_id, message.text),
+                )
+            case ConversationReplied() as reply:
+                conn.execute("INSERT INTO replies VALUES (?, ?)", (event.event_id, reply.in_reply_to))
 
 
 class Sender(Service):

@@ -1,13 +1,11 @@
-"""SqlProjection: a read model made of SQLite tables and one function per event type."""
+"""SqlProjection: a read model made of SQLite tables, and an ``apply`` that matches each event's data by class."""
 
 from __future__ import annotations
 
+import abc
 import sqlite3
-from collections.abc import Callable, Mapping
 
 from overseer_events.envelope import Envelope
-
-Apply = Callable[[sqlite3.Connection, Envelope], None]
 
 
 def split_statements(ddl: str) -> list[str]:
@@ -29,22 +27,22 @@ def split_statements(ddl: str) -> list[str]:
     return statements
 
 
-class SqlProjection:
-    """Subclass and set ``name``, ``ddl`` (``CREATE … IF NOT EXISTS``), ``tables``, and ``appliers()``.
+class SqlProjection(abc.ABC):
+    """Subclass and set ``name``, ``ddl`` (``CREATE … IF NOT EXISTS``) and ``tables``, and write ``apply``.
 
     ``tables`` lists every table, view or virtual table the DDL creates, so a
-    rebuild can drop them; events whose type has no applier are ignored.
+    rebuild can drop them. ``apply`` matches the event's data by class, so each
+    case receives its data typed, and ignores the classes it has no case for::
+
+        def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
+            match event.data:
+                case MessageReceived() as data:
+                    conn.execute("INSERT INTO messages VALUES (?, ?)", (event.event_id, data.text))
     """
 
     name: str = ""
     ddl: str = ""
     tables: tuple[str, ...] = ()
-
-    def __init__(self) -> None:
-        self._appliers: Mapping[str, Apply] = self.appliers()
-
-    def appliers(self) -> Mapping[str, Apply]:
-        return {}
 
     def create(self, conn: sqlite3.Connection) -> None:
         for statement in split_statements(self.ddl):
@@ -54,7 +52,6 @@ class SqlProjection:
         for table in self.tables:
             conn.execute(f"DROP TABLE IF EXISTS {table}")
 
+    @abc.abstractmethod
     def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
-        applier = self._appliers.get(event.type)
-        if applier is not None:
-            applier(conn, event)
+        """Change the tables as ``event`` says, in the caller's transaction (other events change nothing)."""

@@ -8,12 +8,11 @@ two concurrent decisions on one card cannot both pass.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
 
 from overseer_events.catalogue import HumanResponded
 from overseer_events.envelope import Envelope
 from overseer_gateway.domain.approvals import card_of
-from overseer_runtime.projection import Apply, SqlProjection
+from overseer_runtime.projection import SqlProjection
 
 
 class RecordedResponses(SqlProjection):
@@ -31,11 +30,7 @@ class RecordedResponses(SqlProjection):
     """
     tables = ("gateway_responses",)
 
-    def appliers(self) -> Mapping[str, Apply]:
-        return {HumanResponded.TYPE: self._responded}
-
-    @staticmethod
-    def _responded(conn: sqlite3.Connection, event: Envelope) -> None:
+    def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
         match event.data:
             case HumanResponded() as data:
                 conn.execute(
