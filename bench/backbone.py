@@ -115,7 +115,7 @@ async def bus_roundtrip(workdir: Path, n: int = 2_000) -> None:
             for i in range(n + 100):
                 loop = asyncio.get_running_loop()
                 start = time.perf_counter()
-                event = await gw.execute(lambda uow, i=i: sender.say(uow, "bench", f"m{i}"))
+                event = await gw.execute(sender.saying("bench", f"m{i}"))
                 future: asyncio.Future[float] = loop.create_future()
                 waiters[event.event_id] = future
                 done = await asyncio.wait_for(future, timeout=10)

@@ -7,9 +7,11 @@ import json
 import os
 import statistics
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 def emit(line: dict[str, Any]) -> None:
@@ -73,11 +75,17 @@ def cpu_per_action(before: dict[str, float], after: dict[str, float], count: int
     )
 
 
-def event_loop_runner() -> Callable[[Awaitable[Any]], Any]:
+class LoopRunner(Protocol):
+    """``asyncio.run``'s shape: runs a coroutine on a fresh event loop and returns its result."""
+
+    def __call__(self, main: Coroutine[Any, Any, T], /) -> T: ...
+
+
+def event_loop_runner() -> LoopRunner:
     """uvloop's ``run`` where it is installed (as the services use), else asyncio's."""
     try:
         import uvloop
 
-        return uvloop.run  # type: ignore[no-any-return]
+        return uvloop.run
     except ImportError:  # pragma: no cover
-        return asyncio.run  # type: ignore[return-value]
+        return asyncio.run

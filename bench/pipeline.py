@@ -313,7 +313,10 @@ async def run_overseer(
         note(f"stack up under {home}")
         if "pipeline_approval" in scenarios:
             await make_fs_write_confirm(stack)
-        classes = {"pipeline_auto": AutoScenario, "pipeline_approval": ApprovalScenario}
+        classes: dict[str, type[AutoScenario] | type[ApprovalScenario]] = {
+            "pipeline_auto": AutoScenario,
+            "pipeline_approval": ApprovalScenario,
+        }
         for name in scenarios:
             low, high = COUNTS[name]
             if quick:
@@ -368,8 +371,7 @@ def main(argv: list[str]) -> int:
     runner = event_loop_runner()
     ours = runner(run_overseer(scenarios, args.concurrency, args.quick, args.profile, args.keep))
     if not args.no_peers:
-        sys.path.insert(0, str(ROOT / "bench" / "peers"))
-        from langgraph_pipeline import run_peers
+        from bench.peers.langgraph_pipeline import run_peers
 
         peers = run_peers(scenarios, args.concurrency, args.quick)
         for line in peers:

@@ -7,6 +7,7 @@ consumes them, keeps a read model of what it saw and answers each one.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 from overseer_events.catalogue import ConversationReplied, MessageReceived
 from overseer_events.envelope import Envelope
@@ -49,6 +50,10 @@ class Sender(Service):
             actor="gateway:test",
             correlation_id=session_id,
         )
+
+    def saying(self, session_id: str, text: str) -> Callable[[UnitOfWork], Envelope]:
+        """:meth:`say` as a transaction for ``Runtime.execute``, its arguments bound when it is made."""
+        return lambda uow: self.say(uow, session_id, text)
 
 
 class Replier(Service):

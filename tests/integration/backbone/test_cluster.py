@@ -34,12 +34,14 @@ async def test_services_carry_on_when_a_node_of_a_three_node_cluster_dies(
         info = await gw.js.stream_info(stack.subjects.events_stream)
         assert info.config.num_replicas == 3
         for i in range(20):
-            await gw.execute(lambda uow, i=i: sender.say(uow, "s", f"before-{i}"))
+            await gw.execute(sender.saying("s", f"before-{i}"))
         await eventually(lambda: replies(rs.store.conn) == 20, timeout=20)
-        victim = cluster.client_ports.index(int(str(gw.nc.connected_url.port)))
+        connected = gw.nc.connected_url
+        assert connected is not None
+        victim = cluster.client_ports.index(int(str(connected.port)))
         cluster.kill_node(victim)  # the node the gateway is connected to
         for i in range(20):
-            await gw.execute(lambda uow, i=i: sender.say(uow, "s", f"after-{i}"))
+            await gw.execute(sender.saying("s", f"after-{i}"))
         await eventually(lambda: replies(rs.store.conn) == 40, timeout=60)
         texts = seen(rs.store.conn)
         assert sorted(texts) == sorted([f"before-{i}" for i in range(20)] + [f"after-{i}" for i in range(20)])

@@ -40,15 +40,15 @@ async def test_consumers_resume_after_the_server_restarts_mid_stream(
     sender = Sender()
     async with own_stack.runtime(sender) as gw, own_stack.runtime(Replier()) as rs:
         for i in range(20):
-            await gw.execute(lambda uow, i=i: sender.say(uow, "s", f"before-{i}"))
+            await gw.execute(sender.saying("s", f"before-{i}"))
         await eventually(lambda: replies(rs.store.conn) == 20)
         own_nats.stop()  # the server goes away: every pull request and connection is lost
         for i in range(20):  # committed while the server is down: the outbox keeps them
-            await gw.execute(lambda uow, i=i: sender.say(uow, "s", f"during-{i}"))
+            await gw.execute(sender.saying("s", f"during-{i}"))
         await asyncio.sleep(0.5)
         own_nats.start()
         for i in range(20):
-            await gw.execute(lambda uow, i=i: sender.say(uow, "s", f"after-{i}"))
+            await gw.execute(sender.saying("s", f"after-{i}"))
         await eventually(lambda: replies(rs.store.conn) == 60, timeout=30)
         texts = seen(rs.store.conn)
         assert len(texts) == len(set(texts)) == 60

@@ -39,7 +39,7 @@ async def test_progress_reaches_the_store_shortly_after_a_burst(stack: Stack) ->
     async with stack.runtime(sender) as gw:
         before = gw.store.relay_position()
         for i in range(5):
-            await gw.execute(lambda uow, i=i: sender.say(uow, "s", f"m{i}"))
+            await gw.execute(sender.saying("s", f"m{i}"))
         await eventually(lambda: gw.relay.published == 5)
         # Acknowledged in memory at once; on disk within RECORD_EVERY of the last PubAck.
         await eventually(

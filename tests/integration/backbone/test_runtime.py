@@ -24,16 +24,22 @@ async def test_an_event_travels_from_outbox_to_consumer_and_back(stack: Stack) -
         assert health["relay_backlog"] == 0
 
 
-async def _dlq_messages(stack: Stack) -> list:
+async def _dlq_headers(stack: Stack) -> list[dict[str, str]]:
+    """The headers of each dead letter (every one carries its reason and original subject)."""
     async with stack.client("provisioner") as nc:
         js = nc.jetstream()
         sub = await js.pull_subscribe(stack.subjects.dlq(">"), stream=stack.subjects.dlq_stream)
         try:
-            return await sub.fetch(10, timeout=2)
+            dead = await sub.fetch(10, timeout=2)
         except TimeoutError:
             return []
         finally:
             await sub.unsubscribe()
+    headers: list[dict[str, str]] = []
+    for message in dead:
+        assert message.headers is not None, f"a dead letter without headers: {message.data!r}"
+        headers.append(message.headers)
+    return headers
 
 
 async def test_events_committed_while_the_relay_was_down_all_arrive_once(stack: Stack) -> None:
@@ -93,7 +99,7 @@ async def test_events_committed_while_their_stream_is_gone_are_published_once_it
     async with stack.runtime(sender) as gw:
         await stack.delete_events_stream()
         for i in range(3):  # each PubAck fails ("no responders"): the relay rewinds and retries
-            await gw.execute(lambda uow, i=i: sender.say(uow, "s", f"m{i}"))
+            await gw.execute(sender.saying("s", f"m{i}"))
         await asyncio.sleep(0.3)
         assert gw.relay.backlog() == 3
         await stack.nats.provision(stack.subjects, {})
@@ -124,7 +130,7 @@ async def test_a_lingering_consumer_applies_a_burst_in_one_batch(stack: Stack) -
     sender = Sender()
     async with stack.runtime(sender) as gw, stack.runtime(Replier(linger=0.5)) as rs:
         for i in range(5):  # five commits, each published on its own, well within the linger
-            await gw.execute(lambda uow, i=i: sender.say(uow, "s", f"m{i}"))
+            await gw.execute(sender.saying("s", f"m{i}"))
             await asyncio.sleep(0.02)
         await eventually(lambda: replies(rs.store.conn) == 5)
         (consumer,) = rs.consumers
@@ -135,7 +141,7 @@ async def test_a_consumer_without_linger_applies_each_message_as_it_comes(stack:
     sender = Sender()
     async with stack.runtime(sender) as gw, stack.runtime(Replier()) as rs:
         for i in range(3):
-            await gw.execute(lambda uow, i=i: sender.say(uow, "s", f"m{i}"))
+            await gw.execute(sender.saying("s", f"m{i}"))
             await eventually(lambda i=i: replies(rs.store.conn) == i + 1)
         (consumer,) = rs.consumers
         assert (consumer.delivered, consumer.batches) == (3, 3)
@@ -159,7 +165,7 @@ async def test_rebuilt_read_models_equal_the_incremental_ones(stack: Stack) -> N
     sender = Sender()
     async with stack.runtime(sender) as gw, stack.runtime(Replier()) as rs:
         for i in range(50):
-            await gw.execute(lambda uow, i=i: sender.say(uow, f"s{i % 3}", f"m{i}"))
+            await gw.execute(sender.saying(f"s{i % 3}", f"m{i}"))
         await eventually(lambda: replies(rs.store.conn) == 50)
         live_seen = list(rs.store.conn.execute("SELECT * FROM seen_messages ORDER BY event_id"))
         live_replies = list(rs.store.conn.execute("SELECT * FROM replies ORDER BY event_id"))
@@ -190,11 +196,11 @@ async def test_poison_goes_to_the_dead_letter_stream_and_the_rest_is_processed(s
     async with stack.runtime(Replier(fail_texts={"explode"})) as rs:
         await eventually(lambda: seen(rs.store.conn) == ["before", "after"])
         await eventually(lambda: rs.store.tracking("reasoning@events") == 5)
-    dead = await _dlq_messages(stack)
-    reasons = sorted(m.headers["Overseer-Reason"].split(":")[0] for m in dead)
+    dead = await _dlq_headers(stack)
+    reasons = sorted(h["Overseer-Reason"].split(":")[0] for h in dead)
     assert reasons == ["handler error", "undecodable", "undecodable"]
-    assert any("no.such.type" in m.headers["Overseer-Reason"] for m in dead)
-    assert all(m.headers["Overseer-Original-Subject"] == subject for m in dead)
+    assert any("no.such.type" in h["Overseer-Reason"] for h in dead)
+    assert all(h["Overseer-Original-Subject"] == subject for h in dead)
 
 
 async def test_a_transient_failure_is_redelivered_and_applied(stack: Stack) -> None:

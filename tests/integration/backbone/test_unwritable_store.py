@@ -214,7 +214,7 @@ async def test_a_consumer_whose_disk_is_full_reports_it_dead_letters_nothing_and
 
         filler = fill(small_disk)
         for i in range(3):
-            await gw.execute(lambda uow, i=i: sender.say(uow, "s", f"m{i}"))
+            await gw.execute(sender.saying("s", f"m{i}"))
         health = await eventually(lambda: health_says(rs, "degraded"))
         assert health["ready"]
         assert health["store"]["writable"] is False
@@ -353,7 +353,7 @@ async def test_a_relay_whose_progress_is_refused_keeps_publishing_reports_it_and
     async with stack.runtime(sender) as gw, stack.runtime(Replier()) as rs:
         gw.relay.RECORD_EVERY = 1.0  # time to make the store immutable before progress is written
         for i in range(3):
-            await gw.execute(lambda uow, i=i: sender.say(uow, "s", f"m{i}"))
+            await gw.execute(sender.saying("s", f"m{i}"))
         immutable.set(wal_of(gw))
         await eventually(lambda: seen(rs.store.conn) == ["m0", "m1", "m2"])
         assert gw.relay.backlog() == 0  # every event acknowledged by JetStream
