@@ -59,9 +59,10 @@ class FirewallBackend:
 
     def apply(self, data: EventData, *, aggregate_id: str | None = None, version: int = 1) -> Envelope:
         """``data`` arrives (another service's event) or is emitted (the firewall's own), as one transaction."""
+        execution_id = getattr(data, "execution_id", None)
         event = new_event(
             data,
-            aggregate_id=aggregate_id or getattr(data, "execution_id", data.TYPE),
+            aggregate_id=aggregate_id or (execution_id if isinstance(execution_id, str) else data.TYPE),
             aggregate_version=version,
             actor="firewall" if owns("firewall", data.TYPE) else owners_of(data.TYPE)[0],
             occurred_at=float(next(self._now)),

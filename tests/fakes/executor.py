@@ -13,9 +13,10 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, TypeVar
+from dataclasses import dataclass, replace
+from typing import Protocol, TypeVar
 
+from overseer_events.canonical import args_hash
 from overseer_events.catalogue import (
     ContractCreated,
     EcsRequested,
@@ -40,12 +41,14 @@ from overseer_executor.application.tool_runner import RetryPolicy, ToolCalls, To
 from overseer_executor.domain.alignment import check_resume_alignment
 from overseer_executor.domain.claims import CLAIMING, Twin
 from overseer_executor.domain.contract import ExecutionContract, OpenRequest, Verdict, open_contract
-from overseer_executor.domain.idempotency import args_hash
 from overseer_executor.domain.rules import Moves, ToolOutcome
 from overseer_executor.domain.tools import ToolCall, ToolSpec, UnknownTool
 from overseer_executor.entrypoints.events import handlers
+from overseer_runtime.unit_of_work import AfterCommit, UnitOfWork
+from tests.fakes.runtime import FakeUnitOfWork
 
 T = TypeVar("T")
+E = TypeVar("E", bound=EventData)
 ACTOR = "executor"
 OPEN = frozenset({ExecutionStatus.PENDING, ExecutionStatus.WAITING})
 EXPIRING_FORMS = frozenset({"approval", "confirmation"})
@@ -307,17 +310,6 @@ class FakeClock:
         self.now += seconds
 
 
-@dataclass
-class FakeUnitOfWork:
-    """What ``unit_for`` reads of a unit of work: the incoming event and the after-commit hook."""
-
-    incoming: Envelope | None = None
-    work: list[Callable[[], Awaitable[None] | None]] = field(default_factory=list)
-
-    def after_commit(self, fn: Callable[[], Awaitable[None] | None]) -> None:
-        self.work.append(fn)
-
-
 class Store(Protocol):
     """The executor's store as the harness uses it: in memory here, in SQLite for the contract suites."""
 
@@ -386,7 +378,7 @@ class ExecutorHarness:
         self.store: Store = store or InMemoryStore()
         self.tools = tools
         self.clock = clock or FakeClock()
-        self.after_commit: list[Callable[[], Awaitable[None] | None]] = []
+        self.after_commit: list[AfterCommit] = []
         self.execution = ExecutionHandlers()
         runner = ToolRunner(tools, default_time_limit=30.0, retry=QUICK_RETRY, max_result_chars=16_000)
         self.calls = ToolCalls(runner, self._record)
@@ -404,7 +396,7 @@ class ExecutorHarness:
     def emitted(self) -> list[Envelope]:
         return self.store.emitted()
 
-    def unit_for(self, uow: FakeUnitOfWork) -> Unit:
+    def unit_for(self, uow: UnitOfWork) -> Unit:
         return Unit(
             contracts=self.store.contracts,
             events=self.store.events(uow.incoming),
@@ -415,15 +407,15 @@ class ExecutorHarness:
         )
 
     def deliver(self, event: Envelope) -> None:
-        uow = FakeUnitOfWork(incoming=event)
+        uow = FakeUnitOfWork(event, service=ACTOR)
         with self.store.transaction():
             self.store.receive(event)
-            self.table.handle(uow, event)  # the fake unit of work stands for the runtime's
+            self.table.handle(uow, event)
         self.after_commit.extend(uow.work)
 
     def execute(self, work: Callable[[Unit], T]) -> T:
         """``work`` in a unit of work of its own (as ``Runtime.execute``)."""
-        uow = FakeUnitOfWork()
+        uow = FakeUnitOfWork(service=ACTOR)
         with self.store.transaction():
             result = work(self.unit_for(uow))
         self.after_commit.extend(uow.work)
@@ -465,5 +457,6 @@ class ExecutorHarness:
             raise KeyError(f"no contract {execution_id}")
         return contract
 
-    def emitted_data(self, kind: type[Any] = EventData) -> list[Any]:
+    def emitted_data(self, kind: type[E]) -> list[E]:
+        """The data of the executor's own events that are ``kind``s, in order."""
         return [e.data for e in self.emitted if isinstance(e.data, kind)]

@@ -59,6 +59,8 @@ from overseer_firewall.domain.policy import UserLevel
 from overseer_firewall.domain.preview import ABSENT, CurrentFile
 from overseer_firewall.domain.replay import RecordedProposal
 from overseer_firewall.entrypoints.events import handlers
+from overseer_runtime.unit_of_work import UnitOfWork
+from tests.fakes.runtime import FakeUnitOfWork
 
 T = TypeVar("T")
 ACTOR = "firewall"
@@ -104,18 +106,20 @@ class InMemoryProposals:
         return row.proposal if row else None
 
     async def recorded(self, limit: int) -> list[RecordedProposal]:
-        judged = [row for row in self._rows.values() if row.proposal.decision is not None]
+        judged = [
+            (row, row.proposal.decision) for row in self._rows.values() if row.proposal.decision is not None
+        ]
         return [
             RecordedProposal(
                 row.proposal.proposal,
                 Level.parse(str(row.proposal.level)),
-                Decision(row.proposal.decision),
+                Decision(decision),
                 tuple(
                     Finding(f["layer"], f["outcome"], f.get("message", ""), f.get("details") or {})
                     for f in row.findings
                 ),
             )
-            for row in judged[-limit:]
+            for row, decision in judged[-limit:]
         ]
 
 
@@ -223,8 +227,8 @@ class InMemoryPolicyState:
             state = self._sessions.get(data.session_id, SessionState(True, 0))
             self._sessions[data.session_id] = SessionState(True, max(state.aborts, 1))
         elif isinstance(data, SessionCancelRequested):
-            state = self._sessions.get(data.session_id)
-            self._sessions[data.session_id] = SessionState(True, state.aborts + 1 if state else 1)
+            paused = self._sessions.get(data.session_id)
+            self._sessions[data.session_id] = SessionState(True, paused.aborts + 1 if paused else 1)
         elif isinstance(data, SessionResumed):
             self._sessions.pop(data.session_id, None)
         elif isinstance(data, HintIssued):
@@ -377,24 +381,33 @@ class InMemoryFirewallStore:
         return max(self._versions.get(aggregate_id, ()), default=0)
 
 
-class InMemoryOutbox:
-    """:class:`Outbox` of one unit of work on an :class:`InMemoryFirewallStore`."""
+class InMemoryOutbox(FakeUnitOfWork):
+    """:class:`Outbox` of one unit of work on an :class:`InMemoryFirewallStore`: the unit of work the
+    handler table hands to :meth:`InMemoryFirewall.unit_for`, as the runtime's is the outbox there."""
 
     def __init__(
         self, store: InMemoryFirewallStore, clock: Callable[[], float], incoming: Envelope | None
     ) -> None:
+        super().__init__(incoming, service=ACTOR)
         self.store = store
         self.clock = clock
-        self.incoming = incoming
-        self.emitted: list[Envelope] = []
-        self._after_commit: list[Callable[[], None]] = []
 
     def emit(
-        self, data: EventData, *, aggregate_id: str, actor: str, aggregate_version: int | None = None
+        self,
+        data: EventData,
+        *,
+        aggregate_id: str,
+        actor: str,
+        aggregate_version: int | None = None,
+        correlation_id: str | None = None,
+        causation_id: str | None = None,
     ) -> Envelope:
         if not owns(ACTOR, data.TYPE):
             raise AssertionError(f"the firewall does not own {data.TYPE}")
         incoming = self.incoming
+        if incoming is not None:  # as the runtime's: the incoming event's, unless given
+            correlation_id = incoming.correlation_id if correlation_id is None else correlation_id
+            causation_id = incoming.event_id if causation_id is None else causation_id
         if aggregate_version is None:
             aggregate_version = self.store.last_version(aggregate_id) + 1
         event = new_event(
@@ -402,20 +415,18 @@ class InMemoryOutbox:
             aggregate_id=aggregate_id,
             aggregate_version=aggregate_version,
             actor=actor,
-            correlation_id=incoming.correlation_id if incoming else None,
-            causation_id=incoming.event_id if incoming else None,
+            correlation_id=correlation_id,
+            causation_id=causation_id,
             occurred_at=self.clock(),
         )
         self.store.append(event)
         self.emitted.append(event)
         return event
 
-    def after_commit(self, fn: Callable[[], None]) -> None:
-        self._after_commit.append(fn)
-
     def commit(self) -> None:
-        for fn in self._after_commit:
-            fn()
+        for fn in self.work:
+            if fn() is not None:
+                raise AssertionError("the firewall's after-commit work is synchronous (its Outbox port)")
 
 
 class Clock:
@@ -468,10 +479,10 @@ class InMemoryFirewall:
         text = self.files.get(path)
         return ABSENT if text is None else CurrentFile(True, text)
 
-    def unit_for(self, outbox: InMemoryOutbox) -> Unit:
+    def unit_for(self, uow: UnitOfWork) -> Unit:
         store = self.store
         return Unit(
-            outbox=outbox,
+            outbox=uow,
             proposals=store.proposals,
             approvals=store.approvals,
             audit=store.audit,
@@ -488,9 +499,10 @@ class InMemoryFirewall:
         occurred_at: float | None = None,
     ) -> list[Envelope]:
         """An event published by ``owner`` arrives: read models first, then its handler; answers what it emitted."""
+        execution_id = getattr(data, "execution_id", None)
         event = new_event(
             data,
-            aggregate_id=aggregate_id or getattr(data, "execution_id", owner),
+            aggregate_id=aggregate_id or (execution_id if isinstance(execution_id, str) else owner),
             aggregate_version=version,
             actor=owner,
             correlation_id=getattr(data, "session_id", None),
@@ -498,7 +510,7 @@ class InMemoryFirewall:
         )
         self.store.apply(event)
         outbox = InMemoryOutbox(self.store, self.clock, event)
-        self.table.handle(outbox, event)  # the in-memory outbox stands for the runtime's unit of work
+        self.table.handle(outbox, event)
         return self._committed(outbox)
 
     # -- what the other services publish ---------------------------------------------------------------

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from overseer_col.application.handlers import ColUnit
 from overseer_col.entrypoints.events import SUBSCRIPTIONS, handlers
 from overseer_events.catalogue import CoCreateCommand, CoSuggested, ExecutionTransitioned
 from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.subjects import subject_matches
+from overseer_runtime.unit_of_work import UnitOfWork
 from tests.fakes.col import InMemoryCol
+from tests.fakes.runtime import FakeUnitOfWork
 
 
 def delivered(data: EventData, correlation_id: str | None = None) -> Envelope:
@@ -18,17 +18,26 @@ def delivered(data: EventData, correlation_id: str | None = None) -> Envelope:
     )
 
 
+def no_unit(uow: UnitOfWork) -> ColUnit:
+    raise AssertionError("no event is handled here")
+
+
 def test_the_table_handles_exactly_the_types_the_col_subscribes_to() -> None:
-    table = handlers(lambda uow: None)
+    table = handlers(no_unit)
     patterns = tuple(pattern for s in SUBSCRIPTIONS for pattern in s.types)
     assert all(subject_matches(kind, patterns) for kind in table.event_types())
     assert {"co.command.create", "co.suggested", "execution.transitioned"} <= table.event_types()
 
 
 def test_a_command_is_handled_on_the_unit_built_for_its_transaction(unit: ColUnit, col: InMemoryCol) -> None:
-    units: list[Any] = []
-    table = handlers(lambda uow: units.append(uow) or unit)
-    uow = object()
+    units: list[UnitOfWork] = []
+
+    def unit_for(uow: UnitOfWork) -> ColUnit:
+        units.append(uow)
+        return unit
+
+    table = handlers(unit_for)
+    uow = FakeUnitOfWork()
     table.handle(uow, delivered(CoCreateCommand(command_id="cmd-1", co_id="co-1", title="t")))
     assert units == [uow]
     assert col.cos["co-1"].title == "t"
@@ -40,7 +49,7 @@ def test_a_suggestion_without_a_session_takes_the_correlation_of_its_event(
 ) -> None:
     table = handlers(lambda uow: unit)
     suggested = CoSuggested(suggestion_id="s-1", kind="create", fields={"title": "新的事情"})
-    table.handle(object(), delivered(suggested, correlation_id="sess-9"))
+    table.handle(FakeUnitOfWork(), delivered(suggested, correlation_id="sess-9"))
     suggestion = col.suggestion("s-1")
     assert suggestion is not None
     assert suggestion.session_id == "sess-9"
@@ -48,7 +57,7 @@ def test_a_suggestion_without_a_session_takes_the_correlation_of_its_event(
 
 def test_an_execution_fact_reaches_the_execution_handler(unit: ColUnit, col: InMemoryCol) -> None:
     table = handlers(lambda uow: unit)
-    table.handle(object(), delivered(CoCreateCommand(command_id="cmd-1", co_id="co-1", title="t")))
+    table.handle(FakeUnitOfWork(), delivered(CoCreateCommand(command_id="cmd-1", co_id="co-1", title="t")))
     moved = ExecutionTransitioned(
         execution_id="exec-1",
         session_id="s",
@@ -59,5 +68,5 @@ def test_an_execution_fact_reaches_the_execution_handler(unit: ColUnit, col: InM
         timestamp=1.0,
         co_id="co-1",
     )
-    table.handle(object(), delivered(moved))
+    table.handle(FakeUnitOfWork(), delivered(moved))
     assert [(r.execution_id, r.outcome) for r in col.execution_reports("co-1")] == [("exec-1", "completed")]

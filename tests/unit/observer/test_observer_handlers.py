@@ -8,7 +8,9 @@ from overseer_events.catalogue import ExecutionFactObserved, ExecutionStateObser
 from overseer_events.subjects import subject_matches
 from overseer_observer.application.handlers import ObserverUnit, announce_transition
 from overseer_observer.entrypoints.events import SUBSCRIPTIONS, handlers
+from overseer_runtime.unit_of_work import UnitOfWork
 from tests.fakes.observer import Announcements, InMemoryObservations
+from tests.fakes.runtime import FakeUnitOfWork
 from tests.unit.observer.observer_seed002 import (
     EXPECTED_TRANSITIONS,
     SESSION,
@@ -33,7 +35,7 @@ class Observer:
         for step in steps:
             event = step.delivered()
             self.observations.fold_event(event)
-            self.table.handle(object(), event)
+            self.table.handle(FakeUnitOfWork(event), event)
 
 
 def test_each_transition_is_announced_with_its_contract_and_category() -> None:
@@ -77,8 +79,12 @@ def test_a_transition_the_projection_did_not_fold_is_a_bug_and_announces_nothing
     assert announcements.made == []
 
 
+def no_unit(uow: UnitOfWork) -> ObserverUnit:
+    raise AssertionError("no event is handled here")
+
+
 def test_the_table_handles_only_types_the_observer_subscribes_to() -> None:
-    table = handlers(lambda uow: None)
+    table = handlers(no_unit)
     patterns = tuple(pattern for s in SUBSCRIPTIONS for pattern in s.types)
     assert table.event_types() == {"execution.transitioned"}
     assert all(subject_matches(kind, patterns) for kind in table.event_types())

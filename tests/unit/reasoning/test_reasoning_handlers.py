@@ -7,7 +7,9 @@ from overseer_events.envelope import Envelope, new_event
 from overseer_events.subjects import subject_matches
 from overseer_reasoning.application.handlers import ReasoningUnit, reply_to_message
 from overseer_reasoning.entrypoints.events import SUBSCRIPTIONS, handlers
-from tests.fakes.reasoning import Outbox
+from overseer_runtime.unit_of_work import UnitOfWork
+from tests.fakes.reasoning import Outbox, Sent
+from tests.fakes.runtime import FakeUnitOfWork
 
 
 def message(text: str, session_id: str = "s-7") -> Envelope:
@@ -18,6 +20,12 @@ def message(text: str, session_id: str = "s-7") -> Envelope:
         actor="gateway:test",
         correlation_id=session_id,
     )
+
+
+def reply(sent: Sent) -> ConversationReplied:
+    """What was sent, which must be a reply."""
+    assert isinstance(sent.data, ConversationReplied), sent.data
+    return sent.data
 
 
 def test_a_message_is_answered_once_in_its_session_with_a_reply_to_it() -> None:
@@ -37,23 +45,23 @@ def test_an_empty_message_is_answered_too() -> None:
     event = message("   ")
     assert isinstance(event.data, MessageReceived)
     reply_to_message(event.data, ReasoningUnit(outbox), event.event_id)
-    assert [s.data.text for s in outbox.sent] == ["I received an empty message."]
+    assert [reply(s).text for s in outbox.sent] == ["I received an empty message."]
 
 
 def test_the_table_hands_each_message_to_the_handler_on_the_unit_of_its_transaction() -> None:
     outbox = Outbox()
-    units: list[object] = []
+    units: list[UnitOfWork] = []
 
-    def unit_for(uow: object) -> ReasoningUnit:
+    def unit_for(uow: UnitOfWork) -> ReasoningUnit:
         units.append(uow)
         return ReasoningUnit(outbox)
 
     table = handlers(unit_for)
-    uow = object()
+    uow = FakeUnitOfWork()
     event = message("hello", session_id="s-1")
     table.handle(uow, event)
     assert units == [uow]
-    assert [(s.correlation_id, s.data.in_reply_to) for s in outbox.sent] == [("s-1", event.event_id)]
+    assert [(s.correlation_id, reply(s).in_reply_to) for s in outbox.sent] == [("s-1", event.event_id)]
 
 
 def test_the_table_handles_only_what_the_service_subscribes_to() -> None:

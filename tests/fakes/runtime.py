@@ -1,0 +1,46 @@
+"""The runtime's unit of work, for tests that play the runtime's part around a service's handler table.
+
+A handler table hands the :class:`UnitOfWork` of each transaction to the service's ``unit_for``; a
+test's ``unit_for`` builds the unit on fakes instead. :class:`FakeUnitOfWork` is a real
+:class:`UnitOfWork` (the table takes nothing else) whose after-commit work waits in :attr:`work`
+until the test runs it. Its store is an in-memory SQLite one that nothing writes to: the fakes give
+the handlers their ports in memory, and emitting through it directly is refused.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from overseer_events.envelope import Envelope, EventData
+from overseer_events.subjects import Subjects
+from overseer_runtime.store import EventStore
+from overseer_runtime.unit_of_work import AfterCommit, Emitter, UnitOfWork
+
+
+@functools.cache
+def _unused_store() -> EventStore:
+    """One store for every fake unit of work: the base class needs one, the fakes never write to it."""
+    return EventStore(":memory:")
+
+
+class FakeUnitOfWork(UnitOfWork):
+    """A unit of work handling ``incoming`` (if any); what it leaves for after the commit is in :attr:`work`."""
+
+    def __init__(self, incoming: Envelope | None = None, *, service: str = "test") -> None:
+        super().__init__(Emitter(service, _unused_store(), Subjects(), []), incoming)
+        self.work: list[AfterCommit] = []
+
+    def emit(
+        self,
+        data: EventData,
+        *,
+        aggregate_id: str,
+        actor: str,
+        aggregate_version: int | None = None,
+        correlation_id: str | None = None,
+        causation_id: str | None = None,
+    ) -> Envelope:
+        raise AssertionError(f"{data.TYPE} emitted on the unit of work: a fake port emits it")
+
+    def after_commit(self, fn: AfterCommit) -> None:
+        self.work.append(fn)
