@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from overseer_events.canonical import args_hash
 from overseer_events.machines import ExecutionStatus
 from overseer_executor.domain.claims import Twin
-from overseer_executor.domain.idempotency import args_hash, idempotency_key
+from overseer_executor.domain.contract import ExecutionContract
+from overseer_executor.domain.idempotency import idempotency_key
 from tests.contracts.executor_backends import BACKENDS, Backend, close_backend, make_backend
 from tests.unit.executor.executor_builders import AGENT, INVITE
 
@@ -24,7 +26,7 @@ async def executor(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncItera
     await close_backend(backend)
 
 
-def ids(contracts: list) -> list[str]:
+def ids(contracts: list[ExecutionContract]) -> list[str]:
     return [c.execution_id for c in contracts]
 
 

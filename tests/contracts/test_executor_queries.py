@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from overseer_events.canonical import args_hash
 from overseer_executor.application.ports import Transition
-from overseer_executor.domain.idempotency import args_hash
 from tests.contracts.executor_backends import BACKENDS, Backend, close_backend, make_backend
 from tests.unit.executor.executor_builders import INVITE
 

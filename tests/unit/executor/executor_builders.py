@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from overseer_events.canonical import args_hash
 from overseer_events.catalogue import (
     ExecutionProposed,
     HumanDecisionRecorded,
@@ -16,7 +17,6 @@ from overseer_events.catalogue import (
 )
 from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_executor.domain.contract import ExecutionContract, Verdict, open_contract
-from overseer_executor.domain.idempotency import args_hash
 from overseer_executor.domain.tools import ToolSpec
 
 AGENT = Principal(kind="agent", id="agent")

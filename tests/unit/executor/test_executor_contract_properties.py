@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from executor_builders import AGENT, ALICE, contract, human, proposal, verdict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +18,7 @@ from overseer_executor.domain.rules import (
     decide_tool_outcome,
     decide_verdict,
 )
+from tests.unit.executor.executor_builders import AGENT, ALICE, contract, human, proposal, verdict
 
 HAPPENINGS = st.one_of(
     st.tuples(st.just("verdict"), st.sampled_from(["allow", "hold", "deny"]), st.booleans()),
@@ -34,39 +34,44 @@ HAPPENINGS = st.one_of(
 )
 
 
-def happen(c: ExecutionContract, what: tuple, now: float) -> Outcome | str:
-    kind, a, b = what
-    match kind:
-        case "verdict":
+# What can happen, and its two details: (kind, what, how), as HAPPENINGS draws them.
+Happening = tuple[str, str | float | bool | None, str | bool | None]
+
+
+def happen(c: ExecutionContract, what: Happening, now: float) -> Outcome | str:
+    match what:
+        case ("verdict", str(decision), bool(has_twin)):
             return decide_verdict(
                 c,
-                verdict(a),
+                verdict(decision),
                 dependency=None,
-                twin=Twin("x", ExecutionStatus.COMPLETED) if b else None,
+                twin=Twin("x", ExecutionStatus.COMPLETED) if has_twin else None,
                 now=now,
             )
-        case "decision":
-            hash_ = "0" * 64 if b == "wrong" else None
+        case ("decision", str(answer), str(how)):
+            hash_ = "0" * 64 if how == "wrong" else None
             return decide_human_decision(
                 c,
-                human(decision=a, hash_=hash_, by=AGENT if b == "self" else ALICE),
+                human(decision=answer, hash_=hash_, by=AGENT if how == "self" else ALICE),
                 twin=None,
                 now=now,
             )
-        case "tool":
-            return decide_tool_outcome(c, ToolOutcome(a, "text"), now=now)
-        case "cancel":
+        case ("tool", "succeeded" | "failed" | "timed_out" as kind, None):
+            return decide_tool_outcome(c, ToolOutcome(kind, "text"), now=now)
+        case ("cancel", None, None):
             return decide_session_cancel(c, "abort", now=now)
-        case "expire":
-            return decide_approval_expiry(c, 50, now=a)
-        case "recover":
-            return decide_recovery(c, tool_idempotent=a, now=now)
-    raise AssertionError(kind)
+        case ("expire", float(at), None):
+            return decide_approval_expiry(c, 50, now=at)
+        case ("recover", bool(idempotent), None):
+            return decide_recovery(c, tool_idempotent=idempotent, now=now)
+    raise AssertionError(what)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(HAPPENINGS, max_size=12), st.sampled_from(["email.send", "fs.list"]))
-def test_any_sequence_moves_the_contract_only_along_the_machine(happenings: list[tuple], tool: str) -> None:
+def test_any_sequence_moves_the_contract_only_along_the_machine(
+    happenings: list[Happening], tool: str
+) -> None:
     c = contract(proposal(tool=tool, args={} if tool == "fs.list" else None))
     triggers: list[str] = []
     version = c.version

@@ -3,7 +3,25 @@
 from __future__ import annotations
 
 import pytest
-from executor_builders import (
+
+from overseer_events.canonical import args_hash
+from overseer_events.catalogue import EcsRequested, ExecutionTransitioned, Principal
+from overseer_events.errors import InvalidTransition
+from overseer_events.machines import ExecutionStatus
+from overseer_executor.domain.claims import Twin
+from overseer_executor.domain.contract import ExecutionContract, Outcome, open_contract
+from overseer_executor.domain.idempotency import idempotency_key
+from overseer_executor.domain.rules import (
+    Moves,
+    ToolOutcome,
+    decide_approval_expiry,
+    decide_human_decision,
+    decide_recovery,
+    decide_session_cancel,
+    decide_tool_outcome,
+    decide_verdict,
+)
+from tests.unit.executor.executor_builders import (
     AGENT,
     ALICE,
     EMAIL,
@@ -15,25 +33,8 @@ from executor_builders import (
     verdict,
 )
 
-from overseer_events.catalogue import EcsRequested, ExecutionTransitioned, Principal
-from overseer_events.errors import InvalidTransition
-from overseer_events.machines import ExecutionStatus
-from overseer_executor.domain.claims import Twin
-from overseer_executor.domain.contract import open_contract
-from overseer_executor.domain.idempotency import args_hash, idempotency_key
-from overseer_executor.domain.rules import (
-    Moves,
-    ToolOutcome,
-    decide_approval_expiry,
-    decide_human_decision,
-    decide_recovery,
-    decide_session_cancel,
-    decide_tool_outcome,
-    decide_verdict,
-)
 
-
-def moves_of(outcome) -> list[tuple[str, str, str, str]]:
+def moves_of(outcome: Outcome) -> list[tuple[str, str, str, str]]:
     return [
         (e.from_status, e.to_status, e.trigger, e.actor)
         for e in outcome.events
@@ -41,8 +42,21 @@ def moves_of(outcome) -> list[tuple[str, str, str, str]]:
     ]
 
 
-def forms_of(outcome) -> list[EcsRequested]:
+def forms_of(outcome: Outcome) -> list[EcsRequested]:
     return [e for e in outcome.events if isinstance(e, EcsRequested)]
+
+
+def transition(outcome: Outcome, index: int) -> ExecutionTransitioned:
+    """The event at ``index``, which must be a transition."""
+    event = outcome.events[index]
+    assert isinstance(event, ExecutionTransitioned)
+    return event
+
+
+def decided(outcome: Outcome | str) -> Outcome:
+    """A human decision's outcome, which must not be a refusal."""
+    assert not isinstance(outcome, str), outcome
+    return outcome
 
 
 # -- idempotency keys (seed 003, layer 1) ------------------------------------------------
@@ -101,7 +115,8 @@ def test_allow_starts_a_tool_call_and_runs_its_tool() -> None:
 
 def test_every_transition_carries_its_seed_003_trace_step() -> None:
     out = decide_verdict(contract(), verdict("allow"), dependency=None, twin=None, now=2.0)
-    step = out.events[0].trace
+    step = transition(out, 0).trace
+    assert step is not None
     assert step.node_id == "tool_node"
     assert step.action == "transition:exec-001:pending→running"
     assert step.metadata == {
@@ -141,7 +156,7 @@ def test_deny_rejects_with_the_firewalls_reasons() -> None:
         ("running", "rejected", "reject", "tool_node"),
     ]
     assert out.contract.error_message == "L1: missing required parameter 'to'"
-    assert out.events[-1].reason == "L1: missing required parameter 'to'"
+    assert transition(out, -1).reason == "L1: missing required parameter 'to'"
 
 
 def test_irreversible_duplicate_is_rejected() -> None:
@@ -153,6 +168,7 @@ def test_irreversible_duplicate_is_rejected() -> None:
         now=2.0,
     )
     assert out.contract.status == ExecutionStatus.REJECTED
+    assert out.contract.error_message is not None
     assert "duplicate" in out.contract.error_message
     assert "exec-000" in out.contract.error_message
     assert out.run_tool is False
@@ -180,6 +196,7 @@ def test_a_second_verdict_for_a_started_contract_changes_nothing() -> None:
     started = decide_verdict(contract(), verdict("allow"), dependency=None, twin=None, now=2).contract
     again = decide_verdict(started, verdict("deny"), dependency=None, twin=None, now=3)
     assert again.events == ()
+    assert again.note is not None
     assert "already running" in again.note
 
 
@@ -200,6 +217,7 @@ def test_a_dependent_contract_is_parked_until_its_dependency_completes() -> None
     c = contract(proposal(depends_on="exec-002"))
     waiting = decide_verdict(c, verdict("allow"), dependency=ExecutionStatus.WAITING, twin=None, now=2)
     assert waiting.events == ()
+    assert waiting.note is not None
     assert "parked" in waiting.note
     unknown = decide_verdict(c, verdict("allow"), dependency=None, twin=None, now=2)
     assert unknown.events == ()
@@ -222,19 +240,19 @@ def test_a_denied_dependent_is_rejected_at_once() -> None:
 
 
 # -- human decisions and the resume alignment check ---------------------------------------------
-def held() -> object:
+def held() -> Outcome:
     return decide_verdict(contract(), verdict("hold", level="APPROVE"), dependency=None, twin=None, now=2)
 
 
 def test_an_approval_resumes_the_contract_and_runs_the_tool() -> None:
-    out = decide_human_decision(held().contract, human(), twin=None, now=3)
+    out = decided(decide_human_decision(held().contract, human(), twin=None, now=3))
     assert moves_of(out) == [("waiting", "running", "resume", "graph_runner")]
     assert out.run_tool is True
 
 
 def test_a_rejection_resumes_then_rejects() -> None:
-    out = decide_human_decision(
-        held().contract, human(decision="reject", comment="not now"), twin=None, now=3
+    out = decided(
+        decide_human_decision(held().contract, human(decision="reject", comment="not now"), twin=None, now=3)
     )
     assert moves_of(out) == [
         ("waiting", "running", "resume", "graph_runner"),
@@ -244,7 +262,7 @@ def test_a_rejection_resumes_then_rejects() -> None:
 
 
 def test_a_timeout_decision_cancels_the_waiting_contract() -> None:
-    out = decide_human_decision(held().contract, human(decision="timeout"), twin=None, now=3)
+    out = decided(decide_human_decision(held().contract, human(decision="timeout"), twin=None, now=3))
     assert moves_of(out) == [("waiting", "cancelled", "timeout", "graph_runner")]
 
 
@@ -261,7 +279,7 @@ def test_a_decision_for_a_contract_not_waiting_changes_nothing() -> None:
 
 
 def test_a_decision_given_twice_moves_the_contract_once() -> None:
-    first = decide_human_decision(held().contract, human(), twin=None, now=3)
+    first = decided(decide_human_decision(held().contract, human(), twin=None, now=3))
     second = decide_human_decision(first.contract, human(), twin=None, now=4)
     assert isinstance(second, str)
     assert "not waiting" in second
@@ -290,12 +308,13 @@ def test_an_irreversible_approval_ends_the_contract_when_the_same_key_already_co
     )
     assert not isinstance(out, str)
     assert out.contract.status == ExecutionStatus.REJECTED
+    assert out.contract.error_message is not None
     assert "already completed as exec-000" in out.contract.error_message
     assert out.run_tool is False
 
 
 # -- tool outcomes ------------------------------------------------------------------------------
-def running():
+def running() -> ExecutionContract:
     return decide_verdict(contract(), verdict("allow"), dependency=None, twin=None, now=2).contract
 
 
@@ -303,7 +322,9 @@ def test_a_tool_result_completes_the_contract() -> None:
     out = decide_tool_outcome(running(), ToolOutcome("succeeded", "sent"), now=3)
     assert moves_of(out) == [("running", "completed", "succeed", "tool_node")]
     assert out.contract.result == "sent"
-    assert out.events[0].trace.result == "sent"
+    step = transition(out, 0).trace
+    assert step is not None
+    assert step.result == "sent"
 
 
 def test_a_tool_error_fails_the_contract_with_the_error() -> None:
@@ -370,7 +391,7 @@ def test_an_interrupted_idempotent_call_runs_again() -> None:
 @pytest.mark.parametrize(("answer", "status"), [("completed", "completed"), ("failed", "failed")])
 def test_the_humans_reconciliation_answer_decides_how_it_ends(answer: str, status: str) -> None:
     asked = decide_recovery(running(), tool_idempotent=False, now=3).contract
-    out = decide_human_decision(asked, human(decision=answer), twin=None, now=4)
+    out = decided(decide_human_decision(asked, human(decision=answer), twin=None, now=4))
     assert moves_of(out)[0] == ("waiting", "running", "resume", "graph_runner")
     assert out.contract.status == ExecutionStatus(status)
     assert out.run_tool is False

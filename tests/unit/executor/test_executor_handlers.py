@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from executor_builders import (
+from overseer_events.catalogue import ContractCreated, EcsRequested, ExecutionTransitioned
+from overseer_events.machines import ExecutionStatus
+from overseer_executor.domain.tools import ToolCall, ToolError
+from tests.fakes.executor import Answer, ExecutorHarness, FakeClock, FakeTools
+from tests.unit.executor.executor_builders import (
     EMAIL,
     FS_LIST,
     INVITE,
@@ -14,11 +18,6 @@ from executor_builders import (
     session_cancel,
     verdict_issued,
 )
-
-from overseer_events.catalogue import EcsRequested, ExecutionTransitioned
-from overseer_events.machines import ExecutionStatus
-from overseer_executor.domain.tools import ToolCall, ToolError
-from tests.fakes.executor import Answer, ExecutorHarness, FakeClock, FakeTools
 
 S = ExecutionStatus
 LISTING = {"path": "."}
@@ -45,6 +44,8 @@ def test_a_proposal_opens_a_pending_contract_named_after_its_publisher() -> None
     contract = ex.contract("exec-001")
     assert (contract.status, contract.irreversible, contract.created_at) == (S.PENDING, True, 1_000.0)
     (created,) = ex.emitted
+    assert isinstance(created.data, ContractCreated)
+    assert created.data.trace is not None
     assert created.data.trace.node_id == "gateway"
 
 
@@ -185,8 +186,9 @@ def test_after_a_restart_an_idempotent_call_runs_again_and_any_other_asks_a_huma
 
     assert ex.execute(ex.execution.recover) == 2
     assert ex.contract("exec-001").status == S.WAITING
-    assert ex.contract("exec-001").open_request is not None
-    assert ex.contract("exec-001").open_request.kind == "reconciliation"
+    request = ex.contract("exec-001").open_request
+    assert request is not None
+    assert request.kind == "reconciliation"
     assert ex.contract("exec-002").status == S.RUNNING
     assert len(ex.after_commit) == 1  # fs.list runs again
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from executor_builders import EMAIL, INVITE, event, human, proposal, verdict_issued
-
+from overseer_events.canonical import args_hash
 from overseer_events.catalogue import ContractCreated, EcsRequested, ExecutionTransitioned
+from overseer_events.envelope import EventData
 from overseer_events.machines import ExecutionStatus
-from overseer_executor.domain.idempotency import args_hash
 from overseer_executor.domain.tools import ToolError
 from tests.fakes.executor import ExecutorHarness, FakeTools
+from tests.unit.executor.executor_builders import EMAIL, INVITE, event, human, proposal, verdict_issued
 
 S = ExecutionStatus
 CONFIRM = {"type": "confirmation", "message": "确认发送邮件给 bob@example.com?"}
@@ -17,11 +17,12 @@ SENT = "邮件已发送"
 
 def trace(executor: ExecutorHarness) -> list[tuple[str, str]]:
     """Seed 003's execution trace: the step each emitted contract event carries, in order."""
-    return [
-        (data.trace.node_id, data.trace.action)
-        for data in executor.emitted_data()
-        if isinstance(data, ContractCreated | ExecutionTransitioned)
-    ]
+    steps: list[tuple[str, str]] = []
+    for data in executor.emitted_data(EventData):
+        if isinstance(data, ContractCreated | ExecutionTransitioned):
+            assert data.trace is not None, data
+            steps.append((data.trace.node_id, data.trace.action))
+    return steps
 
 
 async def test_seed_003_worked_example_produces_the_seeds_trace() -> None:

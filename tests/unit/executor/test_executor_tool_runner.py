@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-
-from executor_builders import FS_LIST, contract, proposal, verdict
+from typing import Any
 
 from overseer_executor.adapters.tools.base import StaticToolPlugin
 from overseer_executor.adapters.tools.registry import ToolRegistry
 from overseer_executor.application.tool_runner import RetryPolicy, ToolRunner
+from overseer_executor.domain.contract import ExecutionContract
 from overseer_executor.domain.rules import decide_verdict
 from overseer_executor.domain.tools import ToolCall, ToolError, ToolSpec, TransientToolError
+from tests.unit.executor.executor_builders import FS_LIST, contract, proposal, verdict
 
 
 class ScriptedPlugin(StaticToolPlugin):
@@ -22,7 +23,7 @@ class ScriptedPlugin(StaticToolPlugin):
         self.calls = 0
         self.add(spec, self.answer)
 
-    async def answer(self, args: dict, tc: ToolCall) -> str:
+    async def answer(self, args: dict[str, Any], tc: ToolCall) -> str:
         self.calls += 1
         step = self.script.pop(0)
         if step == "hang":
@@ -32,7 +33,7 @@ class ScriptedPlugin(StaticToolPlugin):
         return str(step)
 
 
-def running(timeout_seconds: float | None = None):
+def running(timeout_seconds: float | None = None) -> ExecutionContract:
     c = contract(proposal(tool="fs.list", args={"path": "."}))
     if timeout_seconds is not None:
         from dataclasses import replace

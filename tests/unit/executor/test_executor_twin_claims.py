@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from executor_builders import ALICE, contract, human, proposal, verdict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,6 +12,7 @@ from overseer_executor.domain.claims import BLOCKING, CLAIMING, Twin, twin_refus
 from overseer_executor.domain.contract import ExecutionContract, Outcome
 from overseer_executor.domain.rules import (
     ToolOutcome,
+    ToolOutcomeKind,
     decide_approval_expiry,
     decide_human_decision,
     decide_recovery,
@@ -21,6 +21,7 @@ from overseer_executor.domain.rules import (
     decide_tool_outcome,
     decide_verdict,
 )
+from tests.unit.executor.executor_builders import ALICE, contract, human, proposal, verdict
 
 S = ExecutionStatus
 
@@ -91,6 +92,7 @@ def test_a_verdict_on_an_irreversible_action_whose_twin_is_in_flight_rejects_it_
     ]
     assert not [e for e in out.events if isinstance(e, EcsRequested)]  # no approval card for the twin
     assert out.run_tool is False
+    assert out.contract.error_message is not None
     assert "in flight as exec-000" in out.contract.error_message
 
 
@@ -121,6 +123,7 @@ def test_approving_a_card_whose_twin_is_in_flight_or_done_ends_the_card_rejected
     ]
     assert out.run_tool is False
     assert out.contract.open_request is None  # the card is answered: it leaves the pending lists
+    assert out.contract.error_message is not None
     assert out.contract.error_message.startswith("duplicate: an identical irreversible action")
     assert "exec-000" in out.contract.error_message
     assert out.contract.error_message.endswith(f"approved by {ALICE} but not run")
@@ -131,6 +134,7 @@ def test_approving_a_card_whose_twin_awaits_a_reconciliation_ends_the_card() -> 
     out = decide_human_decision(held(), human(), twin=twin, now=3)
     assert isinstance(out, Outcome)
     assert out.contract.status == S.REJECTED
+    assert out.contract.error_message is not None
     assert "in flight as exec-000 (waiting" in out.contract.error_message
 
 
@@ -177,6 +181,7 @@ def test_at_start_a_card_whose_twin_completed_is_closed_rejected_with_the_reason
         ("running", "rejected", "reject", "graph_runner"),
     ]
     assert out.run_tool is False
+    assert out.contract.error_message is not None
     assert out.contract.error_message.startswith(
         "duplicate: an identical irreversible action already completed as exec-000"
     )
@@ -229,7 +234,7 @@ class Ledger:
             case "approve" | "reject" | "completed" | "failed":
                 out = decide_human_decision(c, human(execution_id, what), twin=twin, now=now)
             case "sent" | "refused":
-                kind = "succeeded" if what == "sent" else "failed"
+                kind: ToolOutcomeKind = "succeeded" if what == "sent" else "failed"
                 out = decide_tool_outcome(c, ToolOutcome(kind, what), now=now)
             case "crash":
                 out = decide_recovery(c, tool_idempotent=False, now=now)
@@ -269,7 +274,9 @@ HAPPENINGS = st.tuples(
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(HAPPENINGS, max_size=30))
-def test_identical_irreversible_actions_hold_one_claim_and_complete_at_most_once(happenings: list) -> None:
+def test_identical_irreversible_actions_hold_one_claim_and_complete_at_most_once(
+    happenings: list[tuple[str, int]],
+) -> None:
     ledger = Ledger(3)
     for i, (what, which) in enumerate(happenings):
         ledger.happen(what, f"e{which}", now=10.0 + i)
