@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from fw_kernel import engine_for
 
 from overseer_firewall.domain.engine import FirewallEngine
+from tests.unit.firewall.fw_kernel import engine_for
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import itertools
 import tomllib
 from typing import Any
 
-from overseer_firewall.bootstrap import DEFAULT_POLICY_FILE as POLICY_FILE
+from overseer_firewall.bootstrap import DEFAULT_POLICY_FILE
 from overseer_firewall.domain.engine import FirewallEngine
 from overseer_firewall.domain.model import Proposal
 from overseer_firewall.domain.policy import AdminPolicy, PolicyStore, parse_admin_policy
@@ -18,7 +18,7 @@ _ids = itertools.count(1)
 
 
 def default_admin(version: int = 1) -> AdminPolicy:
-    return parse_admin_policy(tomllib.loads(POLICY_FILE.read_text(encoding="utf-8")), version=version)
+    return parse_admin_policy(tomllib.loads(DEFAULT_POLICY_FILE.read_text(encoding="utf-8")), version=version)
 
 
 def admin_from(text: str, version: int = 1) -> AdminPolicy:

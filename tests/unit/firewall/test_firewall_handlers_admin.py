@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from fw_kernel import CWD, SANDBOX, engine_for
 
 from overseer_events.catalogue import Principal
 from overseer_firewall.application.anchoring import AuditVerifier
@@ -13,6 +12,7 @@ from overseer_firewall.application.queries import FirewallQueries
 from overseer_firewall.domain.policy import parse_admin_policy
 from overseer_firewall.domain.prompt import PromptPolicy
 from tests.fakes.firewall import InMemoryFirewall, InMemoryOutbox
+from tests.unit.firewall.fw_kernel import CWD, SANDBOX, engine_for
 
 ROOT = Principal(kind="admin", id="root")
 MAIL = {"to": "bob@example.com", "subject": "Meeting", "body": "Tomorrow at 10?"}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from fw_kernel import admin_from, engine_for
 
 from overseer_events.catalogue import EcsRequested, Principal
 from overseer_events.errors import TransientError
@@ -11,6 +10,7 @@ from overseer_firewall.application.state import ABORT_COMMENT
 from overseer_firewall.domain.gate import PendingStatus
 from overseer_firewall.domain.levels import Level
 from tests.fakes.firewall import AGENT, OPERATOR, InMemoryFirewall
+from tests.unit.firewall.fw_kernel import admin_from, engine_for
 
 MAIL = {"to": "bob@example.com", "subject": "Meeting", "body": "Tomorrow at 10?"}
 HELD_WRITES = '[defaults]\n"fs.write" = "CONFIRM"\n'

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import Any
 
-from fw_kernel import engine_for
-
 from overseer_firewall.application.anchoring import AuditVerifier
 from overseer_firewall.domain.audit import GENESIS, AuditHead, chain_hash, record_text
 from tests.fakes.firewall import InMemoryFirewall
+from tests.unit.firewall.fw_kernel import engine_for
 
 
 class Spawned:

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from fw_kernel import CWD, SANDBOX, engine_for
 
 from overseer_firewall.application.anchoring import AuditVerifier
 from overseer_firewall.application.commands import FirewallCommands
@@ -16,6 +15,7 @@ from overseer_firewall.domain.prompt import PromptPolicy
 from overseer_firewall.entrypoints.rpc import rpc
 from overseer_runtime.rpc import RpcError, RpcMethod
 from tests.fakes.firewall import InMemoryFirewall
+from tests.unit.firewall.fw_kernel import CWD, SANDBOX, engine_for
 
 ROOT = {"kind": "admin", "id": "root"}
 

@@ -6,13 +6,12 @@ The handlers are the service's own; only the read models and the outbox are in m
 
 from __future__ import annotations
 
-from fw_kernel import SANDBOX, admin_from, engine_for
-
 from overseer_events.catalogue import EcsRequested, ExecutionTransitioned, Principal
 from overseer_firewall.domain.audit import verify_chain
 from overseer_firewall.domain.gate import PendingStatus
 from overseer_firewall.domain.perception import OutcomeClass
 from tests.fakes.firewall import AGENT, InMemoryFirewall
+from tests.unit.firewall.fw_kernel import SANDBOX, admin_from, engine_for
 
 HELD_WRITES = '[defaults]\n"fs.write" = "CONFIRM"\n'
 MAIL = {"to": "bob@example.com", "subject": "Meeting", "body": "Tomorrow at 10?"}

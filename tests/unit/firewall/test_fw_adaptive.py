@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from fw_kernel import admin_from, default_admin
-
 from overseer_firewall.domain.adaptive import Adaptation, adapt
 from overseer_firewall.domain.levels import Level
 from overseer_firewall.domain.perception import OutcomeClass, PerceptionBus, classify_result
 from overseer_firewall.domain.policy import PolicyStore
+from tests.unit.firewall.fw_kernel import admin_from, default_admin
 
 
 def decide(

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from fw_kernel import admin_from, engine_for, proposal
-
 from overseer_events.canonical import args_hash
 from overseer_firewall.domain.engine import DEFAULT_LAYERS, FirewallEngine
 from overseer_firewall.domain.layers.base import KernelView
 from overseer_firewall.domain.levels import Decision, Level
 from overseer_firewall.domain.model import L3, L5, MODE, SESSION, Evaluation
 from overseer_firewall.domain.modes import parse_mode
+from tests.unit.firewall.fw_kernel import admin_from, engine_for, proposal
 
 MAIL = {"to": "bob@example.com", "subject": "Meeting", "body": "Tomorrow at 10?"}
 

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from fw_kernel import admin_from
 
-from overseer_firewall.domain.gate import HumanGate, Intent, PendingApproval, PendingStatus, parse_intent
+from overseer_firewall.domain.gate import (
+    GateOutcome,
+    HumanGate,
+    Intent,
+    PendingApproval,
+    PendingStatus,
+    parse_intent,
+)
 from overseer_firewall.domain.levels import Level
+from tests.unit.firewall.fw_kernel import admin_from
 
 HASH = "a" * 64
 
@@ -46,19 +53,28 @@ def test_parse_intent_understands_chinese_and_english(text: str, intent: Intent)
     assert parse_intent(text) is intent
 
 
-def pending(**fields: object) -> PendingApproval:
-    values: dict[str, object] = {
-        "execution_id": "exec-1",
-        "session_id": "session-1",
-        "kind": "approval",
-        "tool": "email.send",
-        "args_hash": HASH,
-        "level": Level.APPROVE,
-        "requested_by": "agent:agent",
-        "requested_at": 100.0,
-    }
-    values.update(fields)
-    return PendingApproval(**values)  # type: ignore[arg-type]
+def pending(
+    *,
+    execution_id: str = "exec-1",
+    kind: str = "approval",
+    level: Level | None = Level.APPROVE,
+    requested_by: str = "agent:agent",
+    requested_at: float = 100.0,
+    status: PendingStatus = PendingStatus.PENDING,
+    escalated: bool = False,
+) -> PendingApproval:
+    return PendingApproval(
+        execution_id=execution_id,
+        session_id="session-1",
+        kind=kind,
+        tool="email.send",
+        args_hash=HASH,
+        level=level,
+        requested_by=requested_by,
+        requested_at=requested_at,
+        status=status,
+        escalated=escalated,
+    )
 
 
 def answer(
@@ -68,7 +84,7 @@ def answer(
     args_hash: str | None = HASH,
     responder: str = "operator:alice",
     at: float = 102.5,
-):  # type: ignore[no-untyped-def]
+) -> GateOutcome:
     return gate.decide(
         request,
         execution_id="exec-1",

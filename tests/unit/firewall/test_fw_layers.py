@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-from fw_kernel import CWD, SANDBOX, admin_from, default_admin, engine_for, proposal
 
 from overseer_firewall.adapters.filesystem import RealPathResolver
 from overseer_firewall.domain.engine import FirewallEngine
@@ -16,6 +15,7 @@ from overseer_firewall.domain.modes import parse_mode
 from overseer_firewall.domain.paths import LexicalResolver
 from overseer_firewall.domain.policy import PolicyStore
 from overseer_firewall.domain.tools import PathAccess, PathArg, ToolCatalogue, ToolSpec
+from tests.unit.firewall.fw_kernel import CWD, SANDBOX, admin_from, default_admin, engine_for, proposal
 
 
 def run_layer(engine: FirewallEngine, index: int, p: Proposal) -> Evaluation:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import posixpath
 
 import pytest
-from fw_kernel import SANDBOX, engine_for, proposal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from overseer_firewall.domain.levels import Decision
 from overseer_firewall.domain.modes import AgentMode, parse_mode
 from overseer_firewall.domain.paths import within
+from tests.unit.firewall.fw_kernel import SANDBOX, engine_for, proposal
 
 
 @pytest.mark.parametrize(

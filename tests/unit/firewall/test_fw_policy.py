@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from fw_kernel import admin_from, default_admin
 
 from overseer_firewall.domain.levels import Level
 from overseer_firewall.domain.policy import (
@@ -14,6 +13,7 @@ from overseer_firewall.domain.policy import (
     parse_admin_policy,
 )
 from overseer_firewall.domain.tools import BUILTIN_CATALOGUE
+from tests.unit.firewall.fw_kernel import admin_from, default_admin
 
 MAIL_RULE = """
 [[rules]]

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from fw_kernel import CWD, POLICY_FILE, SANDBOX, admin_from, engine_for, proposal
-
+from overseer_firewall.bootstrap import DEFAULT_POLICY_FILE
+from overseer_firewall.domain.engine import FirewallEngine
 from overseer_firewall.domain.levels import Decision, Level
 from overseer_firewall.domain.paths import LexicalResolver
-from overseer_firewall.domain.replay import RecordedProposal, replay
+from overseer_firewall.domain.replay import RecordedProposal, ReplayReport, replay
 from overseer_firewall.domain.tools import BUILTIN_CATALOGUE
+from tests.unit.firewall.fw_kernel import CWD, SANDBOX, admin_from, engine_for, proposal
 
 MAIL_INSIDE = {"to": "ann@example.com", "subject": "s", "body": "b"}
 MAIL_OUTSIDE = {"to": "eve@evil.test", "subject": "s", "body": "b"}
 
 
-def record_history() -> tuple[list[RecordedProposal], object]:
+def record_history() -> tuple[list[RecordedProposal], FirewallEngine]:
     engine = engine_for()
     history = [
         proposal("fs.read", {"path": "a.md"}, execution_id="read", occurred_at=1.0),
@@ -22,14 +23,14 @@ def record_history() -> tuple[list[RecordedProposal], object]:
         proposal("fs.write", {"path": "b.md", "content": "x"}, execution_id="write", occurred_at=4.0),
         proposal("shell.run", {"command": "ls"}, execution_id="shell", occurred_at=5.0),
     ]
-    records = []
+    records: list[RecordedProposal] = []
     for p in history:
         verdict = engine.evaluate_and_observe(p)
         records.append(RecordedProposal(p, verdict.level, verdict.decision, verdict.findings))
     return records, engine
 
 
-def run(candidate_toml: str, records: list[RecordedProposal]):  # type: ignore[no-untyped-def]
+def run(candidate_toml: str, records: list[RecordedProposal]) -> ReplayReport:
     return replay(
         admin_from(candidate_toml, version=99),
         records,
@@ -66,13 +67,13 @@ level = "NOTIFY"
 
 def test_replaying_the_same_policy_changes_nothing() -> None:
     records, _ = record_history()
-    text = POLICY_FILE.read_text(encoding="utf-8")
+    text = DEFAULT_POLICY_FILE.read_text(encoding="utf-8")
     assert run(text, records).changed == ()
 
 
 def test_replay_keeps_history_dependent_holds_as_recorded() -> None:
     engine = engine_for()
-    records = []
+    records: list[RecordedProposal] = []
     for i in range(3):
         p = proposal("fs.read", {"path": "same.md"}, execution_id=f"r{i}", occurred_at=float(i))
         verdict = engine.evaluate_and_observe(p)
@@ -84,6 +85,6 @@ def test_replay_keeps_history_dependent_holds_as_recorded() -> None:
 
 def test_replay_has_no_side_effect_on_the_live_engine() -> None:
     records, engine = record_history()
-    before = engine.policy  # type: ignore[attr-defined]
+    before = engine.policy
     run('[defaults]\n"fs.read" = "APPROVE"\n', records)
-    assert engine.policy is before  # type: ignore[attr-defined]
+    assert engine.policy is before

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from fw_kernel import admin_from, default_admin
 
 from overseer_firewall.domain.levels import Level
 from overseer_firewall.domain.policy import PolicyError, PolicyStore, parse_admin_policy
@@ -14,6 +13,7 @@ from overseer_firewall.domain.shell import (
     parse_command,
     parse_pattern,
 )
+from tests.unit.firewall.fw_kernel import admin_from, default_admin
 
 RM_RF = [parse_pattern("rm -r -f")]
 
