@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
 from overseer_col.application.ports import CoQuery
+from overseer_col.application.registry import CORegistry
 from overseer_events.catalogue import CoSuggested
 from tests.contracts.col_backends import BACKENDS, SEARCHES, ColBackend, make_backend, seed_objects
 
@@ -17,6 +18,11 @@ async def col(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[C
     backend = make_backend(request.param, tmp_path)
     yield backend
     await backend.close()
+
+
+def recording(suggested: CoSuggested, session_id: str | None = None) -> Callable[[CORegistry], bool]:
+    """What :meth:`ColBackend.run` runs to record ``suggested``."""
+    return lambda registry: registry.record_suggestion(suggested, session_id=session_id)
 
 
 async def test_nothing_is_listed_before_anything_is_created(col: ColBackend) -> None:
@@ -52,7 +58,7 @@ async def test_a_list_reads_what_was_committed_newest_first_filtered_and_paged(c
 async def test_suggestions_are_listed_in_order_and_by_status(col: ColBackend) -> None:
     for n in (1, 2):
         suggested = CoSuggested(suggestion_id=f"s-{n}", kind="create", fields={"title": f"事情 {n}"})
-        col.run(lambda r, s=suggested: r.record_suggestion(s, session_id="sess-1"))
+        col.run(recording(suggested, session_id="sess-1"))
     col.run(lambda r: r.decide_suggestion("s-1", "confirm", command_id="cmd-1"))
     lists = await col.lists()
     assert [s.suggestion_id for s in await lists.suggestions()] == ["s-1", "s-2"]

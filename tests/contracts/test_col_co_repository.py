@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
 from overseer_col.application.ports import CoQuery
+from overseer_col.application.registry import CORegistry
 from overseer_events.catalogue import CoSuggested
 from tests.contracts.col_backends import BACKENDS, SEARCHES, ColBackend, make_backend, seed_objects
 
@@ -17,6 +18,11 @@ async def col(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[C
     backend = make_backend(request.param, tmp_path)
     yield backend
     await backend.close()
+
+
+def recording(suggested: CoSuggested, session_id: str | None = None) -> Callable[[CORegistry], bool]:
+    """What :meth:`ColBackend.run` runs to record ``suggested``."""
+    return lambda registry: registry.record_suggestion(suggested, session_id=session_id)
 
 
 def test_an_unknown_co_is_none_and_has_no_reports(col: ColBackend) -> None:
@@ -152,7 +158,7 @@ def test_suggestions_come_in_the_order_they_were_made_and_filter_by_status(col: 
         suggested = CoSuggested(
             suggestion_id=f"s-{n}", kind="transition", co_id=ids["mail"], trigger="clarify"
         )
-        col.run(lambda r, s=suggested: r.record_suggestion(s))
+        col.run(recording(suggested))
     col.run(lambda r: r.decide_suggestion("s-2", "dismiss", command_id="cmd-2"))
     assert [s.suggestion_id for s in col.repo.suggestions()] == ["s-1", "s-2", "s-3"]
     assert [s.suggestion_id for s in col.repo.suggestions("pending")] == ["s-1", "s-3"]

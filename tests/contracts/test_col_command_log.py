@@ -32,7 +32,9 @@ def test_an_outcome_reads_back_with_what_it_touched(col: ColBackend) -> None:
         col.commands.record(decided, command_type="co.command.decide_suggestion", processed_at=2.0)
     assert col.commands.outcome("c1") == created
     assert col.commands.outcome("c2") == decided
-    assert col.commands.outcome("c1").ok  # type: ignore[union-attr]
+    read = col.commands.outcome("c1")
+    assert read is not None
+    assert read.ok
 
 
 def test_a_refusal_reads_back_with_its_detail_and_legal_triggers(col: ColBackend) -> None:

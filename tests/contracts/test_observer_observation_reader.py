@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from overseer_events.views import TransitionRecord
 from tests.contracts.observer_backends import BACKENDS, ObserverBackend, make_backend
 from tests.unit.observer.observer_seed002 import (
     ECS_ID,
@@ -28,7 +29,7 @@ async def observer(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncItera
     await backend.close()
 
 
-def _tuples(records: list) -> list[tuple]:
+def _tuples(records: list[TransitionRecord]) -> list[tuple[int, str, str, str, str, str]]:
     return [
         (r.sequence_number, r.from_status, r.to_status, r.trigger, r.actor, r.actor_category) for r in records
     ]
@@ -81,4 +82,6 @@ def test_a_contract_is_read_as_it_is_between_events(observer: ObserverBackend) -
     assert running is not None
     assert (running.status, running.transition_count) == ("running", 1)
     observer.fold(TOOL_TRANSITIONS[1])
-    assert observer.executions.contract(TOOL_ID).status == "completed"
+    completed = observer.executions.contract(TOOL_ID)
+    assert completed is not None
+    assert completed.status == "completed"

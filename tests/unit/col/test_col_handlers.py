@@ -6,7 +6,9 @@ import pytest
 
 from overseer_col.application import handlers
 from overseer_col.application.handlers import ColUnit
+from overseer_col.application.ports import CommandOutcome
 from overseer_col.application.registry import CORegistry
+from overseer_col.domain.model import Suggestion
 from overseer_events.catalogue import (
     CoCommandRejected,
     CoCreateCommand,
@@ -30,6 +32,18 @@ def transition(unit: ColUnit, trigger: str, command_id: str, co_id: str = "co-1"
     handlers.transition_co(CoTransitionCommand(command_id=command_id, co_id=co_id, trigger=trigger), unit)
 
 
+def outcome_of(col: InMemoryCol, command_id: str) -> CommandOutcome:
+    outcome = col.outcome(command_id)
+    assert outcome is not None, f"no outcome of {command_id}"
+    return outcome
+
+
+def suggestion_of(col: InMemoryCol, suggestion_id: str) -> Suggestion:
+    suggestion = col.suggestion(suggestion_id)
+    assert suggestion is not None, f"no suggestion {suggestion_id}"
+    return suggestion
+
+
 # -- commands and their outcomes ------------------------------------------------------------
 def test_a_create_command_records_201_and_wakes_its_waiter(unit: ColUnit, col: InMemoryCol) -> None:
     create(unit, created_by="operator")
@@ -48,7 +62,7 @@ def test_a_repeated_command_id_changes_nothing_and_keeps_its_first_outcome(
     emitted = len(col.emitted)
     transition(unit, "clarify", "cmd-t")  # redelivered or retried by the gateway
     assert len(col.emitted) == emitted
-    assert col.outcome("cmd-t").status == 200  # type: ignore[union-attr]
+    assert outcome_of(col, "cmd-t").status == 200
     assert col.cos["co-1"].status == "active"
     assert col.settled_commands.count("cmd-t") == 2
 
@@ -74,7 +88,7 @@ def test_an_illegal_trigger_is_rejected_with_409_and_the_legal_triggers(
 
 def test_a_command_for_an_unknown_object_is_rejected_with_404(unit: ColUnit, col: InMemoryCol) -> None:
     transition(unit, "clarify", "cmd-ghost", co_id="ghost")
-    assert col.outcome("cmd-ghost").status == 404  # type: ignore[union-attr]
+    assert outcome_of(col, "cmd-ghost").status == 404
 
 
 @pytest.mark.parametrize(
@@ -88,9 +102,9 @@ def test_a_command_for_an_unknown_object_is_rejected_with_404(unit: ColUnit, col
 def test_a_bad_create_command_is_rejected_with_422_and_creates_nothing(
     unit: ColUnit, col: InMemoryCol, fields: dict[str, object]
 ) -> None:
-    command = CoCreateCommand(command_id="cmd-bad", co_id="co-9", **{"title": "t", **fields})  # type: ignore[arg-type]
+    command = CoCreateCommand(command_id="cmd-bad", co_id="co-9", **{"title": "t", **fields})
     handlers.create_co(command, unit)
-    assert col.outcome("cmd-bad").status == 422  # type: ignore[union-attr]
+    assert outcome_of(col, "cmd-bad").status == 422
     assert col.cos == {}
     assert col.types() == ["co.command_rejected"]
 
@@ -102,7 +116,7 @@ def test_update_and_link_commands_answer_200(unit: ColUnit, col: InMemoryCol) ->
     )
     handlers.link_co(CoLinkCommand(command_id="cmd-l", co_id="co-1", execution_id="exec-1"), unit)
     handlers.link_co(CoLinkCommand(command_id="cmd-m", co_id="co-1", memory_id="mem-1"), unit)
-    assert [col.outcome(c).status for c in ("cmd-u", "cmd-l", "cmd-m")] == [200, 200, 200]  # type: ignore[union-attr]
+    assert [outcome_of(col, c).status for c in ("cmd-u", "cmd-l", "cmd-m")] == [200, 200, 200]
     co = col.cos["co-1"]
     assert (co.domain_tag, co.linked_execution_ids, co.linked_memory_ids) == ("work", ["exec-1"], ["mem-1"])
 
@@ -110,12 +124,12 @@ def test_update_and_link_commands_answer_200(unit: ColUnit, col: InMemoryCol) ->
 def test_a_link_command_needs_exactly_one_target(unit: ColUnit, col: InMemoryCol) -> None:
     create(unit)
     handlers.link_co(CoLinkCommand(command_id="cmd-l", co_id="co-1"), unit)
-    assert col.outcome("cmd-l").status == 422  # type: ignore[union-attr]
+    assert outcome_of(col, "cmd-l").status == 422
 
 
 # -- suggestions: the LLM may only suggest --------------------------------------------------
 def suggest(unit: ColUnit, **fields: object) -> None:
-    handlers.record_suggestion(CoSuggested(**fields), unit, session_id="session-7")  # type: ignore[arg-type]
+    handlers.record_suggestion(CoSuggested(**fields), unit, session_id="session-7")
 
 
 def test_a_create_suggestion_changes_nothing_until_a_user_confirms_it(
@@ -140,7 +154,7 @@ def test_a_create_suggestion_changes_nothing_until_a_user_confirms_it(
     suggestion = col.suggestion("s-1")
     assert suggestion is not None
     assert (suggestion.status, suggestion.result_co_id) == ("confirmed", co.co_id)
-    assert col.outcome("c").co_id == co.co_id  # type: ignore[union-attr]
+    assert outcome_of(col, "c").co_id == co.co_id
 
 
 def test_a_transition_suggestion_changes_nothing_until_confirmed_then_moves_as_the_user(
@@ -169,7 +183,7 @@ def test_a_dismissed_suggestion_changes_nothing(unit: ColUnit, col: InMemoryCol)
         CoDecideSuggestionCommand(command_id="c", suggestion_id="s-3", decision="dismiss"), unit
     )
     assert col.cos["co-1"].status == "emerging"
-    assert col.suggestion("s-3").status == "dismissed"  # type: ignore[union-attr]
+    assert suggestion_of(col, "s-3").status == "dismissed"
 
 
 def test_a_decided_suggestion_cannot_be_decided_again(unit: ColUnit, col: InMemoryCol) -> None:
@@ -178,7 +192,7 @@ def test_a_decided_suggestion_cannot_be_decided_again(unit: ColUnit, col: InMemo
     handlers.decide_suggestion(decide, unit)
     again = CoDecideSuggestionCommand(command_id="c2", suggestion_id="s-4", decision="confirm")
     handlers.decide_suggestion(again, unit)
-    assert col.outcome("c2").status == 409  # type: ignore[union-attr]
+    assert outcome_of(col, "c2").status == 409
     assert col.cos == {}
 
 
@@ -190,8 +204,8 @@ def test_confirming_a_suggestion_that_is_no_longer_legal_leaves_it_pending(
     handlers.decide_suggestion(
         CoDecideSuggestionCommand(command_id="c", suggestion_id="s-5", decision="confirm"), unit
     )
-    assert col.outcome("c").status == 409  # type: ignore[union-attr]
-    assert col.suggestion("s-5").status == "pending"  # type: ignore[union-attr]
+    assert outcome_of(col, "c").status == 409
+    assert suggestion_of(col, "s-5").status == "pending"
     assert col.cos["co-1"].status == "emerging"
 
 
@@ -199,7 +213,7 @@ def test_an_unknown_suggestion_is_not_found(unit: ColUnit, col: InMemoryCol) -> 
     handlers.decide_suggestion(
         CoDecideSuggestionCommand(command_id="c", suggestion_id="nope", decision="dismiss"), unit
     )
-    assert col.outcome("c").status == 404  # type: ignore[union-attr]
+    assert outcome_of(col, "c").status == 404
 
 
 @pytest.mark.parametrize(

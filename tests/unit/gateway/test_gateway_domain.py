@@ -63,26 +63,31 @@ def test_malformed_patterns_are_refused(pattern: str) -> None:
         SubjectFilter.parse(pattern)
 
 
-def card(**changes: object) -> ApprovalCard:
-    base: dict[str, object] = {
-        "execution_id": "e1",
-        "kind": "approval",
-        "status": "waiting",
-        "args_hash": "h1",
-        "requested_by": Principal(kind="agent", id="bot"),
-        "decided": False,
-    }
-    return ApprovalCard(**(base | changes))  # type: ignore[arg-type]
+def card(*, kind: str = "approval", status: str = "waiting", decided: bool = False) -> ApprovalCard:
+    return ApprovalCard(
+        execution_id="e1",
+        kind=kind,
+        status=status,
+        args_hash="h1",
+        requested_by=Principal(kind="agent", id="bot"),
+        decided=decided,
+    )
 
 
 OPERATOR = Principal(kind="operator", id="olga")
 
 
-def refusal(c: ApprovalCard, decision: str = "approve", args_hash: str = "h1", **kw: object) -> int | None:
-    decider = kw.get("decider", OPERATOR)
+def refusal(
+    c: ApprovalCard,
+    decision: str = "approve",
+    args_hash: str = "h1",
+    *,
+    decider: Principal = OPERATOR,
+    already: bool = False,
+) -> int | None:
     result = refuse_decision(
-        c, decision=decision, args_hash=args_hash, decider=decider, already_decided=bool(kw.get("already"))
-    )  # type: ignore[arg-type]
+        c, decision=decision, args_hash=args_hash, decider=decider, already_decided=already
+    )
     return None if result is None else result.status
 
 
@@ -97,20 +102,19 @@ def test_the_requester_is_refused_403_whatever_its_role_word() -> None:
 
 
 @pytest.mark.parametrize(
-    ("c", "kw", "status"),
+    ("c", "already", "args_hash", "status"),
     [
-        (card(status="running"), {}, 409),
-        (card(status="completed"), {}, 409),
-        (card(decided=True), {}, 409),
-        (card(), {"already": True}, 409),
-        (card(), {"args_hash": "other"}, 409),
+        (card(status="running"), False, "h1", 409),
+        (card(status="completed"), False, "h1", 409),
+        (card(decided=True), False, "h1", 409),
+        (card(), True, "h1", 409),
+        (card(), False, "other", 409),
     ],
 )
 def test_not_waiting_decided_twice_or_other_arguments_is_409(
-    c: ApprovalCard, kw: dict[str, object], status: int
+    c: ApprovalCard, already: bool, args_hash: str, status: int
 ) -> None:
-    args_hash = str(kw.pop("args_hash", "h1"))
-    assert refusal(c, args_hash=args_hash, **kw) == status
+    assert refusal(c, args_hash=args_hash, already=already) == status
 
 
 def test_each_card_kind_takes_only_its_words() -> None:

@@ -19,7 +19,8 @@ from overseer_events.catalogue import (
     Principal,
     TraceStep,
 )
-from overseer_events.envelope import Envelope, EventData, new_event
+from overseer_events.envelope import Envelope, new_event
+from overseer_observer.domain.contract import ObservedEvent
 
 T0 = 1_707_350_400.0
 SESSION = "session-abc"
@@ -39,14 +40,14 @@ class Step:
     """One event of the example: who publishes it, its data, and when it happens."""
 
     owner: str
-    data: EventData
+    data: ObservedEvent
     occurred_at: float
 
     def delivered(self, version: int = 1) -> Envelope:
         """This step's event as its owner publishes it (``version``: of the execution's aggregate)."""
         return new_event(
             self.data,
-            aggregate_id=self.data.execution_id,  # type: ignore[attr-defined]
+            aggregate_id=self.data.execution_id,
             aggregate_version=version,
             actor=self.owner,
             correlation_id=SESSION,
@@ -77,7 +78,7 @@ def _moved(
                 "irreversible": irreversible,
             },
         ),
-        **kw,  # type: ignore[arg-type]
+        **kw,
     )
     return Step("executor", data, at(ms))
 

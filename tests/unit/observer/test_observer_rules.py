@@ -9,7 +9,7 @@ import pytest
 from overseer_events.catalogue import ContractCreated, ExecutionTransitioned
 from overseer_events.machines import EXECUTION_MACHINE, ExecutionStatus
 from overseer_events.views import ExecutionConsequenceView
-from overseer_observer.domain.contract import observe_creation, observe_transition
+from overseer_observer.domain.contract import ObservedContract, observe_creation, observe_transition
 from overseer_observer.domain.rendering import build_tool_result_from_consequences
 from overseer_observer.domain.summary import actor_category, default_action_summary
 from overseer_observer.domain.views import consequence_label, consequence_view, snapshot, timeline, topology
@@ -97,7 +97,7 @@ def test_the_label_map_covers_every_state_of_the_machine() -> None:
     ],
 )
 def test_default_action_summary_is_service_method_arrow_primary_argument(
-    tool: str | None, args: dict, detail: dict, summary: str
+    tool: str | None, args: dict[str, object], detail: dict[str, object], summary: str
 ) -> None:
     assert default_action_summary("tool_call", tool, args, detail) == summary
 
@@ -271,7 +271,9 @@ def test_failures_rejections_and_cancellations_render_their_error_and_pending_on
 
 
 def test_a_created_contract_takes_its_constraints_from_the_executor() -> None:
-    created = observe_creation(None, TOOL_CREATED.data)  # type: ignore[arg-type]
+    data = TOOL_CREATED.data
+    assert isinstance(data, ContractCreated)
+    created = observe_creation(None, data)
     assert (created.status, created.irreversible, created.timeout_seconds) == ("pending", True, 30)
 
 
@@ -281,7 +283,7 @@ def _tool_moving(
     error: str | None = None,
     reason: str | None = None,
     result: str | None = None,
-):
+) -> ObservedContract:
     data = TOOL_CREATED.data
     assert isinstance(data, ContractCreated)
     contract = observe_creation(None, data)

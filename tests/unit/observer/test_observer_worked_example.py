@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from overseer_events.views import TransitionRecord
 from overseer_observer.domain.rendering import build_tool_result_from_consequences
 from overseer_observer.domain.views import (
     consequence_view,
@@ -28,7 +29,7 @@ from tests.unit.observer.observer_seed002 import (
 )
 
 
-def _as_tuples(records: list) -> list[tuple]:
+def _as_tuples(records: list[TransitionRecord]) -> list[tuple[int, str, str, str, str, str]]:
     return [
         (r.sequence_number, r.from_status, r.to_status, r.trigger, r.actor, r.actor_category) for r in records
     ]
