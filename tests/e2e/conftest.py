@@ -6,10 +6,11 @@ import json
 from collections.abc import AsyncIterator
 
 import pytest
-from e2e_support import FullStack
 
 from overseer_executor.adapters.smtp_sink import SmtpSink
+from overseer_gateway.bootstrap import GatewayService
 from overseer_runtime.testing import NatsUnderTest, Stack
+from tests.e2e.e2e_support import FullStack
 from tests.support.services import running
 
 
@@ -21,9 +22,11 @@ async def full_stack(
     sink = SmtpSink(stack.home / "mail", port=0)
     await sink.start()
     try:
-        overrides = {"gateway": {"port": 0}, "tools": {"email": {"host": "127.0.0.1", "port": sink.port}}}
-        async with running(stack, **overrides) as services:
+        mail = {"email": {"host": "127.0.0.1", "port": sink.port}}
+        async with running(stack, gateway={"port": 0}, tools=mail) as services:
             tokens = json.loads((stack.home / "tokens.json").read_text())
-            yield FullStack(services["gateway"].url, tokens, stack, services, sink)  # type: ignore[attr-defined]
+            gateway = services["gateway"]
+            assert isinstance(gateway, GatewayService)
+            yield FullStack(gateway.url, tokens, stack, services, sink)
     finally:
         await sink.stop()

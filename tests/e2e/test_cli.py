@@ -9,7 +9,8 @@ from typing import Any
 
 import orjson
 import pytest
-from e2e_support import FullStack
+
+from tests.e2e.e2e_support import FullStack
 
 pytestmark = pytest.mark.slow
 

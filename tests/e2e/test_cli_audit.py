@@ -5,7 +5,8 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from e2e_support import FullStack
+
+from tests.e2e.e2e_support import FullStack
 
 pytestmark = pytest.mark.slow
 

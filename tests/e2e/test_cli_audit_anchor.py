@@ -15,11 +15,11 @@ from typing import Any
 
 import orjson
 import pytest
-from e2e_support import FullStack
 
 from overseer_firewall.adapters.audit_chain import ReaderAuditHistory
 from overseer_firewall.domain.audit import GENESIS, chain_hash, record_text, verify_chain
 from overseer_runtime.readers import ReadModelReader
+from tests.e2e.e2e_support import FullStack
 
 pytestmark = pytest.mark.slow
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -68,7 +69,7 @@ def test_overseer_up_brings_six_services_to_ready_and_ctrl_c_leaves_nothing(tmp_
     overseer = Path(sys.executable).with_name("overseer")
     try:
         deadline = time.monotonic() + 90
-        body: dict = {}
+        body: dict[str, Any] = {}
         while time.monotonic() < deadline:
             try:
                 response = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)

@@ -15,11 +15,11 @@ from typing import Any
 
 import httpx
 import pytest
-from e2e_support import FullStack
 
 from overseer_events.catalogue import Principal
 from overseer_firewall.adapters.pending_approvals import SqliteApprovals
 from overseer_runtime.testing import eventually
+from tests.e2e.e2e_support import FullStack
 from tests.support.twin_cards import open_twin_card_as_before
 
 pytestmark = pytest.mark.slow

@@ -16,8 +16,9 @@ from urllib.parse import urlencode
 
 import orjson
 import pytest
-from e2e_support import FullStack
 from websockets.asyncio.client import connect
+
+from tests.e2e.e2e_support import FullStack
 
 pytestmark = pytest.mark.slow
 
