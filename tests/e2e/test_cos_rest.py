@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from overseer_gateway.bootstrap import GatewayService
 from overseer_runtime.testing import NatsUnderTest, Stack
 from tests.support.services import running
 
@@ -54,7 +55,9 @@ async def gateway(
     stack = Stack(home=tmp_path_factory.mktemp("cos") / "home", nats=nats_server)
     async with running(stack, ("col", "gateway"), gateway={"port": 0}) as services:
         tokens = json.loads((stack.home / "tokens.json").read_text())
-        yield Gateway(services["gateway"].url, tokens, stack)  # type: ignore[attr-defined]
+        gateway = services["gateway"]
+        assert isinstance(gateway, GatewayService)
+        yield Gateway(gateway.url, tokens, stack)
 
 
 async def create(
@@ -62,7 +65,9 @@ async def create(
 ) -> dict[str, Any]:
     response = await client.post("/v1/cos", json={"title": title, **fields})
     assert response.status_code == 201, response.text
-    return response.json()  # type: ignore[no-any-return]
+    body = response.json()
+    assert isinstance(body, dict), body
+    return body
 
 
 async def fire(

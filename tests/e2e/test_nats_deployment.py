@@ -8,6 +8,7 @@ import os
 import stat
 import subprocess
 import sys
+from collections.abc import Awaitable
 from pathlib import Path
 
 import pytest
@@ -87,9 +88,9 @@ async def test_config_provision_and_per_service_seeds_make_a_working_deployment(
         stop_server(server)
 
 
-async def _exists(call: object) -> bool:
+async def _exists(call: Awaitable[object]) -> bool:
     try:
-        await call  # type: ignore[misc]
+        await call
     except Exception:
         return False
     return True

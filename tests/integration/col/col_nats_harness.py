@@ -5,8 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from overseer_events.catalogue import (
+    CoCreateCommand,
+    CoDecideSuggestionCommand,
+    CoLinkCommand,
     ContractCreated,
     CoSuggested,
+    CoTransitionCommand,
+    CoUpdateCommand,
     ExecutionTransitioned,
     Principal,
 )
@@ -14,12 +19,19 @@ from overseer_events.envelope import EventData, new_event
 from overseer_events.ids import uuid7
 from overseer_runtime.testing import Stack
 
+# A ``co.command.*`` as the gateway publishes it: each carries the command_id its outcome is kept under.
+CoCommand = (
+    CoCreateCommand | CoUpdateCommand | CoTransitionCommand | CoLinkCommand | CoDecideSuggestionCommand
+)
 
-async def send_command(stack: Stack, command: EventData) -> None:
+
+async def send_command(stack: Stack, command: CoCommand) -> None:
     """Publish a ``co.command.*`` with the gateway's credentials, as the gateway's outbox relay would."""
-    command_id = command.command_id  # type: ignore[attr-defined]
     event = new_event(
-        command, aggregate_id=f"co-command:{command_id}", aggregate_version=1, actor="gateway:operator"
+        command,
+        aggregate_id=f"co-command:{command.command_id}",
+        aggregate_version=1,
+        actor="gateway:operator",
     )
     await stack.publish_as("gateway", event)
 
@@ -32,10 +44,10 @@ async def await_command(stack: Stack, command_id: str, timeout: float = 15.0) ->
     return answer
 
 
-async def command(stack: Stack, command: EventData) -> dict[str, Any]:
+async def command(stack: Stack, command: CoCommand) -> dict[str, Any]:
     """What the gateway does for a REST write: publish the command, then wait for its outcome."""
     await send_command(stack, command)
-    return await await_command(stack, command.command_id)  # type: ignore[attr-defined]
+    return await await_command(stack, command.command_id)
 
 
 def new_id() -> str:

@@ -42,7 +42,9 @@ def move(co_id: str, trigger: str, reason: str | None = None) -> CoTransitionCom
 
 
 async def get(stack: Stack, co_id: str) -> dict[str, Any]:
-    return await stack.rpc("col", "get", {"co_id": co_id})  # type: ignore[no-any-return]
+    answer = await stack.rpc("col", "get", {"co_id": co_id})
+    assert isinstance(answer, dict), answer
+    return answer
 
 
 async def test_a_command_is_answered_with_the_co_as_committed(stack: Stack) -> None:

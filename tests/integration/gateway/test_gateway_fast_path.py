@@ -210,7 +210,9 @@ async def test_answers_are_byte_for_byte_what_fastapi_answers(
     fast, reference = await exchange(gateway.url, propose), await exchange(fastapi_only, propose)
     assert fast.startswith(b"HTTP/1.1 202 Accepted\r\n")
     assert uuid7.sub(b"ID", fast) == uuid7.sub(b"ID", reference)
-    execution_id = uuid7.search(fast).group()[16:-1].decode()  # type: ignore[union-attr]
+    found = uuid7.search(fast)
+    assert found is not None
+    execution_id = found.group()[16:-1].decode()
     wait = raw_request(gateway, "GET", f"/v1/actions/{execution_id}?wait=20&until=terminal", "viewer")
     fast = await exchange(gateway.url, wait)
     assert fast.startswith(b"HTTP/1.1 200 OK\r\n")

@@ -11,6 +11,7 @@ import pytest
 from aiosmtpd.smtp import SMTP
 
 from overseer_executor.bootstrap import ExecutorService
+from overseer_gateway.bootstrap import GatewayService
 from overseer_runtime.testing import Stack, eventually
 from tests.support.services import running
 
@@ -53,7 +54,9 @@ async def test_a_reconciliation_card_takes_completed_or_failed_and_settles_the_c
         async with running(
             stack, ("observer", "col", "firewall", "reasoning", "gateway"), **overrides
         ) as others:
-            url = others["gateway"].url  # type: ignore[attr-defined]
+            gateway = others["gateway"]
+            assert isinstance(gateway, GatewayService)
+            url = gateway.url
             tokens = json.loads((stack.home / "tokens.json").read_text())
 
             def client(role: str) -> httpx.AsyncClient:
