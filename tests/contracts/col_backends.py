@@ -23,12 +23,13 @@ from overseer_col.adapters.read_model import (
     SqliteCommandLog,
     SqliteCoRepository,
 )
-from overseer_col.application.ports import CoLists, CommandLog, CoRepository, Emit
+from overseer_col.application.ports import CoLists, CommandLog, CoRepository
 from overseer_col.application.registry import CORegistry
-from overseer_events.envelope import EventData, new_event
+from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.subjects import subject_for
 from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.store import EventStore
+from overseer_runtime.unit_of_work import Emit
 from tests.fakes.col import InMemoryCol, InMemoryCoLists
 
 T = TypeVar("T")
@@ -88,18 +89,26 @@ class SqliteCol(ColBackend):
         self._reader: ReadModelReader | None = None
         super().__init__(SqliteCoRepository(self.store.conn), SqliteCommandLog(self.store.conn), self.emit)
 
-    def emit(self, data: EventData, *, aggregate_id: str, correlation_id: str | None = None) -> None:
+    def emit(
+        self,
+        data: EventData,
+        *,
+        aggregate_id: str,
+        aggregate_version: int | None = None,
+        correlation_id: str | None = None,
+    ) -> Envelope:
         """What the runtime's unit of work does with an emitted event: append it, then project it."""
         envelope = new_event(
             data,
             aggregate_id=aggregate_id,
-            aggregate_version=self.store.last_version(aggregate_id) + 1,
+            aggregate_version=aggregate_version or self.store.last_version(aggregate_id) + 1,
             actor="col",
             correlation_id=correlation_id,
             occurred_at=self.clock(),
         )
         self.store.append([envelope], subjects=[subject_for("col", data.TYPE)])
         self.projection.apply(self.store.conn, envelope)
+        return envelope
 
     def transaction(self) -> AbstractContextManager[Any]:
         return self.store.transaction()

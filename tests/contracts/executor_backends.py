@@ -3,8 +3,8 @@
 Both are driven the same way: the executor's real handlers (an :class:`ExecutorHarness`) decide
 the events, so every history is one the executor could have made. The SQLite side is the
 runtime's: a real :class:`EventStore` records what other services said and applies the read
-models, and the executor's own events go through the runtime's :class:`UnitOfWork` and the
-executor's sink adapter, as in the service.
+models, and the executor's own events go through the runtime's :class:`UnitOfWork`, its ``emit``
+bound to the executor as in the service.
 """
 
 from __future__ import annotations
@@ -21,12 +21,11 @@ from overseer_executor.adapters.contracts_sql import (
     SqliteContractRepository,
     SqliteExecutorQueries,
 )
-from overseer_executor.adapters.event_sink import UnitOfWorkEvents
-from overseer_executor.application.ports import ContractEvents, ContractRepository, ExecutorQueries
+from overseer_executor.application.ports import ContractRepository, ExecutorQueries
 from overseer_executor.domain.rules import ToolOutcome, ToolOutcomeKind
 from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.store import EventStore
-from overseer_runtime.unit_of_work import Emitter, UnitOfWork
+from overseer_runtime.unit_of_work import Emit, Emitter, UnitOfWork
 from tests.fakes.executor import ExecutorHarness, FakeClock, FakeTools
 from tests.unit.executor.executor_builders import (
     EMAIL,
@@ -69,8 +68,8 @@ class SqliteStore:
         for projection in self.emitter.projections:
             projection.apply(self.store.conn, event)
 
-    def events(self, incoming: Envelope | None) -> ContractEvents:
-        return UnitOfWorkEvents(UnitOfWork(self.emitter, incoming))
+    def emit_for(self, incoming: Envelope | None) -> Emit:
+        return UnitOfWork(self.emitter, incoming).emit_as("executor")
 
     def emitted(self) -> list[Envelope]:
         return [stored.envelope() for stored in self.store.read(origin="local")]

@@ -75,10 +75,9 @@ class GatewayBackend:
     async def say(self, session_id: str, text: str) -> Envelope:
         """Commit one of the gateway's own events (``conversation.message_received``)."""
         return await self.transactions.execute(
-            lambda unit: unit.outbox.emit(
+            lambda unit: unit.emit_as("gateway:test")(
                 MessageReceived(session_id=session_id, text=text),
                 aggregate_id=f"session:{session_id}",
-                actor="gateway:test",
                 correlation_id=session_id,
             )
         )

@@ -101,12 +101,11 @@ async def test_a_feed_resumes_right_after_the_sequence_it_is_given(gateway: Gate
 async def test_a_feed_keeps_only_its_session_and_its_subjects(gateway: GatewayBackend) -> None:
     await gateway.say("s-other", "not yours")
     await gateway.transactions.execute(
-        lambda unit: unit.outbox.emit(
+        lambda unit: unit.emit_as("gateway:olga")(
             HumanResponded(
                 execution_id="e1", response="approve", responder=Principal(kind="operator", id="olga")
             ),
             aggregate_id=response_aggregate("e1", "approval"),
-            actor="gateway:olga",
             correlation_id="s-mine",
         )
     )

@@ -21,7 +21,7 @@ async def gateway(request: pytest.FixtureRequest, stack: Stack) -> AsyncIterator
 
 
 def respond(unit: GatewayUnit, execution_id: str, card: str) -> None:
-    unit.outbox.emit(
+    unit.emit_as("gateway:olga")(
         HumanResponded(
             execution_id=execution_id,
             response="approve",
@@ -30,7 +30,6 @@ def respond(unit: GatewayUnit, execution_id: str, card: str) -> None:
         ),
         aggregate_id=response_aggregate(execution_id, card),
         aggregate_version=1,
-        actor="gateway:olga",
     )
 
 

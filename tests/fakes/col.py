@@ -28,7 +28,7 @@ from overseer_events.catalogue import (
     CoSuggestionDecided,
     CoSuggestionRecorded,
 )
-from overseer_events.envelope import EventData
+from overseer_events.envelope import Envelope, EventData, new_event
 
 
 @dataclass
@@ -55,10 +55,28 @@ class InMemoryCol(CoRepository, CommandLog):
         self.now += 1.0
         return self.now
 
-    # -- the event sink (application.ports.Emit) -----------------------------------------
-    def emit(self, data: EventData, *, aggregate_id: str, correlation_id: str | None = None) -> None:
+    # -- the event sink (overseer_runtime.unit_of_work.Emit) ------------------------------
+    def emit(
+        self,
+        data: EventData,
+        *,
+        aggregate_id: str,
+        aggregate_version: int | None = None,
+        correlation_id: str | None = None,
+    ) -> Envelope:
         self.emitted.append(Emitted(data, aggregate_id, correlation_id))
         occurred_at = self.clock()
+        self._fold(data, occurred_at, correlation_id)
+        return new_event(
+            data,
+            aggregate_id=aggregate_id,
+            aggregate_version=aggregate_version or sum(e.aggregate_id == aggregate_id for e in self.emitted),
+            actor="col",
+            correlation_id=correlation_id,
+            occurred_at=occurred_at,
+        )
+
+    def _fold(self, data: EventData, occurred_at: float, correlation_id: str | None) -> None:
         co_id = getattr(data, "co_id", None)
         if isinstance(data, CoSuggestionRecorded | CoSuggestionDecided):
             current = self.suggestions_by_id.get(data.suggestion_id)

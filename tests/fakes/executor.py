@@ -30,7 +30,6 @@ from overseer_events.machines import TOOL_NODE, ExecutionStatus
 from overseer_executor.application.handlers import ExecutionHandlers, Unit
 from overseer_executor.application.ports import (
     ApprovalForm,
-    ContractEvents,
     ContractRepository,
     ExecutorQueries,
     RefusedDecision,
@@ -44,7 +43,7 @@ from overseer_executor.domain.contract import ExecutionContract, OpenRequest, Ve
 from overseer_executor.domain.rules import Moves, ToolOutcome
 from overseer_executor.domain.tools import ToolCall, ToolSpec, UnknownTool
 from overseer_executor.entrypoints.events import handlers
-from overseer_runtime.unit_of_work import AfterCommit, UnitOfWork
+from overseer_runtime.unit_of_work import AfterCommit, Emit, UnitOfWork
 from tests.fakes.runtime import FakeUnitOfWork
 
 T = TypeVar("T")
@@ -245,21 +244,30 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
         return list(self._transitions.get(execution_id, ()))
 
 
-class InMemoryEvents(ContractEvents):
-    """Wraps each event in an envelope as the runtime does and hands it to ``record``."""
+class InMemoryEvents:
+    """An :class:`~overseer_runtime.unit_of_work.Emit`: wraps each event in an envelope as the runtime
+    does and hands it to ``record``. The executor numbers a contract's events itself, so a version is
+    always given."""
 
     def __init__(self, record: Callable[[Envelope], None], incoming: Envelope | None) -> None:
         self.record = record
         self.incoming = incoming
 
-    def emit(
-        self, data: EventData, *, execution_id: str, version: int, correlation_id: str | None = None
-    ) -> None:
+    def __call__(
+        self,
+        data: EventData,
+        *,
+        aggregate_id: str,
+        aggregate_version: int | None = None,
+        correlation_id: str | None = None,
+    ) -> Envelope:
+        if aggregate_version is None:
+            raise AssertionError(f"{data.TYPE} of {aggregate_id} emitted without the contract's version")
         incoming = self.incoming
         event = new_event(
             data,
-            aggregate_id=execution_id,
-            aggregate_version=version,
+            aggregate_id=aggregate_id,
+            aggregate_version=aggregate_version,
             actor=ACTOR,
             correlation_id=correlation_id
             if correlation_id is not None
@@ -267,6 +275,7 @@ class InMemoryEvents(ContractEvents):
             causation_id=incoming.event_id if incoming else None,
         )
         self.record(event)
+        return event
 
 
 Answer = str | Exception | Callable[[ToolCall], Awaitable[str]]
@@ -324,8 +333,8 @@ class Store(Protocol):
     def receive(self, event: Envelope) -> None:
         """Keep an event from another service and apply the read models to it."""
 
-    def events(self, incoming: Envelope | None) -> ContractEvents:
-        """The sink of one unit of work handling ``incoming``."""
+    def emit_for(self, incoming: Envelope | None) -> Emit:
+        """The event sink of one unit of work handling ``incoming``."""
 
     def emitted(self) -> list[Envelope]:
         """The executor's own events, in order."""
@@ -352,7 +361,7 @@ class InMemoryStore(Store):
     def receive(self, event: Envelope) -> None:
         self.models.apply(event, own=False)
 
-    def events(self, incoming: Envelope | None) -> ContractEvents:
+    def emit_for(self, incoming: Envelope | None) -> Emit:
         return InMemoryEvents(self._keep, incoming)
 
     def _keep(self, event: Envelope) -> None:
@@ -399,7 +408,7 @@ class ExecutorHarness:
     def unit_for(self, uow: UnitOfWork) -> Unit:
         return Unit(
             contracts=self.store.contracts,
-            events=self.store.events(uow.incoming),
+            emit=self.store.emit_for(uow.incoming),
             after_commit=uow.after_commit,
             tools=self.tools,
             calls=self.calls,
@@ -434,7 +443,7 @@ class ExecutorHarness:
 
         def emit_all(unit: Unit) -> None:
             for version, data in enumerate((created, *moves.events), start=1):
-                unit.events.emit(data, execution_id=proposal.execution_id, version=version)
+                unit.emit(data, aggregate_id=proposal.execution_id, aggregate_version=version)
 
         self.execute(emit_all)
 

@@ -382,8 +382,8 @@ class InMemoryFirewallStore:
 
 
 class InMemoryOutbox(FakeUnitOfWork):
-    """:class:`Outbox` of one unit of work on an :class:`InMemoryFirewallStore`: the unit of work the
-    handler table hands to :meth:`InMemoryFirewall.unit_for`, as the runtime's is the outbox there."""
+    """One unit of work on an :class:`InMemoryFirewallStore`: the handler table hands it to
+    :meth:`InMemoryFirewall.unit_for`, which binds the unit's ``emit`` and ``after_commit`` to it."""
 
     def __init__(
         self, store: InMemoryFirewallStore, clock: Callable[[], float], incoming: Envelope | None
@@ -426,7 +426,7 @@ class InMemoryOutbox(FakeUnitOfWork):
     def commit(self) -> None:
         for fn in self.work:
             if fn() is not None:
-                raise AssertionError("the firewall's after-commit work is synchronous (its Outbox port)")
+                raise AssertionError("the firewall's after-commit work is synchronous (its Unit's hook)")
 
 
 class Clock:
@@ -482,7 +482,8 @@ class InMemoryFirewall:
     def unit_for(self, uow: UnitOfWork) -> Unit:
         store = self.store
         return Unit(
-            outbox=uow,
+            emit=uow.emit_as(ACTOR),
+            after_commit=uow.after_commit,
             proposals=store.proposals,
             approvals=store.approvals,
             audit=store.audit,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 import orjson
@@ -25,6 +26,7 @@ from overseer_gateway.domain.access import Caller
 from overseer_gateway.domain.approvals import card_of
 from overseer_gateway.domain.patterns import SubjectFilter
 from overseer_runtime.rpc import RpcError
+from overseer_runtime.unit_of_work import Emit
 
 T = TypeVar("T")
 SERVICE = "gateway"
@@ -43,7 +45,7 @@ class InMemoryGateway:
     async def execute(self, command: Callable[[GatewayUnit], T]) -> T:
         """One transaction: what ``command`` emits is committed when it returns, and nothing if it raises."""
         outbox = InMemoryOutbox(self)
-        result = command(GatewayUnit(outbox=outbox, responses=InMemoryResponses(self, outbox)))
+        result = command(GatewayUnit(emit_as=outbox.emit_as, responses=InMemoryResponses(self, outbox)))
         for event in outbox.pending:
             self.events.append(event)
             if isinstance(event.data, HumanResponded):
@@ -56,7 +58,8 @@ class InMemoryGateway:
 
 
 class InMemoryOutbox:
-    """The outbox of one transaction (``application.ports.Outbox``)."""
+    """The events one transaction emits, as the runtime's unit of work appends them (``emit_as``: its
+    :class:`~overseer_runtime.unit_of_work.Emit`, the actor bound)."""
 
     def __init__(self, store: InMemoryGateway) -> None:
         self.store = store
@@ -85,6 +88,9 @@ class InMemoryOutbox:
         )
         self.pending.append(event)
         return event
+
+    def emit_as(self, actor: str) -> Emit:
+        return partial(self.emit, actor=actor)
 
 
 class InMemoryResponses:

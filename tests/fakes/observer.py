@@ -12,7 +12,8 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from overseer_events.envelope import Envelope, EventData
+from overseer_events.catalogue import ContractCreated, ExecutionProposed, ExecutionTransitioned
+from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.views import TransitionRecord
 from overseer_observer.application.ports import (
     Folded,
@@ -20,7 +21,7 @@ from overseer_observer.application.ports import (
     ObservationReader,
     SessionReader,
 )
-from overseer_observer.domain.contract import ObservedContract, observe
+from overseer_observer.domain.contract import ObservedContract, ObservedEvent, observe
 
 
 class InMemoryObservations(ObservationReader, SessionReader, FoldedObservations):
@@ -31,9 +32,9 @@ class InMemoryObservations(ObservationReader, SessionReader, FoldedObservations)
         self.records: list[TransitionRecord] = []
         self.last_fold: tuple[str, ObservedContract, TransitionRecord | None] | None = None
 
-    def fold(self, data: EventData, occurred_at: float, event_id: str = "") -> TransitionRecord | None:
+    def fold(self, data: ObservedEvent, occurred_at: float, event_id: str = "") -> TransitionRecord | None:
         """Fold one execution event, as the projection does."""
-        execution_id: str = data.execution_id  # type: ignore[attr-defined]
+        execution_id = data.execution_id
         contract, record = observe(self.contracts.get(execution_id), data, occurred_at)
         self.contracts[execution_id] = contract
         if record is not None:
@@ -42,7 +43,10 @@ class InMemoryObservations(ObservationReader, SessionReader, FoldedObservations)
         return record
 
     def fold_event(self, event: Envelope) -> None:
-        self.fold(event.data, event.occurred_at, event.event_id)
+        """Fold ``event`` if it is an execution event, as the projection does; leave any other alone."""
+        match event.data:
+            case ExecutionProposed() | ContractCreated() | ExecutionTransitioned() as data:
+                self.fold(data, event.occurred_at, event.event_id)
 
     def transitions_of(self, execution_id: str) -> list[TransitionRecord]:
         return [r for r in self.records if r.execution_id == execution_id]
@@ -80,12 +84,27 @@ class Announced:
 
 @dataclass
 class Announcements:
-    """An :class:`~overseer_observer.application.ports.Emit` that keeps what it was given."""
+    """An :class:`~overseer_runtime.unit_of_work.Emit` that keeps what it was given."""
 
     made: list[Announced] = field(default_factory=list)
 
-    def __call__(self, data: EventData, *, aggregate_id: str, correlation_id: str | None = None) -> None:
+    def __call__(
+        self,
+        data: EventData,
+        *,
+        aggregate_id: str,
+        aggregate_version: int | None = None,
+        correlation_id: str | None = None,
+    ) -> Envelope:
         self.made.append(Announced(data, aggregate_id, correlation_id))
+        version = aggregate_version or sum(a.aggregate_id == aggregate_id for a in self.made)
+        return new_event(
+            data,
+            aggregate_id=aggregate_id,
+            aggregate_version=version,
+            actor="observer",
+            correlation_id=correlation_id,
+        )
 
     def types(self) -> list[str]:
         return [a.data.TYPE for a in self.made]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from overseer_events.catalogue import ConversationReplied, MessageReceived
-from overseer_events.envelope import Envelope, EventData
+from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_reasoning.application.ports import ConversationHistory
 from overseer_reasoning.domain.conversation import Turn
 
@@ -43,9 +43,24 @@ class Sent:
 
 @dataclass
 class Outbox:
-    """An :class:`~overseer_reasoning.application.ports.Emit` that keeps what it was given."""
+    """An :class:`~overseer_runtime.unit_of_work.Emit` that keeps what it was given."""
 
     sent: list[Sent] = field(default_factory=list)
 
-    def __call__(self, data: EventData, *, aggregate_id: str, correlation_id: str | None = None) -> None:
+    def __call__(
+        self,
+        data: EventData,
+        *,
+        aggregate_id: str,
+        aggregate_version: int | None = None,
+        correlation_id: str | None = None,
+    ) -> Envelope:
         self.sent.append(Sent(data, aggregate_id, correlation_id))
+        version = aggregate_version or sum(s.aggregate_id == aggregate_id for s in self.sent)
+        return new_event(
+            data,
+            aggregate_id=aggregate_id,
+            aggregate_version=version,
+            actor="reasoning",
+            correlation_id=correlation_id,
+        )

@@ -3,7 +3,8 @@
 A unit of work is what a handler or a command works in: the connection of its transaction, the
 incoming event (if any), :meth:`~UnitOfWork.emit` for the service's own events and
 :meth:`~UnitOfWork.after_commit` for what must wait for the commit. It is given what emitting
-needs (an :class:`Emitter`), not the runtime.
+needs (an :class:`Emitter`), not the runtime. Application code receives ``emit`` as an
+:class:`Emit` (its actor bound) and ``after_commit`` as a hook, never the unit of work itself.
 
 The runner runs each unit of work in one transaction. When the store refuses the write (a full
 disk, an immutable file: :func:`~overseer_runtime.store.is_unwritable`) the transaction is rolled
@@ -20,7 +21,8 @@ import inspect
 import sqlite3
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any, Protocol, TypeVar
 
 from tenacity import (
     AsyncRetrying,
@@ -76,6 +78,25 @@ async def retry_while_unwritable(
     finally:
         store.writes.retrying -= 1
     raise AssertionError("unreachable: AsyncRetrying returns or raises")
+
+
+class Emit(Protocol):
+    """The event sink application code emits through: one of the service's own events, appended in the
+    unit of work's transaction (the read models reflect it at once, the relay publishes it after the
+    commit); an event type the service does not own is refused (:class:`~overseer_events.subjects.NotOwner`).
+
+    :meth:`UnitOfWork.emit_as` makes one: whoever builds the unit binds the actor.
+    ``aggregate_version`` None: the aggregate's next; ``correlation_id`` None: the incoming event's.
+    """
+
+    def __call__(
+        self,
+        data: EventData,
+        *,
+        aggregate_id: str,
+        aggregate_version: int | None = None,
+        correlation_id: str | None = None,
+    ) -> Envelope: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +160,10 @@ class UnitOfWork:
             projection.apply(self.conn, event)
         self.emitted.append(event)
         return event
+
+    def emit_as(self, actor: str) -> Emit:
+        """:meth:`emit` with ``actor`` bound: the :class:`Emit` application code receives."""
+        return partial(self.emit, actor=actor)
 
     def after_commit(self, fn: AfterCommit) -> None:
         """Run ``fn`` once this unit of work is committed (never if it rolls back)."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from functools import partial
 
 from overseer_col.adapters.read_model import CoReadModel, ReaderCoLists, SqliteCommandLog, SqliteCoRepository
 from overseer_col.application.handlers import ColUnit
@@ -58,7 +57,7 @@ class ColService(Service):
             uow.after_commit(lambda: self.waiters.settle(command_id))
 
         return ColUnit(
-            registry=CORegistry(SqliteCoRepository(uow.conn), partial(uow.emit, actor=ACTOR)),
+            registry=CORegistry(SqliteCoRepository(uow.conn), uow.emit_as(ACTOR)),
             commands=SqliteCommandLog(uow.conn),
             settled=settled,
             col_enabled=self.settings.col_enabled,

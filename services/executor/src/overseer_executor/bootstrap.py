@@ -22,7 +22,6 @@ from overseer_executor.adapters.contracts_sql import (
     SqliteContractRepository,
     SqliteExecutorQueries,
 )
-from overseer_executor.adapters.event_sink import UnitOfWorkEvents
 from overseer_executor.adapters.tools.registry import ToolRegistry, build_registry
 from overseer_executor.application.handlers import ExecutionHandlers, Unit
 from overseer_executor.application.tool_runner import RetryPolicy, ToolCalls, ToolRunner
@@ -38,6 +37,8 @@ from overseer_runtime.store import Projection
 from overseer_runtime.unit_of_work import UnitOfWork
 
 log = logging.getLogger("overseer.executor")
+
+ACTOR = "executor"
 
 
 class ExecutorService(Service):
@@ -69,7 +70,7 @@ class ExecutorService(Service):
         """The executor's ports on the transaction of ``uow``."""
         return Unit(
             contracts=SqliteContractRepository(uow.conn),
-            events=UnitOfWorkEvents(uow),
+            emit=uow.emit_as(ACTOR),
             after_commit=uow.after_commit,
             tools=self.registry,
             calls=self.calls,

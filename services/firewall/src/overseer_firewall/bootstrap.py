@@ -42,6 +42,7 @@ from overseer_runtime.unit_of_work import UnitOfWork
 log = logging.getLogger("overseer.firewall")
 
 T = TypeVar("T")
+ACTOR = "firewall"
 DEFAULT_POLICY_FILE = Path(__file__).with_name("default_policy.toml")
 POLICY_FILE_PRINCIPAL = {"kind": "system", "id": "policy-file"}
 
@@ -86,7 +87,8 @@ class FirewallService(Service):
     def unit_for(self, uow: UnitOfWork) -> Unit:
         """The firewall's ports in ``uow``'s transaction."""
         return Unit(
-            outbox=uow,
+            emit=uow.emit_as(ACTOR),
+            after_commit=uow.after_commit,
             proposals=SqliteProposals(uow.conn),
             approvals=SqliteApprovals(uow.conn),
             audit=SqliteAuditChain(uow.conn),

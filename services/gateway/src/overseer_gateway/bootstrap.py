@@ -41,8 +41,8 @@ T = TypeVar("T")
 
 
 def unit_for(uow: UnitOfWork) -> GatewayUnit:
-    """The gateway's ports bound to one transaction: its outbox, and the decisions it recorded."""
-    return GatewayUnit(outbox=uow, responses=SqliteResponses(uow.conn))
+    """The gateway's ports bound to one transaction: its event sink, and the decisions it recorded."""
+    return GatewayUnit(emit_as=uow.emit_as, responses=SqliteResponses(uow.conn))
 
 
 class EmbeddedServer(uvicorn.Server):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from functools import partial
 
 from overseer_observer.adapters.read_models import (
     ExecutionObservations,
@@ -50,7 +49,7 @@ class ObserverService(Service):
 
     def unit_for(self, uow: UnitOfWork) -> ObserverUnit:
         """What the projection folded (in ``uow``'s transaction) and the observer's outbox."""
-        return ObserverUnit(folds=self.observations, emit=partial(uow.emit, actor=ACTOR))
+        return ObserverUnit(folds=self.observations, emit=uow.emit_as(ACTOR))
 
     async def start(self, runtime: Runtime) -> None:
         self.queries = ExecutionObserver(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
 
 from overseer_reasoning.adapters.conversations import ConversationLog, ReaderConversationHistory
 from overseer_reasoning.application.handlers import ReasoningUnit
@@ -44,7 +43,7 @@ class ReasoningService(Service):
 
     def unit_for(self, uow: UnitOfWork) -> ReasoningUnit:
         """The reasoning service's outbox in ``uow``'s transaction."""
-        return ReasoningUnit(emit=partial(uow.emit, actor=ACTOR))
+        return ReasoningUnit(emit=uow.emit_as(ACTOR))
 
     async def start(self, runtime: Runtime) -> None:
         self.history = ReaderConversationHistory(runtime.reader)

@@ -1,4 +1,6 @@
-"""What the COL's application needs from the outside: its read side, its command log, an event sink, lists.
+"""What the COL's application needs from the outside: its read side, its command log, lists.
+
+Its events go out through the runtime's event sink, :class:`overseer_runtime.unit_of_work.Emit`.
 
 Which connection each SQLite adapter (``adapters/read_model.py``) reads through:
 
@@ -20,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from overseer_col.domain.model import CognitiveObject, Suggestion
-from overseer_events.envelope import EventData
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,14 +101,6 @@ class CoLists(Protocol):
     async def find(self, query: CoQuery) -> list[CognitiveObject]: ...
 
     async def suggestions(self, status: str | None = None) -> list[Suggestion]: ...
-
-
-class Emit(Protocol):
-    """Appends one of the COL's own events; the read side reflects it at once (same transaction)."""
-
-    def __call__(
-        self, data: EventData, *, aggregate_id: str, correlation_id: str | None = None
-    ) -> object: ...
 
 
 @dataclass(frozen=True, slots=True)

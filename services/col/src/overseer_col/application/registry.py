@@ -1,7 +1,7 @@
 """CORegistry (seed 000 §8.2): the COL's operations, each one "load → decide → emit".
 
 Reads come from a :class:`CoRepository`; writes append ``co.*`` events through an
-:class:`Emit`, which applies them to the read side at once, so a method
+:class:`~overseer_runtime.unit_of_work.Emit`, which applies them to the read side at once, so a method
 can return the CO as it now is. A refused operation raises
 :class:`~overseer_col.domain.errors.CoRefused` before anything is emitted:
 every method decides all of its events first and emits them last.
@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from overseer_col.application.ports import CoQuery, CoRepository, Emit
+from overseer_col.application.ports import CoQuery, CoRepository
 from overseer_col.domain import decisions
 from overseer_col.domain.errors import CoInvalid, CoNotFound, CoRefused
 from overseer_col.domain.model import REASONING_NODE, CognitiveObject, Suggestion
@@ -33,6 +33,7 @@ from overseer_events.co_fields import CoRelation
 from overseer_events.envelope import EventData
 from overseer_events.ids import uuid7
 from overseer_events.machines import CognitiveObjectStatus
+from overseer_runtime.unit_of_work import Emit
 
 SEARCH_LIMIT = 100
 

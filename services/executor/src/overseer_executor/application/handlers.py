@@ -9,7 +9,7 @@ before the call), and its outcome is recorded in a transaction of its own.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from overseer_events.catalogue import (
@@ -20,7 +20,7 @@ from overseer_events.catalogue import (
 )
 from overseer_events.envelope import Envelope
 from overseer_events.machines import TERMINAL_STATUSES, ExecutionStatus
-from overseer_executor.application.ports import ContractEvents, ContractRepository, ToolSpecs
+from overseer_executor.application.ports import ContractRepository, ToolSpecs
 from overseer_executor.application.tool_runner import ToolCalls
 from overseer_executor.domain.contract import ExecutionContract, Outcome, Verdict, open_contract
 from overseer_executor.domain.rules import (
@@ -33,10 +33,9 @@ from overseer_executor.domain.rules import (
     decide_tool_outcome,
     decide_verdict,
 )
+from overseer_runtime.unit_of_work import AfterCommit, Emit
 
 log = logging.getLogger("overseer.executor")
-
-AfterCommitWork = Callable[[], Awaitable[None] | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +43,8 @@ class Unit:
     """What a handler works with inside one unit of work (built per transaction by ``bootstrap``)."""
 
     contracts: ContractRepository
-    events: ContractEvents
-    after_commit: Callable[[AfterCommitWork], None]  # runs the work once this unit committed, never if not
+    emit: Emit  # a contract's events: its execution_id is the aggregate, its version the aggregate's
+    after_commit: Callable[[AfterCommit], None]  # runs the work once this unit committed, never if not
     tools: ToolSpecs
     calls: ToolCalls  # the tool calls in flight; one starts after the commit that made it RUNNING
     clock: Callable[[], float]
@@ -62,7 +61,7 @@ class ExecutionHandlers:
         node = event.actor.partition(":")[0] or "reasoning"
         spec = unit.tools.spec(proposal.tool)
         created = open_contract(proposal, spec, node_id=node, now=unit.clock())
-        unit.events.emit(created, execution_id=proposal.execution_id, version=1)
+        unit.emit(created, aggregate_id=proposal.execution_id, aggregate_version=1)
         if unit.contracts.has_verdict(proposal.execution_id):  # the verdict came first: apply it now
             contract = unit.contracts.get(proposal.execution_id)
             if contract is not None and contract.verdict is not None:
@@ -139,8 +138,11 @@ class ExecutionHandlers:
             log.info("%s: %s", before.execution_id, outcome.note)
         # The session is the correlation, also for work recorded after a tool call (no incoming event).
         for version, data in enumerate(outcome.events, start=before.version + 1):
-            unit.events.emit(
-                data, execution_id=before.execution_id, version=version, correlation_id=before.session_id
+            unit.emit(
+                data,
+                aggregate_id=before.execution_id,
+                aggregate_version=version,
+                correlation_id=before.session_id,
             )
         contract = outcome.contract
         if outcome.run_tool:

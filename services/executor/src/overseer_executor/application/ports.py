@@ -1,9 +1,11 @@
 """What the executor's application layer needs from the outside.
 
 The SQLite read models (``adapters/contracts_sql.py``) implement :class:`ContractRepository` and
-:class:`ExecutorQueries`; the runtime's unit of work is the :class:`ContractEvents` sink; the tool
-registry (``adapters/tools/registry.py``) is the :class:`ToolCatalog`. Unit tests use the
-in-memory implementations of ``tests/fakes/executor.py``, which pass the same contract suites.
+:class:`ExecutorQueries`; the tool registry (``adapters/tools/registry.py``) is the
+:class:`ToolCatalog`; a contract's events go out through the runtime's event sink,
+:class:`overseer_runtime.unit_of_work.Emit` (the aggregate is the contract, its version the
+contract's). Unit tests use the in-memory implementations of ``tests/fakes/executor.py``, which
+pass the same contract suites.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import abc
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from overseer_events.envelope import EventData
 from overseer_events.machines import ExecutionStatus
 from overseer_executor.domain.claims import Twin
 from overseer_executor.domain.contract import ExecutionContract
@@ -63,16 +64,6 @@ class ContractRepository(abc.ABC):
     @abc.abstractmethod
     def waiting_since_before(self, cutoff: float) -> list[ExecutionContract]:
         """Contracts WAITING on an approval or a confirmation requested at or before ``cutoff``."""
-
-
-class ContractEvents(abc.ABC):
-    """Appends the executor's own events of one contract; the repository reflects each one at once."""
-
-    @abc.abstractmethod
-    def emit(
-        self, data: EventData, *, execution_id: str, version: int, correlation_id: str | None = None
-    ) -> None:
-        """``correlation_id`` None: the incoming event's (the runtime's default)."""
 
 
 class ToolSpecs(Protocol):

@@ -31,7 +31,6 @@ from typing import Any
 from overseer_events.catalogue import AuditHeadPublished, AuditRecorded
 from overseer_firewall.application.ports import (
     AuditHistory,
-    Outbox,
     PublishedAudit,
     PublishedEntry,
     Spawn,
@@ -42,7 +41,6 @@ from overseer_firewall.domain.audit import AuditHead, VerifyResult, first_differ
 
 log = logging.getLogger("overseer.firewall.audit")
 
-ACTOR = "firewall"
 HEAD_AGGREGATE = "audit:head"
 RETRY_SECONDS = 1.0
 
@@ -58,7 +56,7 @@ class AuditAnchor:
         self.linger = 0.0
         self._run: UnitRunner | None = None
         self._spawn: Spawn | None = None
-        self._noted: Outbox | None = None
+        self._noted: Unit | None = None
         self._due = False
         self._task: object | None = None
 
@@ -69,12 +67,12 @@ class AuditAnchor:
     def unbind(self) -> None:
         self._run = self._spawn = None
 
-    def appended(self, outbox: Outbox) -> None:
-        """``outbox``'s unit appended an audit record: once it commits, a head follows (never if it rolls back)."""
-        if outbox is self._noted:
+    def appended(self, unit: Unit) -> None:
+        """``unit`` appended an audit record: once it commits, a head follows (never if it rolls back)."""
+        if unit is self._noted:
             return
-        self._noted = outbox
-        outbox.after_commit(self._committed)
+        self._noted = unit
+        unit.after_commit(self._committed)
 
     def _committed(self) -> None:
         self._due = True
@@ -107,10 +105,9 @@ def publish_head(unit: Unit) -> AuditHead | None:
     head = unit.audit.head()
     if head is None or head.index <= unit.audit.published_through():
         return None
-    unit.outbox.emit(
+    unit.emit(
         AuditHeadPublished(index=head.index, hash=head.hash),
         aggregate_id=HEAD_AGGREGATE,
-        actor=ACTOR,
         aggregate_version=head.index,
     )
     return head

@@ -52,7 +52,6 @@ from overseer_firewall.domain.perception import classify_result
 from overseer_firewall.domain.policy import AdminPolicy
 from overseer_firewall.domain.preview import ABSENT, build_preview
 
-ACTOR = "firewall"
 FIREWALL = Principal(kind="system", id="firewall")
 
 
@@ -77,9 +76,9 @@ class FirewallHandlers:
         version: int | None = None,
         **audit_extra: Any,
     ) -> Envelope:
-        event = unit.outbox.emit(data, aggregate_id=aggregate_id, actor=ACTOR, aggregate_version=version)
+        event = unit.emit(data, aggregate_id=aggregate_id, aggregate_version=version)
         self.audit(unit, event, **audit_extra)
-        self.state.apply_own(unit.outbox, event, unit.proposals.get)
+        self.state.apply_own(unit.after_commit, event, unit.proposals.get)
         return event
 
     def audit(self, unit: Unit, event: Envelope, **extra: Any) -> None:
@@ -88,13 +87,12 @@ class FirewallHandlers:
         if record is None:
             return
         entry = append_entry(unit.audit.head() or EMPTY_HEAD, record)
-        unit.outbox.emit(
+        unit.emit(
             AuditRecorded(index=entry.index, prev_hash=entry.prev_hash, hash=entry.hash, record=record),
             aggregate_id="audit",
-            actor=ACTOR,
             aggregate_version=entry.index,
         )
-        self.anchor.appended(unit.outbox)
+        self.anchor.appended(unit)
 
     # -- execution.proposed -------------------------------------------------------------------------
     def on_proposed(self, data: ExecutionProposed, unit: Unit, event: Envelope) -> None:
@@ -103,10 +101,9 @@ class FirewallHandlers:
         self.audit(unit, event)
         proposal = proposal_from_event(data, event.occurred_at)
         verdict = self.state.engine.evaluate(proposal)
-        issued = unit.outbox.emit(
+        issued = unit.emit(
             self.verdict_event(data, verdict, unit),
             aggregate_id=f"verdict:{data.execution_id}",
-            actor=ACTOR,
             aggregate_version=1,
         )
         self.audit(unit, issued)

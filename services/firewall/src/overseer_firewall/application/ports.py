@@ -1,4 +1,4 @@
-"""What the firewall's application layer needs from outside: read models, the outbox, the stream.
+"""What the firewall's application layer needs from outside: read models and the stream.
 
 Two kinds of read port, by the connection they read on:
 
@@ -8,6 +8,10 @@ Two kinds of read port, by the connection they read on:
 * **for queries** (:class:`PolicyState`, :class:`ProposalHistory`, :class:`AuditHistory`): reads
   that may scan, answered by the runtime's read-only reader off the event loop, so a long one never
   stalls the consumer; they see what is committed.
+
+The firewall's own events go out through the runtime's event sink
+(:class:`overseer_runtime.unit_of_work.Emit`), in the unit's transaction: the read models reflect each
+one at once (the next read in the same unit sees it), and the relay publishes it after the commit.
 
 ``bootstrap.unit_for`` builds a :class:`Unit` per transaction from the SQLite adapters; unit tests
 build one from the in-memory fakes of ``tests/fakes/firewall.py``.
@@ -20,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from overseer_events.catalogue import AuditHeadPublished, AuditRecorded
-from overseer_events.envelope import Envelope, EventData
 from overseer_firewall.domain.audit import AuditHead
 from overseer_firewall.domain.gate import PendingApproval, SessionState
 from overseer_firewall.domain.model import Proposal
@@ -28,6 +31,7 @@ from overseer_firewall.domain.modes import ModeSetting
 from overseer_firewall.domain.policy import UserLevel
 from overseer_firewall.domain.preview import CurrentFile
 from overseer_firewall.domain.replay import RecordedProposal
+from overseer_runtime.unit_of_work import Emit
 
 T = TypeVar("T")
 CurrentFileReader = Callable[[str], CurrentFile]
@@ -93,19 +97,6 @@ class PublishedEntry:
 
 
 # -- in a unit of work: the writer's connection, inside the transaction --------------------------------
-class Outbox(Protocol):
-    """The firewall's own events: appended in the unit's transaction and applied to the read models at
-    once (the next read in the same unit sees them); relayed after the commit. The runtime's
-    ``UnitOfWork`` is one."""
-
-    def emit(
-        self, data: EventData, *, aggregate_id: str, actor: str, aggregate_version: int | None = None
-    ) -> Envelope: ...
-
-    def after_commit(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` once the unit is committed (never if it rolls back)."""
-
-
 class Proposals(Protocol):
     """``fw_proposals``: every proposal with its verdict. Point reads on the writer's connection."""
 
@@ -218,7 +209,8 @@ class Surroundings:
 class Unit:
     """The ports of one unit of work, bound to its transaction."""
 
-    outbox: Outbox
+    emit: Emit
+    after_commit: Callable[[Callable[[], None]], None]  # runs the work once the unit committed, never if not
     proposals: Proposals
     approvals: Approvals
     audit: AuditChain

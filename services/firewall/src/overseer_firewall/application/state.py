@@ -36,7 +36,7 @@ from overseer_events.catalogue import (
 )
 from overseer_events.envelope import Envelope, EventData
 from overseer_events.machines import TERMINAL_STATUSES
-from overseer_firewall.application.ports import Outbox, PolicyRows, StoredProposal
+from overseer_firewall.application.ports import PolicyRows, StoredProposal
 from overseer_firewall.application.translation import mode_setting
 from overseer_firewall.domain.engine import FirewallEngine
 from overseer_firewall.domain.levels import Level
@@ -123,10 +123,12 @@ class KernelState:
         if fold is not None:
             fold(event.data, lookup)
 
-    def apply_own(self, outbox: Outbox, event: Envelope, lookup: Lookup) -> None:
+    def apply_own(
+        self, after_commit: Callable[[Callable[[], None]], None], event: Envelope, lookup: Lookup
+    ) -> None:
         """An event this service just emitted: now when it tightens, after commit when it may loosen."""
         if event.type in LOOSENING:
-            outbox.after_commit(lambda: self.apply(event, lookup))
+            after_commit(lambda: self.apply(event, lookup))
         else:
             self.apply(event, lookup)
 

@@ -56,7 +56,7 @@ class ProposeAction:
 def propose_action(unit: GatewayUnit, command: ProposeAction, caller: Caller) -> str:
     """``execution.proposed`` for an external agent; answers the execution id, a fresh UUIDv7."""
     execution_id = uuid7()
-    unit.outbox.emit(
+    unit.emit_as(actor(caller))(
         ExecutionProposed(
             execution_id=execution_id,
             session_id=command.session_id,
@@ -73,7 +73,6 @@ def propose_action(unit: GatewayUnit, command: ProposeAction, caller: Caller) ->
         ),
         aggregate_id=execution_id,
         aggregate_version=1,
-        actor=actor(caller),
         correlation_id=command.session_id,
     )
     return execution_id
@@ -117,11 +116,10 @@ def decide_approval(
         responder=decider,
         session_id=question.session_id,
     )
-    event = unit.outbox.emit(
+    event = unit.emit_as(actor(caller))(
         response,
         aggregate_id=response_aggregate(command.execution_id, question.key),
         aggregate_version=1,
-        actor=actor(caller),
         correlation_id=question.session_id,
     )
     return Decided(response, event.event_id)
@@ -129,23 +127,19 @@ def decide_approval(
 
 def receive_message(unit: GatewayUnit, session_id: str, text: str, caller: Caller) -> Envelope:
     """``conversation.message_received`` from a person, for Overseer's own agent."""
-    return unit.outbox.emit(
+    return unit.emit_as(actor(caller))(
         MessageReceived(
             session_id=session_id, text=text, channel="rest", principal=caller.as_principal("user")
         ),
         aggregate_id=f"session:{session_id}",
-        actor=actor(caller),
         correlation_id=session_id,
     )
 
 
 def send_co_command(unit: GatewayUnit, command: CoCommand, caller: Caller) -> Envelope:
     """A ``co.command.*`` event: only the gateway may publish one, and the col applies it once."""
-    return unit.outbox.emit(
-        command,
-        aggregate_id=f"co-command:{command.command_id}",
-        aggregate_version=1,
-        actor=actor(caller),
+    return unit.emit_as(actor(caller))(
+        command, aggregate_id=f"co-command:{command.command_id}", aggregate_version=1
     )
 
 

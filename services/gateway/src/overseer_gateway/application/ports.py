@@ -1,7 +1,8 @@
 """What the gateway needs from the outside, as Protocols; ``bootstrap.py`` builds the adapters behind them.
 
 Per transaction (a :class:`GatewayUnit`, built by ``bootstrap.unit_for``): the
-:class:`Outbox` the gateway's own events are appended to, and the
+runtime's event sink (:class:`overseer_runtime.unit_of_work.Emit`) the gateway's
+own events are appended through, speaking for the caller, and the
 :class:`Responses` it has accepted, read in that same transaction. For the
 whole service: the other services (:class:`Peers`), the callers the bearer
 tokens stand for (:class:`Callers`), and the live event stream
@@ -16,27 +17,11 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from overseer_events.envelope import Envelope, EventData
 from overseer_gateway.domain.access import Caller
 from overseer_gateway.domain.patterns import SubjectFilter
+from overseer_runtime.unit_of_work import Emit
 
 T = TypeVar("T")
-
-
-class Outbox(Protocol):
-    """Appends one of the gateway's own events inside the current transaction; it is published after the
-    commit, and the gateway's read models reflect it at once. An event type the gateway does not own is
-    refused (:class:`overseer_events.subjects.NotOwner`)."""
-
-    def emit(
-        self,
-        data: EventData,
-        *,
-        aggregate_id: str,
-        actor: str,
-        aggregate_version: int | None = None,
-        correlation_id: str | None = None,
-    ) -> Envelope: ...
 
 
 class Responses(Protocol):
@@ -52,7 +37,9 @@ class Responses(Protocol):
 class GatewayUnit:
     """What a command works with inside one transaction."""
 
-    outbox: Outbox
+    # The event sink with the actor bound: the gateway speaks for its callers, each event's actor is
+    # the caller's (``gateway:<name>``).
+    emit_as: Callable[[str], Emit]
     responses: Responses
 
 

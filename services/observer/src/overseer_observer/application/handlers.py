@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from overseer_events.catalogue import ExecutionTransitioned
-from overseer_observer.application.ports import Emit, FoldedObservations
+from overseer_observer.application.ports import FoldedObservations
 from overseer_observer.domain.views import notifications
+from overseer_runtime.unit_of_work import Emit
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,8 @@ Which connection each adapter reads through:
 * :class:`FoldedObservations`: what the projection folded for the event being handled, in the
   handler's own transaction (the projection folds each event just before its handler runs).
 
+Its announcements go out through the runtime's event sink, :class:`overseer_runtime.unit_of_work.Emit`.
+
 Unit tests use the in-memory fakes of ``tests/fakes/observer.py``; ``tests/contracts/test_observer_*``
 holds each port to the same contract on the fake and on SQLite.
 """
@@ -19,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from overseer_events.envelope import EventData
 from overseer_events.views import TransitionRecord
 from overseer_observer.domain.contract import ObservedContract
 
@@ -48,11 +49,3 @@ class FoldedObservations(Protocol):
     """The contract (and the transition record, for a transition) the fold of an event wrote."""
 
     def folded(self, event_id: str) -> Folded | None: ...
-
-
-class Emit(Protocol):
-    """Appends one of the observer's own events (``observation.*``) to its outbox."""
-
-    def __call__(
-        self, data: EventData, *, aggregate_id: str, correlation_id: str | None = None
-    ) -> object: ...

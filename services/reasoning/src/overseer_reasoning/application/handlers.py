@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from overseer_events.catalogue import ConversationReplied, MessageReceived
-from overseer_reasoning.application.ports import Emit
 from overseer_reasoning.domain.conversation import acknowledgement
+from overseer_runtime.unit_of_work import Emit
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
-"""The outbox's contract (with the transactions it belongs to), held by the in-memory fake and by a running
-gateway's store: what is emitted is committed as said, numbered per aggregate, and only the gateway's own."""
+"""The event sink's contract (``GatewayUnit.emit_as``, with the transactions it belongs to), held by the in-memory
+fake and by a running gateway's store: what is emitted is committed as said, with the actor it was emitted as,
+numbered per aggregate, and only the gateway's own."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ def message(text: str, session_id: str = "s-1") -> MessageReceived:
 
 async def test_an_emitted_event_is_committed_as_it_was_said(gateway: GatewayBackend) -> None:
     emitted = await gateway.transactions.execute(
-        lambda unit: unit.outbox.emit(
-            message("hello"), aggregate_id="session:s-1", actor="gateway:olga", correlation_id="s-1"
+        lambda unit: unit.emit_as("gateway:olga")(
+            message("hello"), aggregate_id="session:s-1", correlation_id="s-1"
         )
     )
     (committed,) = gateway.committed()
@@ -45,16 +46,16 @@ async def test_an_aggregates_events_are_numbered_in_order_unless_a_version_is_gi
     gateway: GatewayBackend,
 ) -> None:
     def two(unit: GatewayUnit) -> None:
-        unit.outbox.emit(message("one"), aggregate_id="session:s-1", actor="gateway:olga")
-        unit.outbox.emit(message("two"), aggregate_id="session:s-1", actor="gateway:olga")
+        unit.emit_as("gateway:olga")(message("one"), aggregate_id="session:s-1")
+        unit.emit_as("gateway:olga")(message("two"), aggregate_id="session:s-1")
 
     await gateway.transactions.execute(two)
     await gateway.transactions.execute(
-        lambda unit: unit.outbox.emit(message("three"), aggregate_id="session:s-1", actor="gateway:olga")
+        lambda unit: unit.emit_as("gateway:olga")(message("three"), aggregate_id="session:s-1")
     )
     await gateway.transactions.execute(
-        lambda unit: unit.outbox.emit(
-            message("first"), aggregate_id="session:s-2", actor="gateway:olga", aggregate_version=1
+        lambda unit: unit.emit_as("gateway:olga")(
+            message("first"), aggregate_id="session:s-2", aggregate_version=1
         )
     )
     versions = [(e.aggregate_id, e.aggregate_version) for e in gateway.committed()]
@@ -81,8 +82,8 @@ async def test_another_services_event_is_refused_and_its_transaction_commits_not
     )
 
     def overreach(unit: GatewayUnit) -> None:
-        unit.outbox.emit(message("lost"), aggregate_id="session:s-1", actor="gateway:olga")
-        unit.outbox.emit(transitioned, aggregate_id="e1", actor="gateway:olga")
+        unit.emit_as("gateway:olga")(message("lost"), aggregate_id="session:s-1")
+        unit.emit_as("gateway:olga")(transitioned, aggregate_id="e1")
 
     with pytest.raises(NotOwner):
         await gateway.transactions.execute(overreach)

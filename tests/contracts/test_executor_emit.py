@@ -1,4 +1,5 @@
-"""ContractEvents' contract, held by the fake and by the runtime's unit of work on a real SQLite store.
+"""The executor's event sink (the runtime's ``Emit``), held to one contract by the fake and by the runtime's
+unit of work on a real SQLite store.
 
 An emitted event is the executor's own, of the contract named, at the version given, correlated
 with the session given (else with the event being handled, which is also its cause), and the
@@ -39,7 +40,7 @@ CREATED = open_contract(proposal("exec-001"), EMAIL, node_id="reasoning", now=10
 
 def test_an_emitted_event_is_the_executors_own_at_the_version_given(side: Store) -> None:
     with side.transaction():
-        side.events(PROPOSED).emit(CREATED, execution_id="exec-001", version=1)
+        side.emit_for(PROPOSED)(CREATED, aggregate_id="exec-001", aggregate_version=1)
     (emitted,) = side.emitted()
     assert (emitted.type, emitted.actor) == ("execution.contract_created", "executor")
     assert (emitted.aggregate_id, emitted.aggregate_version) == ("exec-001", 1)
@@ -48,14 +49,16 @@ def test_an_emitted_event_is_the_executors_own_at_the_version_given(side: Store)
 
 def test_without_a_correlation_the_handled_event_correlates_and_causes_it(side: Store) -> None:
     with side.transaction():
-        side.events(PROPOSED).emit(CREATED, execution_id="exec-001", version=1)
+        side.emit_for(PROPOSED)(CREATED, aggregate_id="exec-001", aggregate_version=1)
     (emitted,) = side.emitted()
     assert (emitted.correlation_id, emitted.causation_id) == ("session-abc", PROPOSED.event_id)
 
 
 def test_a_given_correlation_wins_also_with_no_event_being_handled(side: Store) -> None:
     with side.transaction():
-        side.events(None).emit(CREATED, execution_id="exec-001", version=1, correlation_id="session-xyz")
+        side.emit_for(None)(
+            CREATED, aggregate_id="exec-001", aggregate_version=1, correlation_id="session-xyz"
+        )
     (emitted,) = side.emitted()
     assert (emitted.correlation_id, emitted.causation_id) == ("session-xyz", None)
 
@@ -64,10 +67,10 @@ def test_the_contracts_read_each_event_back_in_the_same_transaction(side: Store)
     contract = ExecutionContract.from_created(CREATED)
     moves = Moves(contract, 101.0).fire("start", TOOL_NODE)
     with side.transaction():
-        sink = side.events(PROPOSED)
-        sink.emit(CREATED, execution_id="exec-001", version=1)
+        emit = side.emit_for(PROPOSED)
+        emit(CREATED, aggregate_id="exec-001", aggregate_version=1)
         assert side.contracts.status_of("exec-001") == ExecutionStatus.PENDING
-        sink.emit(moves.events[0], execution_id="exec-001", version=2, correlation_id="session-abc")
+        emit(moves.events[0], aggregate_id="exec-001", aggregate_version=2, correlation_id="session-abc")
         running = side.contracts.get("exec-001")
         assert running is not None
         assert (running.status, running.version, running.updated_at) == (ExecutionStatus.RUNNING, 2, 101.0)
