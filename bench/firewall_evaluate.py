@@ -24,17 +24,16 @@ import tempfile
 import time
 import tomllib
 from pathlib import Path
-from typing import Any
 
-from overseer_events.catalogue import ExecutionProposed, LayerFinding, Principal, VerdictIssued
+from overseer_events.catalogue import ExecutionProposed, Principal
 from overseer_events.envelope import Envelope, new_event
 from overseer_firewall.adapters.filesystem import RealPathResolver
 from overseer_firewall.application.audit_trail import audit_record
-from overseer_firewall.application.translation import proposal_from_event
+from overseer_firewall.application.translation import proposal_from_event, verdict_event
 from overseer_firewall.bootstrap import DEFAULT_POLICY_FILE as POLICY_FILE
 from overseer_firewall.domain.audit import EMPTY_HEAD, AuditEntry, AuditHead, append_entry
 from overseer_firewall.domain.engine import FirewallEngine
-from overseer_firewall.domain.model import Proposal, Verdict
+from overseer_firewall.domain.model import Proposal
 from overseer_firewall.domain.policy import PolicyStore, parse_admin_policy
 from overseer_firewall.domain.preview import build_preview
 
@@ -97,27 +96,6 @@ def proposals(n: int, seed: int = 7) -> list[tuple[Envelope, Proposal]]:
     return out
 
 
-def verdict_event(data: ExecutionProposed, verdict: Verdict, preview: dict[str, Any] | None) -> VerdictIssued:
-    """The ``firewall.verdict_issued`` of ``verdict``, field for field as the firewall's handler emits it."""
-    return VerdictIssued(
-        execution_id=verdict.execution_id,
-        session_id=verdict.session_id,
-        tool=verdict.tool,
-        level=verdict.level.name,
-        decision=verdict.decision.value,
-        findings=[
-            LayerFinding(layer=f.layer, outcome=f.outcome, message=f.message, details=dict(f.details))
-            for f in verdict.findings
-        ],
-        reasons=list(verdict.reasons),
-        args=dict(verdict.args),
-        args_hash=verdict.args_hash,
-        policy_version=verdict.policy_version,
-        preview=preview,
-        requested_by=data.proposer,
-    )
-
-
 def audited(head: AuditHead | AuditEntry, event: Envelope) -> AuditEntry:
     record = audit_record(event)
     assert record is not None, f"{event.type} is not audited"
@@ -139,7 +117,7 @@ def run(
         data = event.data
         assert isinstance(data, ExecutionProposed)
         issued = new_event(
-            verdict_event(data, verdict, preview),
+            verdict_event(verdict, data.proposer, preview),
             aggregate_id=f"verdict:{data.execution_id}",
             aggregate_version=1,
             actor="firewall",

@@ -26,14 +26,12 @@ from overseer_events.catalogue import (
     HintIssued,
     HumanDecisionRecorded,
     HumanResponded,
-    LayerFinding,
     Principal,
     ResponseRefused,
     SessionCancelRequested,
     SessionPaused,
     SessionResumed,
     UserLevelChanged,
-    VerdictIssued,
 )
 from overseer_events.envelope import Envelope, EventData
 from overseer_events.errors import TransientError
@@ -41,7 +39,7 @@ from overseer_firewall.application.anchoring import AuditAnchor
 from overseer_firewall.application.audit_trail import audit_record
 from overseer_firewall.application.ports import Surroundings, Unit
 from overseer_firewall.application.state import ABORT_COMMENT, TERMINAL, KernelState
-from overseer_firewall.application.translation import proposal_from_event
+from overseer_firewall.application.translation import proposal_from_event, verdict_event
 from overseer_firewall.domain.adaptive import adapt
 from overseer_firewall.domain.audit import EMPTY_HEAD, append_entry
 from overseer_firewall.domain.gate import GateOutcome, Intent, PendingApproval, PendingStatus, TimeoutAction
@@ -101,8 +99,9 @@ class FirewallHandlers:
         self.audit(unit, event)
         proposal = proposal_from_event(data, event.occurred_at)
         verdict = self.state.engine.evaluate(proposal)
+        preview = self.preview(data, verdict, unit.env) if verdict.needs_preview else None
         issued = unit.emit(
-            self.verdict_event(data, verdict, unit),
+            verdict_event(verdict, data.proposer, preview),
             aggregate_id=f"verdict:{data.execution_id}",
             aggregate_version=1,
         )
@@ -125,25 +124,6 @@ class FirewallHandlers:
                 data.session_id,
                 {"execution_id": data.execution_id, "tool": data.tool, "proposer": str(data.proposer)},
             )
-
-    def verdict_event(self, data: ExecutionProposed, verdict: Verdict, unit: Unit) -> VerdictIssued:
-        return VerdictIssued(
-            execution_id=verdict.execution_id,
-            session_id=verdict.session_id,
-            tool=verdict.tool,
-            level=verdict.level.name,
-            decision=verdict.decision.value,
-            findings=[
-                LayerFinding(layer=f.layer, outcome=f.outcome, message=f.message, details=dict(f.details))
-                for f in verdict.findings
-            ],
-            reasons=list(verdict.reasons),
-            args=dict(verdict.args),
-            args_hash=verdict.args_hash,
-            policy_version=verdict.policy_version,
-            preview=self.preview(data, verdict, unit.env) if verdict.needs_preview else None,
-            requested_by=data.proposer,
-        )
 
     def preview(self, data: ExecutionProposed, verdict: Verdict, env: Surroundings) -> dict[str, Any]:
         if data.action_type == "ecs_request":

@@ -1,4 +1,5 @@
-"""What the catalogue's events say, in the kernel's terms: a proposal, an agent's mode.
+"""What the catalogue's events say, in the kernel's terms (a proposal, an agent's mode), and what the
+kernel decided, in the catalogue's (a verdict's event).
 
 The handlers, the in-memory fold and the read models all read the same events; they translate them
 here, once, so the kernel and the read models cannot disagree about what an event meant.
@@ -9,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from overseer_events.catalogue import ExecutionProposed
-from overseer_firewall.domain.model import Proposal
+from overseer_events.catalogue import ExecutionProposed, LayerFinding, Principal, VerdictIssued
+from overseer_firewall.domain.model import Proposal, Verdict
 from overseer_firewall.domain.modes import AgentMode, Grant, ModeSetting
 
 
@@ -29,6 +30,28 @@ def proposal_from_event(data: ExecutionProposed, occurred_at: float) -> Proposal
         stagnation=stagnation if isinstance(stagnation, str) and stagnation else None,
         summary=data.summary,
         detail=dict(data.action_detail),
+    )
+
+
+def verdict_event(verdict: Verdict, requested_by: Principal, preview: dict[str, Any] | None) -> VerdictIssued:
+    """The ``firewall.verdict_issued`` that says ``verdict``, for the proposal ``requested_by`` made
+    (``preview``: what a person is shown of a held call, else None)."""
+    return VerdictIssued(
+        execution_id=verdict.execution_id,
+        session_id=verdict.session_id,
+        tool=verdict.tool,
+        level=verdict.level.name,
+        decision=verdict.decision.value,
+        findings=[
+            LayerFinding(layer=f.layer, outcome=f.outcome, message=f.message, details=dict(f.details))
+            for f in verdict.findings
+        ],
+        reasons=list(verdict.reasons),
+        args=dict(verdict.args),
+        args_hash=verdict.args_hash,
+        policy_version=verdict.policy_version,
+        preview=preview,
+        requested_by=requested_by,
     )
 
 
