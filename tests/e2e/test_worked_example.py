@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import email
 import email.policy
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
 import orjson
 import pytest
-from websockets.asyncio.client import connect
+from websockets.asyncio.client import ClientConnection, connect
 
 from tests.e2e.e2e_support import FullStack
 
@@ -32,12 +33,14 @@ class Stream:
         self.messages: list[dict[str, Any]] = []
         self.changed = asyncio.Event()
 
-    async def follow(self, ws: Any) -> None:
+    async def follow(self, ws: ClientConnection) -> None:
         async for raw in ws:
             self.messages.append(orjson.loads(raw))
             self.changed.set()
 
-    async def until(self, predicate: Any, timeout: float = 20.0) -> dict[str, Any]:
+    async def until(
+        self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 20.0
+    ) -> dict[str, Any]:
         async with asyncio.timeout(timeout):
             while True:
                 self.changed.clear()  # before scanning: a message arriving during the scan sets it again

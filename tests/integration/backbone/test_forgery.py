@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
-from nats.js.api import RePublish, StreamConfig, StreamSource, SubjectTransform
+from nats.js.api import ConsumerInfo, RePublish, StreamConfig, StreamSource, SubjectTransform
 
 from overseer_events.catalogue import HumanDecisionRecorded, Principal
 from overseer_events.envelope import new_event
@@ -45,7 +46,7 @@ def own_stack(tmp_path: Path, own_nats: EmbeddedNats) -> Stack:
     return Stack(home=tmp_path / "home", nats=NatsUnderTest(own_nats.url, own_nats.keyring, own_nats))
 
 
-async def _refused(call: Any) -> bool:
+async def _refused(call: Awaitable[object]) -> bool:
     """Whether a JetStream API request is refused: the server drops it (no answer) or answers an error."""
     try:
         await call
@@ -84,8 +85,9 @@ async def test_no_credential_can_republish_onto_the_firewalls_subjects_through_a
     assert await _firewall_events(own_stack) == 0
 
 
-async def _stream_names(nc: Client) -> Any:
+async def _stream_names(nc: Client) -> AsyncIterator[str]:
     for info in await nc.jetstream().streams_info():
+        assert info.config.name is not None, info
         yield info.config.name
 
 
@@ -176,7 +178,7 @@ async def test_no_credential_can_create_even_an_ephemeral_consumer(own_stack: St
     assert await _firewall_events(own_stack) == 0
 
 
-async def _consumers(nc: Client, stream: str) -> Any:
+async def _consumers(nc: Client, stream: str) -> AsyncIterator[ConsumerInfo]:
     for info in await nc.jetstream().consumers_info(stream):
         yield info
 
@@ -223,7 +225,7 @@ async def test_no_other_credential_can_receive_or_answer_the_firewalls_requests(
                 nc = await _connect_as(own_stack, user)
                 impostors.append(nc)
 
-                async def forge(msg: Any, user: str = user, nc: Client = nc) -> None:
+                async def forge(msg: Msg, user: str = user, nc: Client = nc) -> None:
                     heard.append(user)
                     if msg.reply:
                         await nc.publish(msg.reply, b'{"ok": true, "result": {"ok": true}}')
@@ -252,7 +254,7 @@ async def test_no_credential_can_publish_a_reply_into_another_users_inbox(own_st
         inbox = gateway.new_inbox()
         received: list[bytes] = []
 
-        async def collect(msg: Any) -> None:
+        async def collect(msg: Msg) -> None:
             received.append(msg.data)
 
         await gateway.subscribe(inbox, cb=collect)

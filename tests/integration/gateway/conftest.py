@@ -46,7 +46,9 @@ async def gateway(
 @pytest.fixture(scope="module")
 async def fastapi_only(gateway: LiveGateway) -> AsyncIterator[str]:
     """The running gateway's FastAPI application, without the fast path in front of it."""
-    url, server, task = await serve(gateway.service.app)
+    app = gateway.service.app
+    assert app is not None
+    url, server, task = await serve(app)
     yield url
     server.should_exit = True
     await task

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 import socket
 from dataclasses import dataclass
-from typing import Any
 
 import httpx
 import uvicorn
+from starlette.types import ASGIApp
 
 from overseer_gateway.bootstrap import EmbeddedServer, GatewayService
 from overseer_runtime.testing import Stack
@@ -39,7 +39,7 @@ class LiveGateway:
         return self.url.replace("http://", "ws://") + "/v1/ws"
 
 
-async def serve(app: Any) -> tuple[str, EmbeddedServer, asyncio.Task[Any]]:
+async def serve(app: ASGIApp) -> tuple[str, EmbeddedServer, asyncio.Task[None]]:
     """``app`` served by uvicorn on a free port of its own: its URL, the server, the task serving."""
     sock = socket.socket()
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -11,7 +11,9 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
+from starlette.types import Receive, Scope, Send
 
 from overseer_gateway.entrypoints.http import build_asgi
 from tests.integration.gateway.gateway_support import LiveGateway, exchange, raw_request, serve
@@ -32,7 +34,7 @@ def gateway_settings() -> dict[str, Any]:
     return {"max_body_bytes": MAX_BODY, "max_wait_seconds": 5}
 
 
-def assert_problem(response: Any, status: int, detail: str) -> dict[str, Any]:
+def assert_problem(response: httpx.Response, status: int, detail: str) -> dict[str, Any]:
     assert response.status_code == status, response.text
     assert response.headers["content-type"] == PROBLEM
     problem = dict(response.json())
@@ -227,7 +229,7 @@ async def test_the_hot_requests_are_answered_by_the_fast_path_and_the_rest_by_fa
     assert app is not None
     handed_on: list[str] = []
 
-    async def fastapi(scope: Any, receive: Any, send: Any) -> None:
+    async def fastapi(scope: Scope, receive: Receive, send: Send) -> None:
         handed_on.append(f"{scope['method']} {scope['path']}")
         await app(scope, receive, send)
 
