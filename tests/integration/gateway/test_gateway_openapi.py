@@ -54,6 +54,14 @@ async def test_every_contract_path_is_documented_with_examples(gateway: LiveGate
     schemas = document["components"]["schemas"]
     for body in ("ActionRequest", "DecisionRequest", "PolicyDocument"):
         assert schemas[body].get("examples"), body
+    # A CO's transitions and an execution's (seed 002) are two models, each under a name of its own.
+    cos = paths["/v1/cos/{co_id}"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    transitions = schemas[cos["$ref"].rpartition("/")[2]]["properties"]["transitions"]["items"]
+    assert transitions == {"$ref": "#/components/schemas/CoTransitionRecord"}
+    executions = paths["/v1/executions/{execution_id}/transitions"]["get"]["responses"]["200"]
+    assert executions["content"]["application/json"]["schema"]["items"] == {
+        "$ref": "#/components/schemas/TransitionRecord"
+    }
     problem = paths["/v1/actions"]["post"]["responses"]["422"]["content"]
     assert list(problem) == ["application/problem+json"]
 

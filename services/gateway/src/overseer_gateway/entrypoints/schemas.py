@@ -446,10 +446,8 @@ class SuggestionDecisionRequest(CoBody):
 
 
 # Answers: documented; the col may add fields.
-class TransitionRecord(Answer):
-    # Two models are called TransitionRecord (the other is the observer's); this one's OpenAPI component
-    # is named after the module that serves the col's routes since they were published.
-    __module__ = "overseer_gateway.entrypoints.cos_routes"
+class CoTransitionRecord(Answer):
+    """One status transition of a CO (its ``co.transitioned``); an execution's is seed 002's ``TransitionRecord``."""
 
     from_: str = Field(alias="from")
     to: str
@@ -475,7 +473,7 @@ class CognitiveObjectView(Answer):
     domain_tag: str | None
     intent_category: str | None
     status: CoStatus
-    transitions: list[TransitionRecord]
+    transitions: list[CoTransitionRecord]
     linked_execution_ids: list[str]
     linked_memory_ids: list[str]
     external_references: list[dict[str, str]]
