@@ -50,6 +50,7 @@ from overseer_runtime.unit_of_work import Emitter, TransactionRunner, UnitOfWork
 log = logging.getLogger("overseer.runtime")
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 
 class Runtime:
@@ -217,6 +218,16 @@ class Runtime:
         """Run ``fn`` in one transaction (see :meth:`TransactionRunner.execute`); a command waits at
         most ``COMMAND_STORE_WAIT`` seconds for a store that refuses writes."""
         return await self.transactions.execute(fn, incoming=incoming, command_wait=self.COMMAND_STORE_WAIT)
+
+    async def execute_in(self, unit_for: Callable[[UnitOfWork], U], fn: Callable[[U], T]) -> T:
+        """Run ``fn`` on the service's ports for a new unit of work (``unit_for``, as its handlers get
+        them), as :meth:`execute` does; the unit of work's trace span is named after ``fn``."""
+
+        def work(uow: UnitOfWork) -> T:
+            return fn(unit_for(uow))
+
+        work.__name__ = getattr(fn, "__name__", "command")
+        return await self.execute(work)
 
     async def wait_for_change(self, aggregate_id: str, timeout: float) -> bool:
         """Sleep until a commit records or emits an event of ``aggregate_id`` (True) or ``timeout`` (False).

@@ -95,18 +95,18 @@ class ExecutorService(Service):
         )
 
         async def record(execution_id: str, result: ToolOutcome) -> None:
-            await runtime.execute(
-                lambda uow: self.execution.record_tool_outcome(self.unit_for(uow), execution_id, result)
+            await runtime.execute_in(
+                self.unit_for, lambda unit: self.execution.record_tool_outcome(unit, execution_id, result)
             )
 
         self.calls = ToolCalls(runner, record)
         # Calls in flight may finish and record their outcome; what still runs after that is
         # recovered on the next start like after a crash.
         self._opened.push_async_callback(self.calls.drain, cfg.drain_seconds)
-        recovered = await runtime.execute(lambda uow: self.execution.recover(self.unit_for(uow)))
+        recovered = await runtime.execute_in(self.unit_for, self.execution.recover)
         if recovered:
             log.warning("recovered %d contract(s) left RUNNING by the previous run", recovered)
-        closed = await runtime.execute(lambda uow: self.execution.close_stale_twin_cards(self.unit_for(uow)))
+        closed = await runtime.execute_in(self.unit_for, self.execution.close_stale_twin_cards)
         if closed:
             log.warning("closed %d approval card(s) whose identical twin already completed", closed)
         sweeper = runtime.spawn(self._sweep(runtime))
@@ -118,8 +118,8 @@ class ExecutorService(Service):
         while True:
             await asyncio.sleep(self.settings.sweep_interval_seconds)
             try:
-                expired = await runtime.execute(
-                    lambda uow: self.execution.expire_waits(self.unit_for(uow), ttl)
+                expired = await runtime.execute_in(
+                    self.unit_for, lambda unit: self.execution.expire_waits(unit, ttl)
                 )
             except Exception:
                 log.exception("approval TTL sweep failed")

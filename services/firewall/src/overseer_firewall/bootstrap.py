@@ -114,11 +114,7 @@ class FirewallService(Service):
         )
 
         def in_unit(fn: Callable[[Unit], T]) -> Awaitable[T]:
-            def work(uow: UnitOfWork) -> T:
-                return fn(self.unit_for(uow))
-
-            work.__name__ = getattr(fn, "__name__", "command")  # names the unit of work's trace span
-            return runtime.execute(work)
+            return runtime.execute_in(self.unit_for, fn)
 
         reader = runtime.reader
         policy = ReaderPolicyState(reader)

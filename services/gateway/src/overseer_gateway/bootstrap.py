@@ -81,7 +81,7 @@ class GatewayService(Service):
 
     async def execute(self, command: Callable[[GatewayUnit], T]) -> T:
         """Run ``command`` in one transaction of the gateway's store; its events are relayed after commit."""
-        return await self.runtime.execute(lambda uow: command(unit_for(uow)))
+        return await self.runtime.execute_in(unit_for, command)
 
     def bus_connected(self) -> bool:
         return bool(self.runtime.nc.is_connected)
