@@ -99,6 +99,48 @@ class Emit(Protocol):
     ) -> Envelope: ...
 
 
+class Waiters:
+    """Coroutines waiting for a key to be woken: an aggregate a commit touched, a command settled.
+
+    Read the state you wait on, then call :meth:`wait` with no ``await`` in between: wakes happen
+    on this event loop, so none can slip between the two.
+    """
+
+    def __init__(self) -> None:
+        self._by_key: dict[str, list[asyncio.Future[None]]] = {}
+
+    async def wait(self, key: str, timeout: float) -> bool:
+        """Sleep until ``key`` is woken (True) or ``timeout`` seconds pass (False)."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiters = self._by_key.setdefault(key, [])
+        waiters.append(waiter)
+        try:
+            await asyncio.wait_for(waiter, timeout)
+        except TimeoutError:
+            return False
+        finally:
+            # A wake pops the whole list it woke; a timed-out waiter removes only itself.
+            if waiter in waiters:
+                waiters.remove(waiter)
+            if not waiters and self._by_key.get(key) is waiters:
+                del self._by_key[key]
+        return True
+
+    def wake(self, key: str) -> None:
+        """Wake every coroutine waiting for ``key``."""
+        for waiter in self._by_key.pop(key, ()):
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def __bool__(self) -> bool:
+        """Whether any coroutine waits (cheap: asked after every commit)."""
+        return bool(self._by_key)
+
+    def __len__(self) -> int:
+        """How many coroutines wait, for any key."""
+        return sum(len(waiters) for waiters in self._by_key.values())
+
+
 @dataclass(frozen=True, slots=True)
 class Emitter:
     """What emitting an event needs: whose events they are, where they are kept and sent, the read models."""
@@ -183,7 +225,7 @@ class TransactionRunner:
         self._spawn = spawn
         # Queries that wait for a read model to reach a state wait on the aggregate they ask about:
         # a commit wakes only the waiters of the aggregates it touched (no thundering herd).
-        self.change_waiters: dict[str, list[asyncio.Future[None]]] = {}
+        self.change_waiters = Waiters()
 
     def unit(self, incoming: Envelope | None = None) -> UnitOfWork:
         """A new unit of work (of ``incoming``, when it handles an event)."""
@@ -232,20 +274,7 @@ class TransactionRunner:
         Read the state you wait on, then call this with no ``await`` in between:
         commits happen on this event loop, so none can slip between the two.
         """
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        waiters = self.change_waiters.setdefault(aggregate_id, [])
-        waiters.append(waiter)
-        try:
-            await asyncio.wait_for(waiter, timeout)
-        except TimeoutError:
-            return False
-        finally:
-            # A commit pops the whole list it woke; a timed-out waiter removes only itself.
-            if waiter in waiters:
-                waiters.remove(waiter)
-            if not waiters and self.change_waiters.get(aggregate_id) is waiters:
-                del self.change_waiters[aggregate_id]
-        return True
+        return await self.change_waiters.wait(aggregate_id, timeout)
 
     async def committed(self, units: Sequence[UnitOfWork]) -> None:
         """What follows the commit of ``units``: publish, wake the waiters, start the after-commit work."""
@@ -263,9 +292,7 @@ class TransactionRunner:
         for uow in units:
             events = [uow.incoming, *uow.emitted] if uow.incoming is not None else uow.emitted
             for event in events:
-                for waiter in self.change_waiters.pop(event.aggregate_id, ()):
-                    if not waiter.done():
-                        waiter.set_result(None)
+                self.change_waiters.wake(event.aggregate_id)
 
 
 def _correlation_of(event: Envelope | None) -> str | None:

@@ -25,7 +25,6 @@ Methods (payload → answer):
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, Protocol, TypeVar
 
@@ -36,6 +35,7 @@ from overseer_col.domain.model import CognitiveObject
 from overseer_events.co_fields import ID_MAX_CHARS
 from overseer_events.machines import CO_MACHINE, CognitiveObjectStatus
 from overseer_runtime.rpc import NoArguments, RpcError, RpcRequest, RpcTable
+from overseer_runtime.unit_of_work import Waiters
 
 T = TypeVar("T")
 
@@ -46,37 +46,24 @@ ALL_AT_ONCE = 10_000
 
 
 class CommandWaiters:
-    """Futures of ``command.await`` calls, woken after the command's unit of work commits."""
+    """``command.await`` calls, woken after the command's unit of work commits."""
 
     def __init__(self) -> None:
-        self._waiting: dict[str, list[asyncio.Future[None]]] = {}
+        self._waiters = Waiters()
 
     async def wait(self, command_id: str, timeout: float, look: Callable[[], T | None]) -> T | None:
-        # Look, then register, with no await in between: a settle() cannot slip through the gap.
+        # Look, then wait, with no await in between: a settle() cannot slip through the gap.
         found = look()
         if found is not None:
             return found
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.setdefault(command_id, []).append(future)
-        try:
-            await asyncio.wait_for(future, timeout)
-        except TimeoutError:
-            pass
-        finally:
-            futures = self._waiting.get(command_id, [])
-            if future in futures:
-                futures.remove(future)
-            if not futures:
-                self._waiting.pop(command_id, None)
+        await self._waiters.wait(command_id, timeout)
         return look()
 
     def settle(self, command_id: str) -> None:
-        for future in self._waiting.pop(command_id, []):
-            if not future.done():
-                future.set_result(None)
+        self._waiters.wake(command_id)
 
     def __len__(self) -> int:
-        return sum(len(f) for f in self._waiting.values())
+        return len(self._waiters)
 
 
 # -- requests -------------------------------------------------------------------------------
