@@ -27,7 +27,7 @@ from overseer_events.catalogue import (
 )
 from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.machines import TOOL_NODE, ExecutionStatus
-from overseer_executor.application.handlers import ExecutionHandlers, Unit
+from overseer_executor.application.handlers import ExecutionHandlers, ExecutorUnit
 from overseer_executor.application.ports import (
     ApprovalForm,
     ContractRepository,
@@ -405,8 +405,8 @@ class ExecutorHarness:
     def emitted(self) -> list[Envelope]:
         return self.store.emitted()
 
-    def unit_for(self, uow: UnitOfWork) -> Unit:
-        return Unit(
+    def unit_for(self, uow: UnitOfWork) -> ExecutorUnit:
+        return ExecutorUnit(
             contracts=self.store.contracts,
             emit=self.store.emit_for(uow.incoming),
             after_commit=uow.after_commit,
@@ -422,7 +422,7 @@ class ExecutorHarness:
             self.table.handle(uow, event)
         self.after_commit.extend(uow.work)
 
-    def execute(self, work: Callable[[Unit], T]) -> T:
+    def execute(self, work: Callable[[ExecutorUnit], T]) -> T:
         """``work`` in a unit of work of its own (as ``Runtime.execute``)."""
         uow = FakeUnitOfWork(service=ACTOR)
         with self.store.transaction():
@@ -441,7 +441,7 @@ class ExecutorHarness:
         moves = Moves(contract, now).fire("start", TOOL_NODE).fire("suspend", TOOL_NODE)
         moves.request("approval", message=f"{spec.name} needs approval ({spec.level})")
 
-        def emit_all(unit: Unit) -> None:
+        def emit_all(unit: ExecutorUnit) -> None:
             for version, data in enumerate((created, *moves.events), start=1):
                 unit.emit(data, aggregate_id=proposal.execution_id, aggregate_version=version)
 

@@ -41,11 +41,11 @@ from overseer_events.subjects import owns
 from overseer_firewall.application.anchoring import HEAD_AGGREGATE, AuditAnchor
 from overseer_firewall.application.handlers import FirewallHandlers
 from overseer_firewall.application.ports import (
+    FirewallUnit,
     PolicyRows,
     PublishedEntry,
     StoredProposal,
     Surroundings,
-    Unit,
 )
 from overseer_firewall.application.state import TERMINAL, KernelState
 from overseer_firewall.application.translation import mode_setting, proposal_from_event
@@ -426,7 +426,9 @@ class InMemoryOutbox(FakeUnitOfWork):
     def commit(self) -> None:
         for fn in self.work:
             if fn() is not None:
-                raise AssertionError("the firewall's after-commit work is synchronous (its Unit's hook)")
+                raise AssertionError(
+                    "the firewall's after-commit work is synchronous (its FirewallUnit's hook)"
+                )
 
 
 class Clock:
@@ -479,9 +481,9 @@ class InMemoryFirewall:
         text = self.files.get(path)
         return ABSENT if text is None else CurrentFile(True, text)
 
-    def unit_for(self, uow: UnitOfWork) -> Unit:
+    def unit_for(self, uow: UnitOfWork) -> FirewallUnit:
         store = self.store
-        return Unit(
+        return FirewallUnit(
             emit=uow.emit_as(ACTOR),
             after_commit=uow.after_commit,
             proposals=store.proposals,
@@ -566,14 +568,14 @@ class InMemoryFirewall:
         [issued] = self.emitted("firewall.verdict_issued", execution_id=execution_id)
         return issued
 
-    def run(self, fn: Callable[[Unit], T]) -> T:
+    def run(self, fn: Callable[[FirewallUnit], T]) -> T:
         """``fn`` in a unit of work of its own, committed (a command, a timer round)."""
         outbox = InMemoryOutbox(self.store, self.clock, None)
         result = fn(self.unit_for(outbox))
         self._committed(outbox)
         return result
 
-    async def in_unit(self, fn: Callable[[Unit], T]) -> T:
+    async def in_unit(self, fn: Callable[[FirewallUnit], T]) -> T:
         """:class:`UnitRunner` on :meth:`run`."""
         return self.run(fn)
 

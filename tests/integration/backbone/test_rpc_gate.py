@@ -11,7 +11,7 @@ import pytest
 
 from overseer_runtime.rpc import RpcError, RpcRequest, RpcTable
 from overseer_runtime.runtime import Runtime
-from overseer_runtime.service import Service
+from overseer_runtime.service import Host, Service
 from overseer_runtime.testing import Stack
 
 
@@ -34,7 +34,7 @@ class SlowToStart(Service):
     async def echo(self, request: Echo) -> str:
         return request.text
 
-    async def start(self, runtime: Runtime) -> None:
+    async def start(self, runtime: Host) -> None:
         self.starting.set()
         await self.finish.wait()
 

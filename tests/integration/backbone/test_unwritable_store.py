@@ -28,7 +28,7 @@ from overseer_runtime.permissions import PROVISIONER
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.rpc import StoreUnavailable
 from overseer_runtime.runtime import Runtime
-from overseer_runtime.service import HandlerTable, Service
+from overseer_runtime.service import HandlerTable, Host, Service
 from overseer_runtime.store import EventStore, is_unwritable
 from overseer_runtime.testing import Stack, eventually, received_from
 from overseer_runtime.unit_of_work import UnitOfWork
@@ -247,9 +247,9 @@ class RecordsAfterCommit(Service):
     def __init__(self) -> None:
         self.go = asyncio.Event()
         self.recorded = asyncio.Event()
-        self.runtime: Runtime | None = None
+        self.runtime: Host | None = None
 
-    async def start(self, runtime: Runtime) -> None:
+    async def start(self, runtime: Host) -> None:
         self.runtime = runtime
 
     def subscriptions(self) -> list[Subscription]:

@@ -8,19 +8,24 @@ for every service. The handler table is keyed by the event's class, so a handler
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+import asyncio
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
+
+from nats.aio.client import Client
+from nats.js import JetStreamContext
 
 from overseer_events.envelope import Envelope, EventData
+from overseer_events.subjects import Subjects
+from overseer_runtime.config import Settings
 from overseer_runtime.provisioning import Subscription
+from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.rpc import RpcTable
-from overseer_runtime.store import Projection
+from overseer_runtime.store import EventStore, Projection
 from overseer_runtime.unit_of_work import UnitOfWork
 
-if TYPE_CHECKING:
-    from overseer_runtime.runtime import Runtime
-
 U = TypeVar("U")
+T = TypeVar("T")
 D = TypeVar("D", bound=EventData)
 
 
@@ -48,6 +53,49 @@ class HandlerTable(Generic[U]):
             handle(event.data, self._unit_for(uow), event)
 
 
+class Host(Protocol):
+    """What a running service may use of the runtime that runs it (handed to :meth:`Service.start`).
+
+    The runtime implements it; a service sees this much and no more, so the service API does not
+    depend on how the runtime is built.
+    """
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def subjects(self) -> Subjects: ...
+    @property
+    def store(self) -> EventStore: ...
+    @property
+    def reader(self) -> ReadModelReader:
+        """The read-only connection to the service's store, for queries that may scan."""
+
+    @property
+    def nc(self) -> Client: ...
+    @property
+    def js(self) -> JetStreamContext: ...
+
+    async def execute(self, fn: Callable[[UnitOfWork], T], *, incoming: Envelope | None = None) -> T:
+        """Run ``fn`` in one transaction; what it emitted is relayed after the commit."""
+
+    async def execute_in(self, unit_for: Callable[[UnitOfWork], U], fn: Callable[[U], T]) -> T:
+        """Run ``fn`` on the ports ``unit_for`` binds to one new transaction."""
+
+    async def wait_for_change(self, aggregate_id: str, timeout: float) -> bool:
+        """Sleep until a commit touches ``aggregate_id`` (True) or ``timeout`` (False)."""
+
+    async def request(
+        self, service: str, method: str, payload: dict[str, Any] | None = None, timeout: float = 5.0
+    ) -> Any:
+        """Ask another service over RPC."""
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """A background task, cancelled at shutdown; its crash is logged."""
+
+    def status(self) -> str:
+        """``starting``, ``ok`` or ``degraded``."""
+
+
 class Service:
     """What a service is; subclass in ``services/<name>/src/overseer_<name>/bootstrap.py``."""
 
@@ -66,7 +114,7 @@ class Service:
         """The service's RPC methods; the runtime adds ``health`` and answers 503 until :meth:`start` returned."""
         return RpcTable()
 
-    async def start(self, runtime: Runtime) -> None:
+    async def start(self, runtime: Host) -> None:
         """After connecting and before consuming: recovery, timers, servers."""
 
     async def stop(self) -> None:

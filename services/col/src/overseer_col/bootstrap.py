@@ -13,8 +13,7 @@ from overseer_col.entrypoints import events, rpc
 from overseer_col.settings import ColSettings
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.rpc import RpcTable
-from overseer_runtime.runtime import Runtime
-from overseer_runtime.service import HandlerTable, Service
+from overseer_runtime.service import HandlerTable, Host, Service
 from overseer_runtime.store import Projection
 from overseer_runtime.unit_of_work import UnitOfWork
 
@@ -45,7 +44,7 @@ class ColService(Service):
     def rpc(self) -> RpcTable:
         return rpc.rpc(self)
 
-    async def start(self, runtime: Runtime) -> None:
+    async def start(self, runtime: Host) -> None:
         self.settings = runtime.settings.typed("col", ColSettings)
         conn = runtime.store.conn
         self.reads = ColReads(SqliteCoRepository(conn), SqliteCommandLog(conn), ReaderCoLists(runtime.reader))

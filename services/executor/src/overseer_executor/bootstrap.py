@@ -23,7 +23,7 @@ from overseer_executor.adapters.contracts_sql import (
     SqliteExecutorQueries,
 )
 from overseer_executor.adapters.tools.registry import ToolRegistry, build_registry
-from overseer_executor.application.handlers import ExecutionHandlers, Unit
+from overseer_executor.application.handlers import ExecutionHandlers, ExecutorUnit
 from overseer_executor.application.tool_runner import RetryPolicy, ToolCalls, ToolRunner
 from overseer_executor.domain.rules import ToolOutcome
 from overseer_executor.entrypoints import events
@@ -31,8 +31,7 @@ from overseer_executor.entrypoints.rpc import rpc
 from overseer_executor.settings import ExecutorSettings, McpSettings, ToolsSettings
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.rpc import RpcTable
-from overseer_runtime.runtime import Runtime
-from overseer_runtime.service import HandlerTable, Service
+from overseer_runtime.service import HandlerTable, Host, Service
 from overseer_runtime.store import Projection
 from overseer_runtime.unit_of_work import UnitOfWork
 
@@ -60,15 +59,15 @@ class ExecutorService(Service):
     def subscriptions(self) -> Sequence[Subscription]:
         return events.SUBSCRIPTIONS
 
-    def handlers(self) -> HandlerTable[Unit]:
+    def handlers(self) -> HandlerTable[ExecutorUnit]:
         return events.handlers(self.unit_for)
 
     def rpc(self) -> RpcTable:
         return rpc(lambda: self.queries, lambda: self.registry.specs())
 
-    def unit_for(self, uow: UnitOfWork) -> Unit:
+    def unit_for(self, uow: UnitOfWork) -> ExecutorUnit:
         """The executor's ports on the transaction of ``uow``."""
-        return Unit(
+        return ExecutorUnit(
             contracts=SqliteContractRepository(uow.conn),
             emit=uow.emit_as(ACTOR),
             after_commit=uow.after_commit,
@@ -77,7 +76,7 @@ class ExecutorService(Service):
             clock=time.time,
         )
 
-    async def start(self, runtime: Runtime) -> None:
+    async def start(self, runtime: Host) -> None:
         self.settings = cfg = runtime.settings.typed("executor", ExecutorSettings)
         self.registry = build_registry(
             runtime.settings.typed("tools", ToolsSettings),
@@ -112,7 +111,7 @@ class ExecutorService(Service):
         sweeper = runtime.spawn(self._sweep(runtime))
         self._opened.callback(sweeper.cancel)
 
-    async def _sweep(self, runtime: Runtime) -> None:
+    async def _sweep(self, runtime: Host) -> None:
         """Time out WAITING approvals nobody answered within ``approval_ttl_seconds``."""
         ttl = self.settings.approval_ttl_seconds
         while True:

@@ -9,15 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from overseer_runtime.config import Section
 
 
-class _Section(BaseModel):
-    # A key the model does not know is a typo in the configuration: refused, never ignored.
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ExecutorSettings(_Section):
+class ExecutorSettings(Section):
     """``[executor]``: tool-call limits and retries, the approval TTL and its sweep, the stop drain."""
 
     tool_timeout_seconds: float
@@ -30,7 +25,7 @@ class ExecutorSettings(_Section):
     drain_seconds: float
 
 
-class EmailSettings(_Section):
+class EmailSettings(Section):
     """``[tools.email]``: the SMTP server ``email.send`` delivers to, and its sender address."""
 
     host: str
@@ -39,13 +34,13 @@ class EmailSettings(_Section):
     timeout_seconds: float
 
 
-class ShellSettings(_Section):
+class ShellSettings(Section):
     """``[tools.shell]``."""
 
     time_limit_seconds: float
 
 
-class ToolsSettings(_Section):
+class ToolsSettings(Section):
     """``[tools]``: the built-in tools' sandbox and readable paths, their servers, per-tool overrides."""
 
     sandbox: str
@@ -61,7 +56,7 @@ class ToolsSettings(_Section):
         return self.email.host, self.smtp_port or self.email.port
 
 
-class McpServerSettings(_Section):
+class McpServerSettings(Section):
     """One ``[mcp.servers.<name>]`` table.
 
     These tables are the user's own (overseer.toml cannot hold defaults for a server it does not
@@ -78,7 +73,7 @@ class McpServerSettings(_Section):
     tools: dict[str, dict[str, Any]] = {}
 
 
-class McpSettings(_Section):
+class McpSettings(Section):
     """``[mcp]``: how the configured MCP servers are started, watched and restarted."""
 
     connect_timeout_seconds: float

@@ -22,7 +22,7 @@ from overseer_firewall.adapters.recent_events import recent_events
 from overseer_firewall.application.anchoring import AuditAnchor, AuditVerifier
 from overseer_firewall.application.commands import FirewallCommands
 from overseer_firewall.application.handlers import FirewallHandlers
-from overseer_firewall.application.ports import Roots, Surroundings, Unit
+from overseer_firewall.application.ports import FirewallUnit, Roots, Surroundings
 from overseer_firewall.application.queries import FirewallQueries
 from overseer_firewall.application.state import PERCEPTION, KernelState
 from overseer_firewall.domain.engine import FirewallEngine
@@ -34,8 +34,7 @@ from overseer_firewall.entrypoints.rpc import rpc
 from overseer_firewall.settings import FirewallSettings, ToolSandbox
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.rpc import RpcTable
-from overseer_runtime.runtime import Runtime
-from overseer_runtime.service import HandlerTable, Service
+from overseer_runtime.service import HandlerTable, Host, Service
 from overseer_runtime.store import Projection
 from overseer_runtime.unit_of_work import UnitOfWork
 
@@ -78,15 +77,15 @@ class FirewallService(Service):
     def subscriptions(self) -> Sequence[Subscription]:
         return SUBSCRIPTIONS
 
-    def handlers(self) -> HandlerTable[Unit]:
+    def handlers(self) -> HandlerTable[FirewallUnit]:
         return events.handlers(self.firewall, self.unit_for)
 
     def rpc(self) -> RpcTable:
         return rpc(self)
 
-    def unit_for(self, uow: UnitOfWork) -> Unit:
+    def unit_for(self, uow: UnitOfWork) -> FirewallUnit:
         """The firewall's ports in ``uow``'s transaction."""
-        return Unit(
+        return FirewallUnit(
             emit=uow.emit_as(ACTOR),
             after_commit=uow.after_commit,
             proposals=SqliteProposals(uow.conn),
@@ -96,7 +95,7 @@ class FirewallService(Service):
         )
 
     # -- lifecycle -------------------------------------------------------------------------------
-    async def start(self, runtime: Runtime) -> None:
+    async def start(self, runtime: Host) -> None:
         settings = runtime.settings.typed("firewall", FirewallSettings)
         home = runtime.settings.home
         sandbox = home / runtime.settings.typed("tools", ToolSandbox).sandbox
@@ -113,7 +112,7 @@ class FirewallService(Service):
             response_grace_seconds=settings.response_grace_seconds,
         )
 
-        def in_unit(fn: Callable[[Unit], T]) -> Awaitable[T]:
+        def in_unit(fn: Callable[[FirewallUnit], T]) -> Awaitable[T]:
             return runtime.execute_in(self.unit_for, fn)
 
         reader = runtime.reader

@@ -6,13 +6,13 @@ declare none: a key missing from the merged configuration is a configuration err
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
+
+from overseer_runtime.config import Section
 
 
-class FirewallSettings(BaseModel):
+class FirewallSettings(Section):
     """``[firewall]``; a key this model does not know is refused, so a misspelt key is not silently ignored."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     # The admin policy file that seeds the admin layer of an empty store ("" : the packaged default).
     policy_file: str
@@ -25,9 +25,11 @@ class FirewallSettings(BaseModel):
     audit_head_linger_seconds: float
 
 
-class ToolSandbox(BaseModel):
-    """``[tools] sandbox``: where the tools' sandbox is, relative to OVERSEER_HOME (the rest of ``[tools]``
-    belongs to the executor)."""
+class ToolSandbox(Section):
+    """``[tools] sandbox``: where the tools' sandbox is, relative to OVERSEER_HOME.
+
+    The rest of ``[tools]`` belongs to the executor, whose settings check it: here it is ignored.
+    """
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 

@@ -30,8 +30,7 @@ from overseer_gateway.adapters.tokens import TokenRegistry
 from overseer_gateway.application.ports import GatewayUnit
 from overseer_gateway.entrypoints.http import build_app, build_asgi
 from overseer_gateway.settings import GatewaySettings
-from overseer_runtime.runtime import Runtime
-from overseer_runtime.service import Service
+from overseer_runtime.service import Host, Service
 from overseer_runtime.store import Projection
 from overseer_runtime.unit_of_work import UnitOfWork
 
@@ -59,7 +58,7 @@ class GatewayService(Service):
     name = "gateway"
 
     def __init__(self) -> None:
-        self.runtime: Runtime
+        self.runtime: Host
         self.settings: GatewaySettings
         self.tokens: TokenRegistry
         self.peers: Peers
@@ -86,12 +85,15 @@ class GatewayService(Service):
     def bus_connected(self) -> bool:
         return bool(self.runtime.nc.is_connected)
 
-    async def start(self, runtime: Runtime) -> None:
+    async def start(self, runtime: Host) -> None:
         self.runtime = runtime
         settings = self.settings = runtime.settings.typed("gateway", GatewaySettings)
         self.tokens = TokenRegistry.load(runtime.settings.home, settings.tokens_file, settings.principals)
         self.peers = Peers(
-            runtime, timeout=settings.rpc_timeout_seconds, health_timeout=settings.health_timeout_seconds
+            runtime,
+            own=self.name,
+            timeout=settings.rpc_timeout_seconds,
+            health_timeout=settings.health_timeout_seconds,
         )
         self.live = LiveStream(
             runtime.nc,

@@ -16,8 +16,7 @@ from overseer_observer.entrypoints import events
 from overseer_observer.entrypoints.rpc import rpc
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.rpc import RpcTable
-from overseer_runtime.runtime import Runtime
-from overseer_runtime.service import HandlerTable, Service
+from overseer_runtime.service import HandlerTable, Host, Service
 from overseer_runtime.store import Projection
 from overseer_runtime.unit_of_work import UnitOfWork
 
@@ -51,7 +50,7 @@ class ObserverService(Service):
         """What the projection folded (in ``uow``'s transaction) and the observer's outbox."""
         return ObserverUnit(folds=self.observations, emit=uow.emit_as(ACTOR))
 
-    async def start(self, runtime: Runtime) -> None:
+    async def start(self, runtime: Host) -> None:
         self.queries = ExecutionObserver(
             SqliteObservationReader(runtime.store.conn),
             ReaderSessions(runtime.reader),

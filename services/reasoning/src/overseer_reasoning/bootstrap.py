@@ -11,8 +11,7 @@ from overseer_reasoning.entrypoints import events
 from overseer_reasoning.entrypoints.rpc import rpc
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.rpc import RpcTable
-from overseer_runtime.runtime import Runtime
-from overseer_runtime.service import HandlerTable, Service
+from overseer_runtime.service import HandlerTable, Host, Service
 from overseer_runtime.store import Projection
 from overseer_runtime.unit_of_work import UnitOfWork
 
@@ -45,5 +44,5 @@ class ReasoningService(Service):
         """The reasoning service's outbox in ``uow``'s transaction."""
         return ReasoningUnit(emit=uow.emit_as(ACTOR))
 
-    async def start(self, runtime: Runtime) -> None:
+    async def start(self, runtime: Host) -> None:
         self.history = ReaderConversationHistory(runtime.reader)

@@ -1,7 +1,7 @@
 """The executor's handlers: load the contract, decide (pure domain), emit; the runtime commits.
 
 Handlers are synchronous and run inside the batch's SQLite transaction, on the
-ports of its :class:`Unit`. A tool never runs inside one: it is started *after*
+ports of its :class:`ExecutorUnit`. A tool never runs inside one: it is started *after*
 the commit that made the contract RUNNING (crash safety: RUNNING is journaled
 before the call), and its outcome is recorded in a transaction of its own.
 """
@@ -39,7 +39,7 @@ log = logging.getLogger("overseer.executor")
 
 
 @dataclass(frozen=True, slots=True)
-class Unit:
+class ExecutorUnit:
     """What a handler works with inside one unit of work (built per transaction by ``bootstrap``)."""
 
     contracts: ContractRepository
@@ -51,10 +51,10 @@ class Unit:
 
 
 class ExecutionHandlers:
-    """The executor's use cases. It holds no state: every port arrives in the :class:`Unit` of the call."""
+    """The executor's use cases. It holds no state: every port arrives in the :class:`ExecutorUnit` of the call."""
 
     # -- events ------------------------------------------------------------------------
-    def on_proposed(self, proposal: ExecutionProposed, unit: Unit, event: Envelope) -> None:
+    def on_proposed(self, proposal: ExecutionProposed, unit: ExecutorUnit, event: Envelope) -> None:
         if unit.contracts.status_of(proposal.execution_id) is not None:
             log.warning("proposal %s ignored: the contract already exists", proposal.execution_id)
             return
@@ -67,14 +67,14 @@ class ExecutionHandlers:
             if contract is not None and contract.verdict is not None:
                 self._apply_verdict(unit, contract, contract.verdict)
 
-    def on_verdict(self, verdict: VerdictIssued, unit: Unit) -> None:
+    def on_verdict(self, verdict: VerdictIssued, unit: ExecutorUnit) -> None:
         contract = unit.contracts.get(verdict.execution_id)
         if contract is None:
             log.info("verdict for %s parked until its proposal arrives", verdict.execution_id)
             return
         self._apply_verdict(unit, contract, Verdict.from_event(verdict))
 
-    def on_decision(self, decision: HumanDecisionRecorded, unit: Unit) -> None:
+    def on_decision(self, decision: HumanDecisionRecorded, unit: ExecutorUnit) -> None:
         contract = unit.contracts.get(decision.execution_id)
         twin = unit.contracts.twin_of(contract)
         outcome = decide_human_decision(contract, decision, twin=twin, now=unit.clock())
@@ -83,25 +83,25 @@ class ExecutionHandlers:
         else:  # the refusal row is written by RefusedDecisionsProjection from the same check
             log.warning("decision %s on %s refused: %s", decision.decision, decision.execution_id, outcome)
 
-    def on_session_cancel(self, request: SessionCancelRequested, unit: Unit) -> None:
+    def on_session_cancel(self, request: SessionCancelRequested, unit: ExecutorUnit) -> None:
         reason = f"session cancelled by {request.by}" + (f": {request.reason}" if request.reason else "")
         for contract in unit.contracts.open_in_session(request.session_id):
             self._commit(unit, contract, decide_session_cancel(contract, reason, now=unit.clock()))
 
     # -- work started by the service ----------------------------------------------------
-    def record_tool_outcome(self, unit: Unit, execution_id: str, result: ToolOutcome) -> None:
+    def record_tool_outcome(self, unit: ExecutorUnit, execution_id: str, result: ToolOutcome) -> None:
         contract = unit.contracts.get(execution_id)
         if contract is not None:
             self._commit(unit, contract, decide_tool_outcome(contract, result, now=unit.clock()))
 
-    def expire_waits(self, unit: Unit, ttl_seconds: float) -> int:
+    def expire_waits(self, unit: ExecutorUnit, ttl_seconds: float) -> int:
         now = unit.clock()
         expired = unit.contracts.waiting_since_before(now - ttl_seconds)
         for contract in expired:
             self._commit(unit, contract, decide_approval_expiry(contract, ttl_seconds, now=now))
         return len(expired)
 
-    def recover(self, unit: Unit) -> int:
+    def recover(self, unit: ExecutorUnit) -> int:
         """After a restart: every contract still RUNNING lost its tool call."""
         found = unit.contracts.with_status(ExecutionStatus.RUNNING)
         for contract in found:
@@ -115,7 +115,7 @@ class ExecutionHandlers:
             self._commit(unit, contract, outcome)
         return len(found)
 
-    def close_stale_twin_cards(self, unit: Unit) -> int:
+    def close_stale_twin_cards(self, unit: ExecutorUnit) -> int:
         """At start: end approval cards an earlier version left open for a twin that already completed."""
         stale = unit.contracts.waiting_with_completed_twin()
         for contract in stale:
@@ -126,13 +126,13 @@ class ExecutionHandlers:
         return len(stale)
 
     # -- shared steps --------------------------------------------------------------------
-    def _apply_verdict(self, unit: Unit, contract: ExecutionContract, verdict: Verdict) -> None:
+    def _apply_verdict(self, unit: ExecutorUnit, contract: ExecutionContract, verdict: Verdict) -> None:
         dependency = unit.contracts.status_of(contract.depends_on)
         twin = unit.contracts.twin_of(contract)
         outcome = decide_verdict(contract, verdict, dependency=dependency, twin=twin, now=unit.clock())
         self._commit(unit, contract, outcome)
 
-    def _commit(self, unit: Unit, before: ExecutionContract, outcome: Outcome) -> None:
+    def _commit(self, unit: ExecutorUnit, before: ExecutionContract, outcome: Outcome) -> None:
         """Emit the outcome's events, run the tool after commit, release dependents of a finished contract."""
         if outcome.note and not outcome.events and not outcome.run_tool:
             log.info("%s: %s", before.execution_id, outcome.note)

@@ -15,7 +15,7 @@ from overseer_events.catalogue import (
     SessionCancelRequested,
     VerdictIssued,
 )
-from overseer_executor.application.handlers import ExecutionHandlers, Unit
+from overseer_executor.application.handlers import ExecutionHandlers, ExecutorUnit
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.service import HandlerTable
 from overseer_runtime.unit_of_work import UnitOfWork
@@ -35,7 +35,7 @@ SUBSCRIPTIONS = (
 )
 
 
-def handlers(unit_for: Callable[[UnitOfWork], Unit]) -> HandlerTable[Unit]:
+def handlers(unit_for: Callable[[UnitOfWork], ExecutorUnit]) -> HandlerTable[ExecutorUnit]:
     execution = ExecutionHandlers()
     return (
         HandlerTable(unit_for)

@@ -31,10 +31,10 @@ from typing import Any
 from overseer_events.catalogue import AuditHeadPublished, AuditRecorded
 from overseer_firewall.application.ports import (
     AuditHistory,
+    FirewallUnit,
     PublishedAudit,
     PublishedEntry,
     Spawn,
-    Unit,
     UnitRunner,
 )
 from overseer_firewall.domain.audit import AuditHead, VerifyResult, first_difference, verify_chain
@@ -56,7 +56,7 @@ class AuditAnchor:
         self.linger = 0.0
         self._run: UnitRunner | None = None
         self._spawn: Spawn | None = None
-        self._noted: Unit | None = None
+        self._noted: FirewallUnit | None = None
         self._due = False
         self._task: object | None = None
 
@@ -67,7 +67,7 @@ class AuditAnchor:
     def unbind(self) -> None:
         self._run = self._spawn = None
 
-    def appended(self, unit: Unit) -> None:
+    def appended(self, unit: FirewallUnit) -> None:
         """``unit`` appended an audit record: once it commits, a head follows (never if it rolls back)."""
         if unit is self._noted:
             return
@@ -100,7 +100,7 @@ class AuditAnchor:
         return await self._run(publish_head)
 
 
-def publish_head(unit: Unit) -> AuditHead | None:
+def publish_head(unit: FirewallUnit) -> AuditHead | None:
     """Emit ``audit.head_published`` for the committed chain's head, unless a head at or past it exists."""
     head = unit.audit.head()
     if head is None or head.index <= unit.audit.published_through():

@@ -5,7 +5,7 @@ Every proposal gets exactly one ``firewall.verdict_issued``; every answer a
 change an event. :meth:`FirewallHandlers.emit` appends each audited event to
 the hash chain (see :mod:`audit_trail`) and folds it into the in-memory kernel;
 once the transaction commits, the chain's head is published (see :mod:`anchoring`).
-Each handler works on the ports of its unit of work (:class:`~.ports.Unit`).
+Each handler works on the ports of its unit of work (:class:`~.ports.FirewallUnit`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from overseer_events.envelope import Envelope, EventData
 from overseer_events.errors import TransientError
 from overseer_firewall.application.anchoring import AuditAnchor
 from overseer_firewall.application.audit_trail import audit_record
-from overseer_firewall.application.ports import Surroundings, Unit
+from overseer_firewall.application.ports import FirewallUnit, Surroundings
 from overseer_firewall.application.state import ABORT_COMMENT, TERMINAL, KernelState
 from overseer_firewall.application.translation import proposal_from_event, verdict_event
 from overseer_firewall.domain.adaptive import adapt
@@ -67,7 +67,7 @@ class FirewallHandlers:
     # -- the two ways out: an event, and its audit record ------------------------------------------
     def emit(
         self,
-        unit: Unit,
+        unit: FirewallUnit,
         data: EventData,
         aggregate_id: str,
         *,
@@ -79,7 +79,7 @@ class FirewallHandlers:
         self.state.apply_own(unit.after_commit, event, unit.proposals.get)
         return event
 
-    def audit(self, unit: Unit, event: Envelope, **extra: Any) -> None:
+    def audit(self, unit: FirewallUnit, event: Envelope, **extra: Any) -> None:
         """Append the event's record to the hash chain (the unique aggregate version guards the index)."""
         record = audit_record(event, **extra)
         if record is None:
@@ -93,7 +93,7 @@ class FirewallHandlers:
         self.anchor.appended(unit)
 
     # -- execution.proposed -------------------------------------------------------------------------
-    def on_proposed(self, data: ExecutionProposed, unit: Unit, event: Envelope) -> None:
+    def on_proposed(self, data: ExecutionProposed, unit: FirewallUnit, event: Envelope) -> None:
         if unit.proposals.has_verdict(data.execution_id):
             return  # one verdict per execution_id, however often it is proposed
         self.audit(unit, event)
@@ -135,7 +135,7 @@ class FirewallHandlers:
         return build_preview(verdict.tool, verdict.args, current, cwd=env.sandbox_root)
 
     # -- human.responded ----------------------------------------------------------------------------
-    def on_responded(self, data: HumanResponded, unit: Unit, event: Envelope) -> None:
+    def on_responded(self, data: HumanResponded, unit: FirewallUnit, event: Envelope) -> None:
         pending = unit.approvals.get(data.execution_id)
         outcome = self.state.engine.gate.decide(
             pending,
@@ -172,7 +172,7 @@ class FirewallHandlers:
     def refuse(
         self,
         data: HumanResponded,
-        unit: Unit,
+        unit: FirewallUnit,
         event: Envelope,
         pending: PendingApproval | None,
         outcome: GateOutcome,
@@ -193,7 +193,7 @@ class FirewallHandlers:
     def record_decision(
         self,
         data: HumanResponded,
-        unit: Unit,
+        unit: FirewallUnit,
         event: Envelope,
         pending: PendingApproval,
         outcome: GateOutcome,
@@ -222,7 +222,7 @@ class FirewallHandlers:
 
     def adapt(
         self,
-        unit: Unit,
+        unit: FirewallUnit,
         tool: str,
         approved: bool,
         latency_ms: float | None,
@@ -257,7 +257,7 @@ class FirewallHandlers:
             self.alert(unit, alert.kind, alert.message, session_id, alert.details)
 
     def alert(
-        self, unit: Unit, kind: str, message: str, session_id: str | None, details: Mapping[str, Any]
+        self, unit: FirewallUnit, kind: str, message: str, session_id: str | None, details: Mapping[str, Any]
     ) -> None:
         self.emit(
             unit,
@@ -266,7 +266,7 @@ class FirewallHandlers:
         )
 
     # -- executor events ------------------------------------------------------------------------------
-    def on_ecs_requested(self, data: EcsRequested, unit: Unit, event: Envelope) -> None:
+    def on_ecs_requested(self, data: EcsRequested, unit: FirewallUnit, event: Envelope) -> None:
         stored = unit.proposals.get(data.execution_id)
         if stored is not None and stored.args_hash and stored.args_hash != data.args_hash:
             self.alert(
@@ -281,7 +281,7 @@ class FirewallHandlers:
                 },
             )
 
-    def on_transitioned(self, data: ExecutionTransitioned, unit: Unit, event: Envelope) -> None:
+    def on_transitioned(self, data: ExecutionTransitioned, unit: FirewallUnit, event: Envelope) -> None:
         if data.to_status not in TERMINAL:
             return
         stored = unit.proposals.get(data.execution_id)
@@ -290,7 +290,7 @@ class FirewallHandlers:
         self.audit(unit, event, tool=stored.proposal.tool if stored else None, outcome=outcome.value)
 
     # -- timers -----------------------------------------------------------------------------------------
-    def check_timeouts(self, unit: Unit) -> int:
+    def check_timeouts(self, unit: FirewallUnit) -> int:
         """Escalate requests unanswered after T1, decide those unanswered after T2 (the decider of last resort)."""
         engine = self.state.engine
         actions = engine.gate.due(unit.approvals.pending(), unit.env.clock(), engine.policy.admin)
@@ -298,7 +298,7 @@ class FirewallHandlers:
             self.time_out(unit, action)
         return len(actions)
 
-    def time_out(self, unit: Unit, action: TimeoutAction) -> None:
+    def time_out(self, unit: FirewallUnit, action: TimeoutAction) -> None:
         key = f"approval:{action.execution_id}"
         if action.action == "escalate":
             self.emit(
@@ -331,14 +331,14 @@ class FirewallHandlers:
         )
 
     # -- commands (RPC) -------------------------------------------------------------------------------------
-    def replace_admin(self, unit: Unit, admin: AdminPolicy, by: Principal) -> int:
+    def replace_admin(self, unit: FirewallUnit, admin: AdminPolicy, by: Principal) -> int:
         version = self.state.engine.policy.admin.version + 1
         self.emit(
             unit, AdminPolicyReplaced(version=version, policy=admin.as_dict(), replaced_by=by), "policy"
         )
         return version
 
-    def set_mode(self, unit: Unit, principal: str, setting: ModeSetting, by: Principal) -> None:
+    def set_mode(self, unit: FirewallUnit, principal: str, setting: ModeSetting, by: Principal) -> None:
         grant = setting.grant.as_dict() if setting.grant else None
         self.emit(
             unit, AgentModeSet(principal=principal, mode=setting.mode.value, grant=grant, set_by=by), "policy"

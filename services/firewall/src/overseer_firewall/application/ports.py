@@ -13,7 +13,7 @@ The firewall's own events go out through the runtime's event sink
 (:class:`overseer_runtime.unit_of_work.Emit`), in the unit's transaction: the read models reflect each
 one at once (the next read in the same unit sees it), and the relay publishes it after the commit.
 
-``bootstrap.unit_for`` builds a :class:`Unit` per transaction from the SQLite adapters; unit tests
+``bootstrap.unit_for`` builds a :class:`FirewallUnit` per transaction from the SQLite adapters; unit tests
 build one from the in-memory fakes of ``tests/fakes/firewall.py``.
 """
 
@@ -206,7 +206,7 @@ class Surroundings:
 
 
 @dataclass(frozen=True, slots=True)
-class Unit:
+class FirewallUnit:
     """The ports of one unit of work, bound to its transaction."""
 
     emit: Emit
@@ -220,7 +220,7 @@ class Unit:
 class UnitRunner(Protocol):
     """Runs ``fn`` in a new unit of work (one transaction) and answers its result once committed."""
 
-    def __call__(self, fn: Callable[[Unit], T]) -> Awaitable[T]: ...
+    def __call__(self, fn: Callable[[FirewallUnit], T]) -> Awaitable[T]: ...
 
 
 Spawn = Callable[[Coroutine[Any, Any, Any]], object]

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from overseer_events.catalogue import EcsRequested, ExecutionProposed, ExecutionTransitioned, HumanResponded
 from overseer_firewall.application.handlers import FirewallHandlers
-from overseer_firewall.application.ports import Unit
+from overseer_firewall.application.ports import FirewallUnit
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.service import HandlerTable
 from overseer_runtime.unit_of_work import UnitOfWork
@@ -22,7 +22,9 @@ SUBSCRIPTIONS: tuple[Subscription, ...] = (
 )
 
 
-def handlers(firewall: FirewallHandlers, unit_for: Callable[[UnitOfWork], Unit]) -> HandlerTable[Unit]:
+def handlers(
+    firewall: FirewallHandlers, unit_for: Callable[[UnitOfWork], FirewallUnit]
+) -> HandlerTable[FirewallUnit]:
     return (
         HandlerTable(unit_for)
         .on(ExecutionProposed, firewall.on_proposed)

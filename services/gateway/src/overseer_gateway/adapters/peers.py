@@ -7,14 +7,17 @@ from typing import Any
 
 from overseer_events.subjects import SERVICES
 from overseer_runtime.rpc import RpcError
-from overseer_runtime.runtime import Runtime
+from overseer_runtime.service import Host
 
 
 class Peers:
     """:class:`~overseer_gateway.application.ports.Peers` over the runtime's NATS connection."""
 
-    def __init__(self, runtime: Runtime, *, timeout: float = 5.0, health_timeout: float = 1.0) -> None:
+    def __init__(
+        self, runtime: Host, *, own: str = "gateway", timeout: float = 5.0, health_timeout: float = 1.0
+    ) -> None:
         self.runtime = runtime
+        self.own = own  # this service: its state is the runtime's own, not asked over the bus
         self.timeout = timeout
         self.health_timeout = health_timeout
 
@@ -28,7 +31,7 @@ class Peers:
         refuses writes) or ``down``."""
 
         async def one(service: str) -> str:
-            if service == self.runtime.service.name:
+            if service == self.own:
                 return self.runtime.status()
             try:
                 answer = await self.ask(service, "health", {"detailed": False}, timeout=self.health_timeout)
