@@ -20,7 +20,7 @@ system-deps:
 	@command -v bwrap >/dev/null 2>&1 || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y bubblewrap; }
 
 # Sync again when any package's metadata or the lock file changes.
-$(STAMP): $(UV) uv.lock pyproject.toml $(wildcard libs/*/pyproject.toml services/*/pyproject.toml) | system-deps
+$(STAMP): $(UV) uv.lock pyproject.toml $(wildcard libs/*/pyproject.toml services/*/pyproject.toml) cli/pyproject.toml | system-deps
 	$(UV) sync --frozen --all-packages
 	touch $(STAMP)
 
