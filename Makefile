@@ -1,4 +1,4 @@
-# Overseer — the commands of CONTRACT.md. Everything installs into .venv, with uv
+# Overseer: install, run, test, lint, bench. Everything installs into .venv, with uv
 # (from PyPI, into .uv): the libs and services are one uv workspace (pyproject.toml).
 PYTHON ?= python3
 VENV   := .venv

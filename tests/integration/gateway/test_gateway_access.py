@@ -12,7 +12,7 @@ from tests.integration.gateway.gateway_support import LiveGateway
 
 PROBLEM = "application/problem+json"
 
-# (method, path, body, the role CONTRACT.md requires)
+# (method, path, body, the role the API requires (docs/gateway.md))
 ENDPOINTS: list[tuple[str, str, dict[str, Any] | None, str]] = [
     ("POST", "/v1/actions", {"session_id": "s", "tool": "fs.list", "args": {}}, "agent"),
     ("GET", "/v1/actions/x", None, "viewer"),

@@ -10,7 +10,7 @@ from overseer_gateway.domain.actions import session_id_problem, tool_name_proble
 from overseer_gateway.domain.approvals import ApprovalCard, refuse_decision
 from overseer_gateway.domain.patterns import InvalidPattern, SubjectFilter
 
-# CONTRACT.md: viewer < agent, viewer < operator, admin can do everything; agent and operator apart.
+# The roles (docs/gateway.md): viewer < agent, viewer < operator, admin can do everything; agent and operator apart.
 EXPECTED = {
     Role.VIEWER: {Role.VIEWER},
     Role.AGENT: {Role.VIEWER, Role.AGENT},

@@ -19,7 +19,14 @@ from tests.fakes.gateway import APPROVAL_FORM, FakeGateway, InMemoryCallers, InM
 
 TOKENS = {"agent": Caller("bot", Role.AGENT), "operator": Caller("olga", Role.OPERATOR)}
 PROBLEM = "application/problem+json"
-HEALTH_ORDER = ("gateway", "reasoning", "executor", "col", "firewall", "observer")  # CONTRACT.md's order
+HEALTH_ORDER = (
+    "gateway",
+    "reasoning",
+    "executor",
+    "col",
+    "firewall",
+    "observer",
+)  # the order /healthz lists them in
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ SERVICES: tuple[str, ...] = ("gateway", "reasoning", "firewall", "executor", "co
 
 PREFIX = "overseer"
 
-# BRIEF.md's ownership table: type patterns each service alone may publish.
+# Who may publish what: the event type patterns each service alone may publish.
 OWNERSHIP: dict[str, tuple[str, ...]] = {
     "gateway": (
         "conversation.message_received",

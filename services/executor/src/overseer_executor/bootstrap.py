@@ -2,8 +2,8 @@
 
 On start it connects the tools (starting the configured MCP servers), then
 recovers contracts a crash left RUNNING (re-run when idempotent, otherwise a
-reconciliation question for a human), closes approval cards an earlier version
-left open for an irreversible twin that already completed, then starts the
+reconciliation question for a human), closes approval cards still open for an
+irreversible action whose identical twin already completed, then starts the
 approval-TTL sweeper; only after that does the runtime begin consuming and
 answering RPC.
 """

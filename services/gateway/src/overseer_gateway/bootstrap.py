@@ -6,7 +6,7 @@ runtime handles SIGTERM and stops the server through :meth:`GatewayService.stop`
 Requests become the gateway's own events (``execution.proposed``,
 ``human.responded``, ``conversation.message_received``, ``co.command.*``),
 emitted in a transaction of its store (:meth:`GatewayService.execute`, with the
-ports :func:`unit_for` binds to it); everything else is asked of the owning
+ports :meth:`GatewayService.unit_for` binds to it); everything else is asked of the owning
 service over request/reply. The gateway consumes no events and serves no RPC
 methods of its own (the runtime answers ``health``).
 """
@@ -37,11 +37,6 @@ from overseer_runtime.unit_of_work import UnitOfWork
 log = logging.getLogger("overseer.gateway")
 
 T = TypeVar("T")
-
-
-def unit_for(uow: UnitOfWork) -> GatewayUnit:
-    """The gateway's ports bound to one transaction: its event sink, and the decisions it recorded."""
-    return GatewayUnit(emit_as=uow.emit_as, responses=SqliteResponses(uow.conn))
 
 
 class EmbeddedServer(uvicorn.Server):
@@ -78,9 +73,13 @@ class GatewayService(Service):
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
+    def unit_for(self, uow: UnitOfWork) -> GatewayUnit:
+        """The gateway's ports bound to one transaction: its event sink, and the decisions it recorded."""
+        return GatewayUnit(emit_as=uow.emit_as, responses=SqliteResponses(uow.conn))
+
     async def execute(self, command: Callable[[GatewayUnit], T]) -> T:
         """Run ``command`` in one transaction of the gateway's store; its events are relayed after commit."""
-        return await self.runtime.execute_in(unit_for, command)
+        return await self.runtime.execute_in(self.unit_for, command)
 
     def bus_connected(self) -> bool:
         return bool(self.runtime.nc.is_connected)

@@ -19,7 +19,7 @@ ACTOR = "reasoning"
 
 
 class ReasoningService(Service):
-    """The agent side of Overseer: converses with the user (seed 001); today, acknowledges each message."""
+    """The agent side of Overseer: converses with the user; it acknowledges each message."""
 
     name = "reasoning"
 

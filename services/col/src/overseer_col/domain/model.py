@@ -32,7 +32,7 @@ from overseer_events.co_fields import (  # the field rules, shared with the gate
 from overseer_events.machines import CognitiveObjectStatus
 
 # Seed 000 §2.2: created_by is "user" | "system" | "reasoning_node"; the gateway passes the principal's
-# kind (CONTRACT.md: POST /v1/cos → created_by the principal's kind), so any short word is accepted.
+# kind (POST /v1/cos sets created_by to the caller's kind), so any short word is accepted.
 REASONING_NODE: Final = "reasoning_node"
 
 # Fields a metadata update (PATCH) may change; status moves only through transitions.

@@ -116,7 +116,7 @@ class ExecutionHandlers:
         return len(found)
 
     def close_stale_twin_cards(self, unit: ExecutorUnit) -> int:
-        """At start: end approval cards an earlier version left open for a twin that already completed."""
+        """At start: end approval cards still open for an action whose identical twin already completed."""
         stale = unit.contracts.waiting_with_completed_twin()
         for contract in stale:
             outcome = decide_stale_twin_card(contract, unit.contracts.twin_of(contract), now=unit.clock())

@@ -98,7 +98,7 @@ class ApprovalForm:
     outcome: str | None
 
     def as_dict(self) -> JSON:
-        """CONTRACT.md's approvals shape (plus message, status and outcome)."""
+        """An approval as GET /v1/approvals lists it (plus message, status and outcome)."""
         return {
             "execution_id": self.execution_id,
             "kind": self.kind,

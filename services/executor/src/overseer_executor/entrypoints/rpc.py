@@ -1,6 +1,6 @@
 """The executor's request/reply methods (``<ns>.rpc.executor.<method>``), used by the gateway and the CLI.
 
-* ``approvals.pending`` ``{session_id?, status?}`` → CONTRACT.md's approvals list (``status``:
+* ``approvals.pending`` ``{session_id?, status?}`` → the approvals list of GET /v1/approvals (``status``:
   ``pending`` unless given);
 * ``approvals.get`` ``{execution_id}`` → one form with its ``status`` (``pending`` | ``answered``), the
   contract's status and error, so the gateway can answer 404 / 409 / 403 before publishing a response;

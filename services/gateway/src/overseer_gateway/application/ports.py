@@ -1,6 +1,6 @@
 """What the gateway needs from the outside, as Protocols; ``bootstrap.py`` builds the adapters behind them.
 
-Per transaction (a :class:`GatewayUnit`, built by ``bootstrap.unit_for``): the
+Per transaction (a :class:`GatewayUnit`, built by ``bootstrap.GatewayService.unit_for``): the
 runtime's event sink (:class:`overseer_runtime.unit_of_work.Emit`) the gateway's
 own events are appended through, speaking for the caller, and the
 :class:`Responses` it has accepted, read in that same transaction. For the

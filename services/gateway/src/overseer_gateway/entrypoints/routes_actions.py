@@ -96,7 +96,7 @@ async def consequence(
         0.0, ge=0.0, le=MAX_WAIT, description="seconds to wait for a terminal or WAITING state"
     ),
     until: Literal["settled", "terminal"] = Query(
-        "settled", description="`terminal`: do not stop at WAITING (addition to CONTRACT.md)"
+        "settled", description="`terminal`: do not stop at WAITING"
     ),
     _: Caller = Depends(require(Role.VIEWER)),
 ) -> Response:

@@ -29,7 +29,7 @@ router = APIRouter()
 
 Identifier = Annotated[str, Path(min_length=1, max_length=128)]
 
-# CONTRACT.md's order of the services in /healthz.
+# The order /healthz lists the services in.
 HEALTH_ORDER = ("gateway", "reasoning", "executor", "col", "firewall", "observer")
 
 
@@ -180,7 +180,7 @@ async def replay_policy(
     response_model=MessageAccepted,
     responses=problems(*WRITE),
     tags=["conversation"],
-    summary="Say something to Overseer's own agent (addition to CONTRACT.md)",
+    summary="Say something to Overseer's own agent",
 )
 async def message(
     request: Request,

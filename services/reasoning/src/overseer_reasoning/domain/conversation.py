@@ -1,9 +1,7 @@
-"""The reasoning service's pure core, as far as it exists today.
+"""The reasoning service's pure core: what it answers to a message.
 
-Seed 001's cognitive graph (normalisation → emotion → memory → reasoning →
-tool / HITL → observer) is not built yet; until it is, the service answers
-each message with a deterministic acknowledgement so the conversation loop
-is real end to end (message in, reply out, both events).
+It answers each message with a deterministic acknowledgement, so the
+conversation loop is real end to end (message in, reply out, both events).
 """
 
 from __future__ import annotations
