@@ -2,7 +2,7 @@
 
 :class:`InMemoryObservations` is the observation reader, the session reader and the folded
 observations at once; it passes the contract suites of ``tests/contracts/test_observer_*`` that the
-SQLite adapters pass. :class:`Announcements` records what a handler emits; :class:`ChangeFeed` is
+SQLite adapters pass. ``tests.fakes.runtime.RecordingEmit`` records what a handler emits; :class:`ChangeFeed` is
 the runtime's wait for a change, fed by the test.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from overseer_events.catalogue import ContractCreated, ExecutionProposed, ExecutionTransitioned
-from overseer_events.envelope import Envelope, EventData, new_event
+from overseer_events.envelope import Envelope
 from overseer_events.views import TransitionRecord
 from overseer_observer.application.ports import (
     Folded,
@@ -73,41 +73,6 @@ class InMemoryObservations(ObservationReader, SessionReader, FoldedObservations)
         if last is None or last[0] != event_id:
             return None
         return last[1], last[2]
-
-
-@dataclass
-class Announced:
-    data: EventData
-    aggregate_id: str
-    correlation_id: str | None
-
-
-@dataclass
-class Announcements:
-    """An :class:`~overseer_runtime.unit_of_work.Emit` that keeps what it was given."""
-
-    made: list[Announced] = field(default_factory=list)
-
-    def __call__(
-        self,
-        data: EventData,
-        *,
-        aggregate_id: str,
-        aggregate_version: int | None = None,
-        correlation_id: str | None = None,
-    ) -> Envelope:
-        self.made.append(Announced(data, aggregate_id, correlation_id))
-        version = aggregate_version or sum(a.aggregate_id == aggregate_id for a in self.made)
-        return new_event(
-            data,
-            aggregate_id=aggregate_id,
-            aggregate_version=version,
-            actor="observer",
-            correlation_id=correlation_id,
-        )
-
-    def types(self) -> list[str]:
-        return [a.data.TYPE for a in self.made]
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The reasoning service's ports in memory: the conversation history, and what a handler emits.
+"""The reasoning service's port in memory: the conversation history.
 
 :class:`InMemoryConversations` passes the contract suite of ``tests/contracts/test_reasoning_*``
 that the SQLite adapter passes.
@@ -6,10 +6,8 @@ that the SQLite adapter passes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from overseer_events.catalogue import ConversationReplied, MessageReceived
-from overseer_events.envelope import Envelope, EventData, new_event
+from overseer_events.envelope import Envelope
 from overseer_reasoning.application.ports import ConversationHistory
 from overseer_reasoning.domain.conversation import Turn
 
@@ -32,35 +30,3 @@ class InMemoryConversations(ConversationHistory):
 
     async def turns(self, session_id: str) -> list[Turn]:
         return sorted(self.by_session.get(session_id, []), key=lambda t: t.at)  # stable, as rowid
-
-
-@dataclass
-class Sent:
-    data: EventData
-    aggregate_id: str
-    correlation_id: str | None
-
-
-@dataclass
-class Outbox:
-    """An :class:`~overseer_runtime.unit_of_work.Emit` that keeps what it was given."""
-
-    sent: list[Sent] = field(default_factory=list)
-
-    def __call__(
-        self,
-        data: EventData,
-        *,
-        aggregate_id: str,
-        aggregate_version: int | None = None,
-        correlation_id: str | None = None,
-    ) -> Envelope:
-        self.sent.append(Sent(data, aggregate_id, correlation_id))
-        version = aggregate_version or sum(s.aggregate_id == aggregate_id for s in self.sent)
-        return new_event(
-            data,
-            aggregate_id=aggregate_id,
-            aggregate_version=version,
-            actor="reasoning",
-            correlation_id=correlation_id,
-        )

@@ -10,8 +10,9 @@ the handlers their ports in memory, and emitting through it directly is refused.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass, field
 
-from overseer_events.envelope import Envelope, EventData
+from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.subjects import Subjects
 from overseer_runtime.store import EventStore
 from overseer_runtime.unit_of_work import AfterCommit, Emitter, UnitOfWork
@@ -44,3 +45,42 @@ class FakeUnitOfWork(UnitOfWork):
 
     def after_commit(self, fn: AfterCommit) -> None:
         self.work.append(fn)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One event a service emitted through a :class:`RecordingEmit`."""
+
+    data: EventData
+    aggregate_id: str
+    correlation_id: str | None
+
+
+@dataclass
+class RecordingEmit:
+    """An :class:`~overseer_runtime.unit_of_work.Emit` of ``actor`` that keeps what it was given, in order."""
+
+    actor: str
+    recorded: list[Recorded] = field(default_factory=list)
+
+    def __call__(
+        self,
+        data: EventData,
+        *,
+        aggregate_id: str,
+        aggregate_version: int | None = None,
+        correlation_id: str | None = None,
+    ) -> Envelope:
+        self.recorded.append(Recorded(data, aggregate_id, correlation_id))
+        version = aggregate_version or sum(r.aggregate_id == aggregate_id for r in self.recorded)
+        return new_event(
+            data,
+            aggregate_id=aggregate_id,
+            aggregate_version=version,
+            actor=self.actor,
+            correlation_id=correlation_id,
+        )
+
+    def types(self) -> list[str]:
+        """The event types recorded, in order."""
+        return [r.data.TYPE for r in self.recorded]

@@ -9,8 +9,8 @@ from overseer_events.subjects import subject_matches
 from overseer_observer.application.handlers import ObserverUnit, announce_transition
 from overseer_observer.entrypoints.events import SUBSCRIPTIONS, handlers
 from overseer_runtime.unit_of_work import UnitOfWork
-from tests.fakes.observer import Announcements, InMemoryObservations
-from tests.fakes.runtime import FakeUnitOfWork
+from tests.fakes.observer import InMemoryObservations
+from tests.fakes.runtime import FakeUnitOfWork, RecordingEmit
 from tests.unit.observer.observer_seed002 import (
     EXPECTED_TRANSITIONS,
     SESSION,
@@ -28,7 +28,7 @@ class Observer:
 
     def __init__(self) -> None:
         self.observations = InMemoryObservations()
-        self.announcements = Announcements()
+        self.announcements = RecordingEmit("observer")
         self.table = handlers(lambda uow: ObserverUnit(self.observations, self.announcements))
 
     def consume(self, *steps: Step) -> None:
@@ -41,13 +41,13 @@ class Observer:
 def test_each_transition_is_announced_with_its_contract_and_category() -> None:
     observer = Observer()
     observer.consume(*STEPS)
-    states = [a.data for a in observer.announcements.made if isinstance(a.data, ExecutionStateObserved)]
+    states = [a.data for a in observer.announcements.recorded if isinstance(a.data, ExecutionStateObserved)]
     assert [(s.execution_id, s.from_status, s.to_status, s.trigger, s.actor_category) for s in states] == [
         (execution_id, frm, to, trigger, category)
         for execution_id in EXPECTED_TRANSITIONS
         for _, frm, to, trigger, _, category in EXPECTED_TRANSITIONS[execution_id]
     ]
-    assert {a.correlation_id for a in observer.announcements.made} == {SESSION}
+    assert {a.correlation_id for a in observer.announcements.recorded} == {SESSION}
 
 
 def test_a_terminal_transition_is_also_announced_as_the_execution_fact() -> None:
@@ -58,7 +58,7 @@ def test_a_terminal_transition_is_also_announced_as_the_execution_fact() -> None
         "observation.execution_state",
         "observation.execution_fact",
     ]
-    fact = observer.announcements.made[-1]
+    fact = observer.announcements.recorded[-1]
     assert isinstance(fact.data, ExecutionFactObserved)
     assert (fact.aggregate_id, fact.data.final_status, fact.data.irreversible) == (TOOL_ID, "completed", True)
 
@@ -66,17 +66,17 @@ def test_a_terminal_transition_is_also_announced_as_the_execution_fact() -> None
 def test_proposals_and_contracts_are_folded_but_not_announced() -> None:
     observer = Observer()
     observer.consume(TOOL_PROPOSED, TOOL_CREATED)
-    assert observer.announcements.made == []
+    assert observer.announcements.recorded == []
     assert observer.observations.contract(TOOL_ID) is not None
 
 
 def test_a_transition_the_projection_did_not_fold_is_a_bug_and_announces_nothing() -> None:
-    observations, announcements = InMemoryObservations(), Announcements()
+    observations, announcements = InMemoryObservations(), RecordingEmit("observer")
     moved = TOOL_TRANSITIONS[0].data
     assert isinstance(moved, ExecutionTransitioned)
     with pytest.raises(LookupError):
         announce_transition(moved, ObserverUnit(observations, announcements), "event-never-folded")
-    assert announcements.made == []
+    assert announcements.recorded == []
 
 
 def no_unit(uow: UnitOfWork) -> ObserverUnit:

@@ -8,8 +8,7 @@ from overseer_events.subjects import subject_matches
 from overseer_reasoning.application.handlers import ReasoningUnit, reply_to_message
 from overseer_reasoning.entrypoints.events import SUBSCRIPTIONS, handlers
 from overseer_runtime.unit_of_work import UnitOfWork
-from tests.fakes.reasoning import Outbox, Sent
-from tests.fakes.runtime import FakeUnitOfWork
+from tests.fakes.runtime import FakeUnitOfWork, Recorded, RecordingEmit
 
 
 def message(text: str, session_id: str = "s-7") -> Envelope:
@@ -22,18 +21,18 @@ def message(text: str, session_id: str = "s-7") -> Envelope:
     )
 
 
-def reply(sent: Sent) -> ConversationReplied:
+def reply(sent: Recorded) -> ConversationReplied:
     """What was sent, which must be a reply."""
     assert isinstance(sent.data, ConversationReplied), sent.data
     return sent.data
 
 
 def test_a_message_is_answered_once_in_its_session_with_a_reply_to_it() -> None:
-    outbox = Outbox()
+    outbox = RecordingEmit("reasoning")
     event = message("  send   an invite ")
     assert isinstance(event.data, MessageReceived)
     reply_to_message(event.data, ReasoningUnit(outbox), event.event_id)
-    [sent] = outbox.sent
+    [sent] = outbox.recorded
     assert sent.data == ConversationReplied(
         session_id="s-7", text="Noted: send an invite", in_reply_to=event.event_id
     )
@@ -41,15 +40,15 @@ def test_a_message_is_answered_once_in_its_session_with_a_reply_to_it() -> None:
 
 
 def test_an_empty_message_is_answered_too() -> None:
-    outbox = Outbox()
+    outbox = RecordingEmit("reasoning")
     event = message("   ")
     assert isinstance(event.data, MessageReceived)
     reply_to_message(event.data, ReasoningUnit(outbox), event.event_id)
-    assert [reply(s).text for s in outbox.sent] == ["I received an empty message."]
+    assert [reply(s).text for s in outbox.recorded] == ["I received an empty message."]
 
 
 def test_the_table_hands_each_message_to_the_handler_on_the_unit_of_its_transaction() -> None:
-    outbox = Outbox()
+    outbox = RecordingEmit("reasoning")
     units: list[UnitOfWork] = []
 
     def unit_for(uow: UnitOfWork) -> ReasoningUnit:
@@ -61,11 +60,11 @@ def test_the_table_hands_each_message_to_the_handler_on_the_unit_of_its_transact
     event = message("hello", session_id="s-1")
     table.handle(uow, event)
     assert units == [uow]
-    assert [(s.correlation_id, reply(s).in_reply_to) for s in outbox.sent] == [("s-1", event.event_id)]
+    assert [(s.correlation_id, reply(s).in_reply_to) for s in outbox.recorded] == [("s-1", event.event_id)]
 
 
 def test_the_table_handles_only_what_the_service_subscribes_to() -> None:
-    table = handlers(lambda uow: ReasoningUnit(Outbox()))
+    table = handlers(lambda uow: ReasoningUnit(RecordingEmit("reasoning")))
     patterns = tuple(pattern for s in SUBSCRIPTIONS for pattern in s.types)
     assert table.event_types() == {"conversation.message_received"}
     assert all(subject_matches(kind, patterns) for kind in table.event_types())
