@@ -202,6 +202,7 @@ _P = rf"(?P<path>{_PATH_CHARS}+)"
 _WRITE = _compile(
     rf"\b(?:write|save|put|append)\s+(?P<content>.+?)\s+(?:to|into|in)\s+(?:the\s+)?(?:file\s+)?{_P}\s*[.!]?\s*$",
     rf"\b(?:write|save)\s+(?:to\s+)?(?:the\s+)?(?:file\s+)?{_P}\s*[:,]\s*(?P<content>.+)$",
+    rf"\b(?:write|save)\s+(?:to|into)\s+(?:the\s+)?(?:file\s+)?{_P}\s*[.!]?\s*$",
     rf"把\s*(?P<content>.+?)\s*(?:写入|写到|写进|保存到|存到)\s*(?:文件)?\s*{_P}",
     rf"(?:在|往|向)\s*(?:文件)?\s*{_P}\s*(?:中|里)?\s*(?:写入|写上|写)\s*(?P<content>.+)$",
     rf"(?:写入|写)\s*(?P<content>.+?)\s*(?:到|进)\s*(?:文件)?\s*{_P}",
