@@ -1,0 +1,108 @@
+"""Input normalisation: what the person sends becomes semantic data before any node sees it.
+
+Seed 001's hard constraint 3: nodes exchange semantic data, never a raw UI event. A message
+arrives as an :class:`IncomingMessage` (text and attached file paths, whatever the client);
+:func:`semantic_input` turns it into a :class:`SemanticInput` (clean text, its language, file
+references, the recognised intent). An answer to a question the agent asked arrives as the
+clicked option or typed words; :func:`canonical_answer` turns it into the value the planner
+reads (``"authorized"`` for "授权并重试" on a permission request).
+
+Recognising the intent is not done here: a recogniser function is passed in, so the offline
+recogniser and a model serve alike.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from overseer_reasoning.domain.plan import FileRef, HumanRequest, Intent, SemanticInput
+
+IntentRecogniser = Callable[[str, tuple[FileRef, ...]], Intent]
+"""Recognises the intent of a clean text and its file references (the offline recogniser, a model)."""
+
+MAX_TEXT_CHARS = 16_000
+"""The longest text kept in the state; longer input is a document, to attach as a file reference."""
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+_GRANT = ("authorize", "authorise", "authorized", "allow", "grant", "approve", "yes", "ok", "retry",
+          "授权", "允许", "同意", "批准", "可以", "好的", "是", "重试")  # fmt: skip
+_DENY = ("deny", "denied", "refuse", "reject", "no", "don't", "do not", "cancel", "stop",
+         "拒绝", "不允许", "不同意", "不是", "不要", "不行", "否", "取消", "停止")  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingMessage:
+    """A message as a client sends it: text and the paths of attached files (never their bytes)."""
+
+    text: str
+    attachments: tuple[str, ...] = ()
+
+
+class InvalidInput(ValueError):
+    """Input that cannot become semantic data (empty, or too long to keep in the state)."""
+
+
+def clean_text(text: str) -> str:
+    """The text in one canonical form: NFC, control characters dropped, whitespace collapsed."""
+    composed = unicodedata.normalize("NFC", text)
+    printable = "".join(ch if unicodedata.category(ch)[0] != "C" else " " for ch in composed)
+    return " ".join(printable.split())
+
+
+def language_of(text: str) -> Literal["zh", "en"]:
+    """``zh`` when the text holds a CJK ideograph, else ``en``."""
+    return "zh" if _CJK.search(text) else "en"
+
+
+def file_refs(attachments: Sequence[str]) -> tuple[FileRef, ...]:
+    """The attached paths as file references, cleaned, in order, each once."""
+    seen: dict[str, None] = {}
+    for path in attachments:
+        cleaned = clean_text(path)
+        if cleaned:
+            seen.setdefault(cleaned, None)
+    return tuple(FileRef(path) for path in seen)
+
+
+def semantic_input(message: IncomingMessage, recognise: IntentRecogniser) -> SemanticInput:
+    """The message as semantic data; :class:`InvalidInput` when it holds nothing or too much."""
+    text = clean_text(message.text)
+    files = file_refs(message.attachments)
+    if not text and not files:
+        raise InvalidInput("the message is empty")
+    if len(text) > MAX_TEXT_CHARS:
+        raise InvalidInput(f"the message is longer than {MAX_TEXT_CHARS} characters: attach it as a file")
+    return SemanticInput(text=text, language=language_of(text), files=files, intent=recognise(text, files))
+
+
+def _says(answer: str, words: Sequence[str]) -> bool:
+    lowered = answer.lower()
+    tokens = set(re.findall(r"[a-z']+", lowered))
+    return any(word in tokens if word.isascii() and " " not in word else word in lowered for word in words)
+
+
+def canonical_answer(answer: str, request: HumanRequest) -> str:
+    """The person's answer as the planner reads it.
+
+    An answer naming one of the request's options is that option, as the request spells it.
+    An answer to a permission or confirmation request is ``"authorized"`` or ``"denied"`` when it
+    grants or refuses (a refusal wins when both show: "不要授权" refuses). Anything else is the
+    cleaned text itself (a clarification).
+    """
+    text = clean_text(answer)
+    if not text:
+        raise InvalidInput("the answer is empty")
+    for option in request.options:
+        if text.lower() == option.lower():
+            return option
+    if request.kind in ("permission", "confirm"):
+        if _says(text, _DENY):
+            return "denied"
+        if _says(text, _GRANT):
+            return "authorized"
+    return text
