@@ -214,7 +214,7 @@ def _write_file(text: str, files: tuple[FileRef, ...]) -> Intent | None:
     if found is None:
         return None
     slots = {"path": _group(found, "path"), "content": _group(found, "content")}
-    return _intent(IntentKind.WRITE_FILE, slots, ("path",))
+    return _intent(IntentKind.WRITE_FILE, slots, ("path", "content"))
 
 
 # -- read a file ----------------------------------------------------------------------------------
