@@ -109,7 +109,7 @@ def classify(line: str) -> tuple[Literal["error", "warning"], str] | None:
         kind: Literal["error", "warning"] = (
             "error" if level.group("level").upper() in _ERROR_LEVELS else "warning"
         )
-        return kind, line[level.end() :]
+        return kind, line[level.end() :].lstrip(_SEPARATORS)
     exception = _EXCEPTION.match(line)
     if exception is not None:
         return "error", f"{exception.group('name')}: {exception.group('message')}"
