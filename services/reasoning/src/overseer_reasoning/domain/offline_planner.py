@@ -362,12 +362,10 @@ def is_human_rejection(outcome: ToolOutcome) -> bool:
 
 
 def _unsuccessful(view: PlannerView, outcome: ToolOutcome) -> Plan:
-    """Re-evaluate a call that did not complete: acknowledge, ask for a permission, or explain."""
+    """Re-evaluate a call that did not complete: ask for a permission, or explain what failed."""
     language = view.semantic_input.language
     verb = _verb(language, outcome)
     error = (outcome.error or "").strip()
-    if is_human_rejection(outcome):
-        return Reply(say(language, "rejected", error=error, verb=verb))
     if is_permission_error(error):
         if view.attempts >= MAX_ATTEMPTS:
             return Reply(say(language, "permission.again", verb=verb, error=error))
@@ -393,8 +391,13 @@ def _answered_permission(view: PlannerView, outcome: ToolOutcome, answer: str) -
 
 
 def _after(view: PlannerView, outcome: ToolOutcome) -> Plan:
+    """Re-plan from a call that ended; a person's rejection is acknowledged whatever else they say."""
     if outcome.status == "COMPLETED":
         return _completed(view, outcome)
+    if is_human_rejection(outcome):
+        language = view.semantic_input.language
+        error = (outcome.error or "").strip()
+        return Reply(say(language, "rejected", error=error, verb=_verb(language, outcome)))
     if view.last_human_input is not None and is_permission_error(outcome.error):
         return _answered_permission(view, outcome, view.last_human_input)
     return _unsuccessful(view, outcome)
