@@ -247,7 +247,11 @@ def test_an_authorized_permission_retries_the_same_call(answer: str) -> None:
 
 @pytest.mark.parametrize(
     ("answer", "text"),
-    [(CANCEL_ZH, "好的，我不会读取 logs/app.log。"), ("不要", "好的，我不会读取 logs/app.log。")],
+    [
+        (CANCEL_ZH, "好的，我不会读取 logs/app.log。"),
+        ("denied", "好的，我不会读取 logs/app.log。"),
+        ("不要", "好的，我不会读取 logs/app.log。"),
+    ],
 )
 def test_a_refused_permission_is_a_reply(answer: str, text: str) -> None:
     failed = outcome("fs.read", {"path": "logs/app.log"}, "FAILED", error="permission denied")
