@@ -89,20 +89,20 @@ def _says(answer: str, words: Sequence[str]) -> bool:
 def canonical_answer(answer: str, request: HumanRequest) -> str:
     """The person's answer as the planner reads it.
 
-    An answer naming one of the request's options is that option, as the request spells it.
     An answer to a permission or confirmation request is ``"authorized"`` or ``"denied"`` when it
-    grants or refuses (a refusal wins when both show: "不要授权" refuses). Anything else is the
-    cleaned text itself (a clarification).
+    grants or refuses ("授权并重试" grants; a refusal wins when both show: "不要授权" refuses).
+    An answer naming one of the request's options is that option, as the request spells it.
+    Anything else is the cleaned text itself (a clarification).
     """
     text = clean_text(answer)
     if not text:
         raise InvalidInput("the answer is empty")
-    for option in request.options:
-        if text.lower() == option.lower():
-            return option
     if request.kind in ("permission", "confirm"):
         if _says(text, _DENY):
             return "denied"
         if _says(text, _GRANT):
             return "authorized"
+    for option in request.options:
+        if text.lower() == option.lower():
+            return option
     return text
