@@ -48,10 +48,18 @@ class InvalidInput(ValueError):
 
 
 def clean_text(text: str) -> str:
-    """The text in one canonical form: NFC, control characters dropped, whitespace collapsed."""
+    """The text in one canonical form: NFC, control characters as spaces, invisible format
+    characters (zero-width spaces …) dropped, whitespace collapsed."""
     composed = unicodedata.normalize("NFC", text)
-    printable = "".join(ch if unicodedata.category(ch)[0] != "C" else " " for ch in composed)
+    printable = "".join(_printable(ch) for ch in composed)
     return " ".join(printable.split())
+
+
+def _printable(ch: str) -> str:
+    category = unicodedata.category(ch)
+    if category == "Cc":
+        return " "
+    return "" if category[0] == "C" else ch
 
 
 def language_of(text: str) -> Literal["zh", "en"]:
