@@ -363,7 +363,10 @@ def _inline(result: Any) -> None:
 
 def tool_result(state: AgentState, call_id: str, outcome: ToolOutcome) -> Step:
     """The outcome of the call the turn waits on, into the state; the planner goes on from it
-    (a completed call is answered from, a failed, rejected or timed-out one is re-evaluated)."""
+    (a completed call is answered from, a failed, rejected or timed-out one is re-evaluated).
+
+    The person's last answer is cleared: an answer applies to the decision it was asked for
+    (an authorisation is used by the retry it allowed, not by every call after it)."""
     if (
         state.turn is None
         or state.turn.pending_tool_call is None
@@ -374,7 +377,7 @@ def tool_result(state: AgentState, call_id: str, outcome: ToolOutcome) -> Step:
     _inline(outcome.result)
     content = outcome.consequence if outcome.error is None else f"{outcome.consequence}\n{outcome.error}"
     told = _said(state, Message(role="tool", content=content.strip() or outcome.status, tool_call_id=call_id))
-    turn = _evolve(turn, pending_tool_call=None, outcomes=(*turn.outcomes, outcome))
+    turn = _evolve(turn, pending_tool_call=None, outcomes=(*turn.outcomes, outcome), last_human_input=None)
     note = "completed" if outcome.status == "COMPLETED" else f"{outcome.status}: re-evaluate"
     return _step(
         _evolve(state, dialogue_history=told, turn=turn),

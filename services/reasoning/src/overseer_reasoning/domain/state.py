@@ -179,7 +179,9 @@ class TurnState(Frozen):
     pending_tool_call: PendingToolCall | None = None
     outcomes: tuple[ToolOutcome, ...] = ()  # this turn's tool outcomes, in order
     open_request: OpenRequest | None = None
-    last_human_input: str | None = None  # the person's last answer, canonical ("authorized" …)
+    last_human_input: str | None = (
+        None  # the person's answer since the last tool outcome, canonical ("authorized" …)
+    )
     reply: str | None = Field(default=None, max_length=MAX_CONTENT_CHARS)  # the turn's final reply
 
     @property
