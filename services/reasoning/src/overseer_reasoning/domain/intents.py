@@ -11,17 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Literal
 
-from overseer_reasoning.domain.plan import FileRef, Intent, IntentKind, SemanticInput
-
-Language = Literal["zh", "en"]
+from overseer_reasoning.domain.plan import FileRef, Intent, IntentKind, Language, SemanticInput, language_of
 
 SURE = 0.9  # the intent and every slot it needs
 UNSURE = 0.6  # the intent, but a slot it needs is missing
 CHAT_CONFIDENCE = 0.5  # nothing matched: a plain reply
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _EMAIL = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}")
 _PATH_CHARS = r"[A-Za-z0-9_.\-~/]"
 # A path: something with a slash, or a name with an extension; never part of an e-mail address.
@@ -34,11 +30,6 @@ _QUOTED = re.compile(r"[\"'“‘`「『](?P<q>.+?)[\"'”’`」』]")
 _TRAILING = " \t\n.,;:!?。，；：！？、"
 
 Recogniser = Callable[[str, tuple[FileRef, ...]], Intent | None]
-
-
-def language_of(text: str) -> Language:
-    """``zh`` when the text holds any CJK ideograph, else ``en``."""
-    return "zh" if _CJK.search(text) else "en"
 
 
 def paths_in(text: str) -> list[str]:

@@ -17,9 +17,8 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
-from overseer_reasoning.domain.plan import FileRef, HumanRequest, Intent, SemanticInput
+from overseer_reasoning.domain.plan import FileRef, HumanRequest, Intent, SemanticInput, language_of
 
 IntentRecogniser = Callable[[str, tuple[FileRef, ...]], Intent]
 """Recognises the intent of a clean text and its file references (the offline recogniser, a model)."""
@@ -27,7 +26,6 @@ IntentRecogniser = Callable[[str, tuple[FileRef, ...]], Intent]
 MAX_TEXT_CHARS = 16_000
 """The longest text kept in the state; longer input is a document, to attach as a file reference."""
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 _GRANT = ("authorize", "authorise", "authorized", "allow", "grant", "approve", "yes", "ok", "retry",
           "授权", "允许", "同意", "批准", "可以", "好的", "是", "重试")  # fmt: skip
@@ -60,11 +58,6 @@ def _printable(ch: str) -> str:
     if category == "Cc":
         return " "
     return "" if category[0] == "C" else ch
-
-
-def language_of(text: str) -> Literal["zh", "en"]:
-    """``zh`` when the text holds a CJK ideograph, else ``en``."""
-    return "zh" if _CJK.search(text) else "en"
 
 
 def file_refs(attachments: Sequence[str]) -> tuple[FileRef, ...]:

@@ -12,9 +12,20 @@ crosses a node boundary.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
+
+Language = Literal["zh", "en"]
+
+# CJK ideographs (the unified block, extension A, the compatibility block): a message holding one is Chinese.
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def language_of(text: str) -> Language:
+    """``zh`` when the text holds any CJK ideograph, else ``en``."""
+    return "zh" if _CJK.search(text) else "en"
 
 
 class IntentKind(StrEnum):
@@ -53,7 +64,7 @@ class SemanticInput:
     """The normalised input of a turn: its text, its language, the files it refers to, its intent."""
 
     text: str
-    language: Literal["zh", "en"]
+    language: Language
     files: tuple[FileRef, ...] = ()
     intent: Intent = field(default_factory=lambda: Intent(IntentKind.CHAT))
 
