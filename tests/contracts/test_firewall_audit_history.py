@@ -68,3 +68,11 @@ async def test_an_empty_chain_has_no_recorded_head(tmp_path: Path) -> None:
             assert (await history.recorded_head(), await history.entries()) == (None, [])
         finally:
             await backend.close()
+
+
+async def test_entries_read_page_by_page_after_an_index(firewall: FirewallBackend) -> None:
+    history = await firewall.audit_history()
+    every = await history.entries()
+    assert await history.entries(None, 2) == every[:2]
+    assert await history.entries(2, 2) == every[2:]
+    assert await history.entries(3, 2) == []

@@ -301,8 +301,14 @@ class InMemoryAuditChain:
             if index > after
         ][:limit]
 
-    async def entries(self) -> list[tuple[int, str, str, str]]:
-        return [(index, *self._entries[index]) for index in sorted(self._entries)]
+    async def entries(
+        self, after: int | None = None, limit: int | None = None
+    ) -> list[tuple[int, str, str, str]]:
+        return [
+            (index, *self._entries[index])
+            for index in sorted(self._entries)
+            if after is None or index > after
+        ][:limit]
 
     async def recorded_head(self) -> AuditHead | None:
         return self._recorded

@@ -56,6 +56,9 @@ def _recorded(conn: sqlite3.Connection, data: AuditRecorded, event: Envelope) ->
     )
 
 
+_FIRST = -(2**63)  # below any index SQLite can hold: "after" it is from the first entry
+
+
 class SqliteAuditChain:
     """:class:`~overseer_firewall.application.ports.AuditChain` on the writer's connection."""
 
@@ -96,8 +99,13 @@ class ReaderAuditHistory:
             for r in rows
         ]
 
-    async def entries(self) -> list[tuple[int, str, str, str]]:
-        rows = await self.reader.fetch_all("SELECT idx, prev_hash, hash, record FROM fw_audit ORDER BY idx")
+    async def entries(
+        self, after: int | None = None, limit: int | None = None
+    ) -> list[tuple[int, str, str, str]]:
+        rows = await self.reader.fetch_all(
+            "SELECT idx, prev_hash, hash, record FROM fw_audit WHERE idx > ? ORDER BY idx LIMIT ?",
+            (_FIRST if after is None else after, -1 if limit is None else limit),
+        )
         return [(r["idx"], r["prev_hash"], r["hash"], r["record"]) for r in rows]
 
     async def recorded_head(self) -> AuditHead | None:

@@ -37,12 +37,13 @@ from overseer_firewall.application.ports import (
     Spawn,
     UnitRunner,
 )
-from overseer_firewall.domain.audit import AuditHead, VerifyResult, first_difference, verify_chain
+from overseer_firewall.domain.audit import AuditHead, ChainCheck, VerifyResult, first_difference
 
 log = logging.getLogger("overseer.firewall.audit")
 
 HEAD_AGGREGATE = "audit:head"
 RETRY_SECONDS = 1.0
+VERIFY_PAGE = 5000  # entries read at a time by audit verify: memory bounded whatever the chain's length
 
 
 class AuditAnchor:
@@ -129,10 +130,16 @@ class AuditVerifier:
             heads = None
             anchor_error = f"the published heads could not be read: {exc or type(exc).__name__}"
             log.warning("firewall: audit verify: %s", anchor_error)
-        # The recorded head before the entries: a record committed in between only lengthens them.
+        # The recorded head before the entries: a record committed in between only lengthens them
+        # (the chain only grows, so neither do the pages read after it miss or repeat an entry).
         recorded_head = await self.history.recorded_head()
-        entries = await self.history.entries()
-        result = verify_chain(entries, recorded_head, None if heads is None else [h.head for h in heads])
+        check = ChainCheck(None if heads is None else [h.head for h in heads])
+        after: int | None = None
+        while page := await self.history.entries(after, VERIFY_PAGE):
+            if not check.feed(page):
+                break
+            after = page[-1][0]
+        result = check.result(recorded_head)
         if result.anchor_mismatch is not None and heads is not None:
             result = await self._pinpoint(result, result.anchor_mismatch, heads)
         answer = result.as_dict()

@@ -158,8 +158,11 @@ class AuditHistory(Protocol):
         """``{index, prev_hash, hash, record}`` of the entries after index ``after``, at most ``limit``."""
         ...
 
-    async def entries(self) -> list[tuple[int, str, str, str]]:
-        """Every entry as ``(index, prev_hash, hash, record_text)``, in index order."""
+    async def entries(
+        self, after: int | None = None, limit: int | None = None
+    ) -> list[tuple[int, str, str, str]]:
+        """The entries after index ``after`` (None: from the first), at most ``limit`` (None: every one), as
+        ``(index, prev_hash, hash, record_text)``, in index order."""
         ...
 
     async def recorded_head(self) -> AuditHead | None:

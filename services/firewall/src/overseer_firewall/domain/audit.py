@@ -157,6 +157,49 @@ class _ChainWalk:
         return None
 
 
+class ChainCheck:
+    """:func:`verify_chain` fed in pieces: the rows of a chain read page by page, never all at once."""
+
+    __slots__ = ("_found", "_published", "_top", "_walk")
+
+    def __init__(self, published: Sequence[AuditHead] | None = None) -> None:
+        anchors: dict[int, set[str]] = {}
+        for head in published or ():
+            anchors.setdefault(head.index, set()).add(head.hash)
+        self._published = published is not None
+        self._top = max(anchors, default=0)
+        self._walk = _ChainWalk(anchors)
+        self._found: _Break | None = None
+
+    def feed(self, rows: Iterable[tuple[int, str, str, str]]) -> bool:
+        """Walk the next rows, in index order; False once the chain is broken (feed no more)."""
+        if self._found is not None:
+            return False
+        for row in rows:
+            self._found = self._walk.step(*row)
+            if self._found is not None:
+                return False
+        return True
+
+    def result(self, expected_head: AuditHead | None = None) -> VerifyResult:
+        """The verdict on the rows fed, the chain ending there."""
+        walk = self._walk
+        found = self._found or walk.end(self._top, expected_head)
+        anchored = walk.checked if self._published else None
+        if found is None:
+            return VerifyResult(True, walk.count, None, None, anchored, walk.through, self._top)
+        return VerifyResult(
+            False,
+            walk.count,
+            found.index,
+            found.reason,
+            anchored,
+            walk.through,
+            self._top,
+            found.anchor_mismatch,
+        )
+
+
 def verify_chain(
     rows: Iterable[tuple[int, str, str, str]],
     expected_head: AuditHead | None = None,
@@ -169,24 +212,9 @@ def verify_chain(
     matches vouches for every entry up to it, and one that does not means the chain was rewritten
     at or before that entry. A local chain that ends before the last published head lost entries.
     """
-    anchors: dict[int, set[str]] = {}
-    for head in published or ():
-        anchors.setdefault(head.index, set()).add(head.hash)
-    top = max(anchors, default=0)
-    walk = _ChainWalk(anchors)
-    found: _Break | None = None
-    for row in rows:
-        found = walk.step(*row)
-        if found is not None:
-            break
-    else:
-        found = walk.end(top, expected_head)
-    anchored = walk.checked if published is not None else None
-    if found is None:
-        return VerifyResult(True, walk.count, None, None, anchored, walk.through, top)
-    return VerifyResult(
-        False, walk.count, found.index, found.reason, anchored, walk.through, top, found.anchor_mismatch
-    )
+    check = ChainCheck(published)
+    check.feed(rows)
+    return check.result(expected_head)
 
 
 def first_difference(
