@@ -85,6 +85,13 @@ async def test_an_escalation_above_the_current_level_keeps_its_previous_level(
     assert rows.user_levels["fs.write"].previous is None
 
 
+async def test_an_escalation_from_auto_remembers_auto(firewall: FirewallBackend) -> None:
+    firewall.apply(escalated("fs.read", "AUTO", "NOTIFY"), aggregate_id="policy")
+    firewall.apply(escalated("fs.read", "NOTIFY", "CONFIRM"), aggregate_id="policy", version=2)
+    rows = await (await firewall.policy_state()).rows()
+    assert rows.user_levels["fs.read"].previous is Level.AUTO
+
+
 async def test_a_user_level_relaxed_to_nothing_is_gone_but_counted(firewall: FirewallBackend) -> None:
     firewall.apply(escalated("fs.write", None, "APPROVE"), aggregate_id="policy")
     firewall.apply(escalated("fs.write", "APPROVE", None, "relaxed"), aggregate_id="policy", version=2)

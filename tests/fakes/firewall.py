@@ -55,7 +55,7 @@ from overseer_firewall.domain.gate import PendingApproval, PendingStatus, Sessio
 from overseer_firewall.domain.levels import Decision, Level
 from overseer_firewall.domain.model import Finding
 from overseer_firewall.domain.modes import ModeSetting
-from overseer_firewall.domain.policy import UserLevel
+from overseer_firewall.domain.policy import UserLevel, previous_level
 from overseer_firewall.domain.preview import ABSENT, CurrentFile
 from overseer_firewall.domain.replay import RecordedProposal
 from overseer_firewall.entrypoints.events import handlers
@@ -247,11 +247,10 @@ class InMemoryPolicyState:
             self._levels.pop(data.tool, None)
             return
         after = Level.parse(data.after)
-        if current is None:
-            previous = Level.parse(data.before) if data.before else None
-        else:
-            previous = current.previous if after >= current.level else None
-        self._levels[data.tool] = UserLevel(after, previous, data.trigger, data.hint)
+        before = Level.parse(data.before) if data.before else None
+        self._levels[data.tool] = UserLevel(
+            after, previous_level(current, before, after), data.trigger, data.hint
+        )
 
     async def rows(self) -> PolicyRows:
         version = max(self._admin, default=None)

@@ -25,7 +25,7 @@ from overseer_firewall.application.ports import PolicyRows
 from overseer_firewall.application.translation import mode_setting
 from overseer_firewall.domain.gate import SessionState
 from overseer_firewall.domain.levels import Level
-from overseer_firewall.domain.policy import UserLevel
+from overseer_firewall.domain.policy import UserLevel, previous_level
 from overseer_runtime.projection import SqlProjection
 from overseer_runtime.readers import ReadModelReader
 
@@ -112,28 +112,31 @@ def _admin(conn: sqlite3.Connection, data: AdminPolicyReplaced, event: Envelope)
 
 
 def _user(conn: sqlite3.Connection, data: UserLevelChanged, event: Envelope) -> None:
-    # The same fold as the domain's evolve_user, in SQL: ``previous`` is the level before the
-    # first escalation, kept through further escalations and dropped by a relaxation.
-    current = conn.execute(
-        "SELECT level, previous FROM fw_user_levels WHERE tool = ?", (data.tool,)
-    ).fetchone()
+    # The same fold as the domain's evolve_user (previous_level keeps the level to relax back to).
+    row = conn.execute("SELECT level, previous FROM fw_user_levels WHERE tool = ?", (data.tool,)).fetchone()
     conn.execute(
         "INSERT INTO fw_user_version (id, version) VALUES (1, 1) ON CONFLICT(id) DO UPDATE SET version = version + 1"
     )
     if data.after is None:
         conn.execute("DELETE FROM fw_user_levels WHERE tool = ?", (data.tool,))
         return
-    after = Level.parse(data.after)
-    previous: str | None
-    if current is None:
-        previous = data.before
-    else:
-        now_level = Level.parse(current[0])
-        previous = current[1] if after >= now_level else None
+    current = UserLevel(Level.parse(row[0]), _level(row[1]), "") if row is not None else None
+    previous = previous_level(current, _level(data.before), Level.parse(data.after))
     conn.execute(
         "INSERT OR REPLACE INTO fw_user_levels (tool, level, previous, trigger, hint, seq) VALUES (?, ?, ?, ?, ?, ?)",
-        (data.tool, data.after, previous, data.trigger, data.hint, event.aggregate_version),
+        (
+            data.tool,
+            data.after,
+            previous.name if previous is not None else None,
+            data.trigger,
+            data.hint,
+            event.aggregate_version,
+        ),
     )
+
+
+def _level(name: str | None) -> Level | None:
+    return Level.parse(name) if name else None
 
 
 def _mode(conn: sqlite3.Connection, data: AgentModeSet, event: Envelope) -> None:
@@ -189,12 +192,7 @@ class ReaderPolicyState:
         )
         version = await self.reader.fetch_one("SELECT version FROM fw_user_version WHERE id = 1")
         levels = {
-            r["tool"]: UserLevel(
-                Level.parse(r["level"]),
-                Level.parse(r["previous"]) if r["previous"] else None,
-                r["trigger"],
-                r["hint"],
-            )
+            r["tool"]: UserLevel(Level.parse(r["level"]), _level(r["previous"]), r["trigger"], r["hint"])
             for r in await fetch("SELECT tool, level, previous, trigger, hint FROM fw_user_levels")
         }
         modes = {

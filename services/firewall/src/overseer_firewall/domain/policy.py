@@ -604,21 +604,20 @@ def evolve_user(
     later relaxation returns there, not to an intermediate step.
     """
     levels = dict(user.levels)
-    current = levels.get(tool)
     if after is None:
         levels.pop(tool, None)
     else:
-        previous: Level | None
-        if current is None:
-            previous = before
-        elif after > current.level:
-            previous = current.previous
-        elif after < current.level:
-            previous = None
-        else:
-            previous = current.previous
-        levels[tool] = UserLevel(after, previous, trigger, hint)
+        levels[tool] = UserLevel(after, previous_level(levels.get(tool), before, after), trigger, hint)
     return UserPolicy(levels, user.version + 1)
+
+
+def previous_level(current: UserLevel | None, before: Level | None, after: Level) -> Level | None:
+    """The level a tool's user-layer entry remembers once it changes to ``after``: the one before the
+    first escalation, kept through further escalations and dropped by a relaxation (the read models
+    fold ``policy.user_level_changed`` with this too)."""
+    if current is None:
+        return before
+    return current.previous if after >= current.level else None
 
 
 # ---------------------------------------------------------------------- store ---
