@@ -74,11 +74,6 @@ class CORegistry:
             raise CoInvalid("the search query is empty")
         return self.repo.find(CoQuery(q=query, limit=SEARCH_LIMIT))
 
-    def find(self, query: CoQuery) -> list[CognitiveObject]:
-        if query.status is not None:
-            parse_status(query.status)
-        return self.repo.find(query)
-
     # -- writes ---------------------------------------------------------------------------
     def create(
         self,
