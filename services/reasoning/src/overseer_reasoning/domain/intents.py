@@ -119,6 +119,7 @@ _EMAIL_ASK = _compile(
     r"(?:给|向).*?(?:发|寄)",
 )
 _MEETING = re.compile(r"\bmeeting\b|\binvite\b|\binvitation\b|会议|开会|邀请", re.IGNORECASE)
+_MAIL_WORD = re.compile(r"e-?mail|mail|invite|invitation|邮件|邀请", re.IGNORECASE)
 _ABOUT = _compile(
     r"\b(?:about|regarding|re:|subject:?)\s+(?P<subject>.+?)(?=\s+(?:saying|that says|with body)\b|$)",
     r"(?:关于|主题[是为:：]?)\s*(?P<subject>.+?)(?=的(?:邮件|信|会议邀请)|\s*[,，。]|\s*(?:内容|说)|$)",
@@ -167,9 +168,7 @@ def email_slots(text: str, language: Language) -> dict[str, str]:
 def _send_email(text: str, files: tuple[FileRef, ...]) -> Intent | None:
     if _search(_EMAIL_ASK, text) is None:
         return None
-    if not (
-        _EMAIL.search(text) or re.search(r"e-?mail|mail|invite|invitation|邮件|邀请", text, re.IGNORECASE)
-    ):
+    if not (_EMAIL.search(text) or _MAIL_WORD.search(text)):
         return None
     return _intent(IntentKind.SEND_EMAIL, email_slots(text, language_of(text)), ("to",))
 
@@ -275,6 +274,12 @@ ZONES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("utc", "gmt", "协调世界时"), "UTC"),
 )
 DEFAULT_ZONE = "UTC"
+# Each place name as a whole word, compiled once, in the order of ZONES.
+_ZONE_NAMES = tuple(
+    (re.compile(rf"(?<![a-z]){re.escape(name)}(?![a-z])"), name, zone)
+    for names, zone in ZONES
+    for name in names
+)
 
 
 def timezone_in(text: str) -> tuple[str, str] | None:
@@ -283,11 +288,7 @@ def timezone_in(text: str) -> tuple[str, str] | None:
     if explicit:
         return explicit.group(0), explicit.group(0)
     lowered = text.lower()
-    for names, zone in ZONES:
-        for name in names:
-            if re.search(rf"(?<![a-z]){re.escape(name)}(?![a-z])", lowered):
-                return zone, name
-    return None
+    return next(((zone, name) for pattern, name, zone in _ZONE_NAMES if pattern.search(lowered)), None)
 
 
 def _current_time(text: str, files: tuple[FileRef, ...]) -> Intent | None:
