@@ -137,14 +137,6 @@ class Settings:
         except ValidationError as exc:
             raise ValueError(f"[{name}] of the configuration: {exc}") from exc
 
-    def get(self, dotted: str, default: Any = None) -> Any:
-        node: Any = self.raw
-        for part in dotted.split("."):
-            if not isinstance(node, dict) or part not in node:
-                return default
-            node = node[part]
-        return node
-
     def db_path(self, service: str) -> Path:
         return self.home / f"{service}.db"
 

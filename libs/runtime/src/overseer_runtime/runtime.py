@@ -128,11 +128,6 @@ class Runtime:
         self.ready = True
         log.info("%s ready (pid %s, nats %s)", self.service.name, os.getpid(), self.nats_url)
 
-    @property
-    def started(self) -> bool:
-        """The service's start() returned: its RPC methods answer."""
-        return self.rpc_server.open
-
     def _build_consumers(self) -> None:
         """A reader for each durable the provisioner made for this service (see :mod:`provisioning`)."""
         nats = self.settings.nats
