@@ -209,10 +209,10 @@ class Runtime:
         return task
 
     # -- units of work -----------------------------------------------------------
-    async def execute(self, fn: Callable[[UnitOfWork], T], *, incoming: Envelope | None = None) -> T:
+    async def execute(self, fn: Callable[[UnitOfWork], T]) -> T:
         """Run ``fn`` in one transaction (see :meth:`TransactionRunner.execute`); a command waits at
         most ``COMMAND_STORE_WAIT`` seconds for a store that refuses writes."""
-        return await self.transactions.execute(fn, incoming=incoming, command_wait=self.COMMAND_STORE_WAIT)
+        return await self.transactions.execute(fn, command_wait=self.COMMAND_STORE_WAIT)
 
     async def execute_in(self, unit_for: Callable[[UnitOfWork], U], fn: Callable[[U], T]) -> T:
         """Run ``fn`` on the service's ports for a new unit of work (``unit_for``, as its handlers get

@@ -75,7 +75,7 @@ class Host(Protocol):
     @property
     def js(self) -> JetStreamContext: ...
 
-    async def execute(self, fn: Callable[[UnitOfWork], T], *, incoming: Envelope | None = None) -> T:
+    async def execute(self, fn: Callable[[UnitOfWork], T]) -> T:
         """Run ``fn`` in one transaction; what it emitted is relayed after the commit."""
 
     async def execute_in(self, unit_for: Callable[[UnitOfWork], U], fn: Callable[[U], T]) -> T:

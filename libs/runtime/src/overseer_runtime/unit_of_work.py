@@ -231,9 +231,7 @@ class TransactionRunner:
         """A new unit of work (of ``incoming``, when it handles an event)."""
         return UnitOfWork(self.emitter, incoming)
 
-    async def execute(
-        self, fn: Callable[[UnitOfWork], T], *, incoming: Envelope | None = None, command_wait: float
-    ) -> T:
+    async def execute(self, fn: Callable[[UnitOfWork], T], *, command_wait: float) -> T:
         """Run ``fn`` in one transaction; after commit, relay what it emitted and run its after-commit work.
 
         When the store refuses the write the transaction is rolled back and ``fn`` runs again in a
@@ -244,7 +242,7 @@ class TransactionRunner:
         name = getattr(fn, "__name__", "command")
 
         def run() -> tuple[UnitOfWork, T]:
-            uow = self.unit(incoming)
+            uow = self.unit()
             with tracing.span(f"{self.emitter.service} {name}"), self.emitter.store.transaction():
                 return uow, fn(uow)
 
