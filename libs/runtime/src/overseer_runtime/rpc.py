@@ -21,7 +21,6 @@ from typing import Any, TypeVar
 import orjson
 from nats.aio.client import Client
 from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from overseer_events.subjects import Subjects
@@ -104,7 +103,6 @@ class RpcServer:
         self.subjects = subjects
         self._spawn = spawn
         self.open = False  # the service's start() returned: methods other than health answer
-        self._subscriptions: list[Subscription] = []
 
     async def serve(self, nc: Client, methods: Mapping[str, RpcMethod], health: RpcMethod) -> None:
         """Subscribe to ``health`` (always answered) and to each of ``methods`` (answered once open)."""
@@ -122,7 +120,7 @@ class RpcServer:
             self._spawn(answer(msg))
 
         subject = self.subjects.rpc(self.service, name)
-        self._subscriptions.append(await nc.subscribe(subject, queue=self.service, cb=spawn_answer))
+        await nc.subscribe(subject, queue=self.service, cb=spawn_answer)
 
     async def answer(self, method: RpcMethod, data: bytes, *, gated: bool = True) -> bytes:
         """The reply to a request ``data`` for ``method``: ``{"ok": true, "result": …}`` or the refusal."""
