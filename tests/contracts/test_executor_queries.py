@@ -34,9 +34,9 @@ async def test_nothing_is_known_of_an_execution_that_never_came(executor: Backen
 async def test_an_open_form_reads_back_with_what_the_human_is_asked(executor: Backend) -> None:
     executor.held("exec-001")
     asked = executor.clock()
-    form = executor.queries.approval("exec-001")
-    assert form is not None
-    assert form.as_dict() == {
+    question = executor.queries.approval("exec-001")
+    assert question is not None
+    assert question.form.as_dict() == {
         "execution_id": "exec-001",
         "kind": "approval",
         "session_id": "session-abc",
@@ -52,6 +52,11 @@ async def test_an_open_form_reads_back_with_what_the_human_is_asked(executor: Ba
         "answered_at": None,
         "outcome": None,
     }
+    assert (question.contract_status, question.proposer, question.contract_error) == (
+        "waiting",
+        "agent:agent",
+        None,
+    )
 
 
 async def test_an_answered_form_leaves_the_pending_list_with_its_outcome(executor: Backend) -> None:
@@ -66,7 +71,10 @@ async def test_an_answered_form_leaves_the_pending_list_with_its_outcome(executo
     (answered,) = await queries.approvals(status="answered", session_id=None)
     assert (answered.execution_id, answered.status) == ("exec-001", "answered")
     assert (answered.answered_at, answered.outcome) == (answered_at, "resume")
-    assert queries.approval("exec-001") == answered
+    question = queries.approval("exec-001")
+    assert question is not None
+    assert question.form == answered
+    assert question.contract_status == "rejected"
 
 
 async def test_pending_forms_are_listed_oldest_first_and_by_session(executor: Backend) -> None:

@@ -30,6 +30,7 @@ from overseer_events.machines import TOOL_NODE, ExecutionStatus
 from overseer_executor.application.handlers import ExecutionHandlers, ExecutorUnit
 from overseer_executor.application.ports import (
     ApprovalForm,
+    AskedApproval,
     ContractRepository,
     ExecutorQueries,
     RefusedDecision,
@@ -234,8 +235,14 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
         found = [r for r in self._refused.values() if not execution_id or r.execution_id == execution_id]
         return sorted(found, key=lambda r: r.refused_at)
 
-    def approval(self, execution_id: str) -> ApprovalForm | None:
-        return self._forms.get(execution_id)
+    def approval(self, execution_id: str) -> AskedApproval | None:
+        form = self._forms.get(execution_id)
+        if form is None:
+            return None
+        contract = self._contracts.get(execution_id)
+        if contract is None:
+            return AskedApproval(form, None, None, None)
+        return AskedApproval(form, contract.status.value, str(contract.proposer), contract.error_message)
 
     def contract(self, execution_id: str) -> ExecutionContract | None:
         return self.get(execution_id)

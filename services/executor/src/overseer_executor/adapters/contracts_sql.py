@@ -33,6 +33,7 @@ from overseer_events.envelope import Envelope
 from overseer_events.machines import ExecutionStatus
 from overseer_executor.application.ports import (
     ApprovalForm,
+    AskedApproval,
     ContractRepository,
     ExecutorQueries,
     RefusedDecision,
@@ -396,6 +397,13 @@ _APPROVAL_COLUMNS = (
     "execution_id, kind, session_id, tool, args, args_hash, level, preview, requested_at, requested_by, "
     "message, status, answered_at, outcome"
 )
+_APPROVAL_NAMES = tuple(name.strip() for name in _APPROVAL_COLUMNS.split(","))
+# A form and its contract's state in one point read (``approvals.get``, on the approval path).
+_SELECT_ASKED = (
+    f"SELECT {', '.join(f'a.{name}' for name in _APPROVAL_NAMES)}, c.status, c.proposer, c.error_message "
+    "FROM executor_approvals a LEFT JOIN executor_contracts c ON c.execution_id = a.execution_id "
+    "WHERE a.execution_id = ?"
+)
 _REFUSED_COLUMNS = "event_id, execution_id, decision, decided_by, args_hash, reason, refused_at"
 
 
@@ -423,12 +431,13 @@ class SqliteExecutorQueries(ExecutorQueries):
         rows = await self.reader.fetch_all(sql + " ORDER BY refused_at", params)
         return [RefusedDecision(**row) for row in rows]
 
-    def approval(self, execution_id: str) -> ApprovalForm | None:
-        cur = self.store.conn.execute(
-            f"SELECT {_APPROVAL_COLUMNS} FROM executor_approvals WHERE execution_id = ?", (execution_id,)
-        )
-        row = cur.fetchone()
-        return None if row is None else _form(dict(zip([c[0] for c in cur.description], row, strict=True)))
+    def approval(self, execution_id: str) -> AskedApproval | None:
+        row = self.store.conn.execute(_SELECT_ASKED, (execution_id,)).fetchone()
+        if row is None:
+            return None
+        form = _form(dict(zip(_APPROVAL_NAMES, row, strict=False)))
+        status, proposer, error = row[len(_APPROVAL_NAMES) :]
+        return AskedApproval(form, status, None if proposer is None else str(_principal(proposer)), error)
 
     def contract(self, execution_id: str) -> ExecutionContract | None:
         return SqliteContractRepository(self.store.conn).get(execution_id)

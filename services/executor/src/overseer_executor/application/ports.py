@@ -118,6 +118,26 @@ class ApprovalForm:
 
 
 @dataclass(frozen=True, slots=True)
+class AskedApproval:
+    """A form with its contract's state, as ``approvals.get`` answers it (read in one query).
+
+    The contract's fields are None when the contract is unknown."""
+
+    form: ApprovalForm
+    contract_status: str | None
+    proposer: str | None  # ``<kind>:<id>``
+    contract_error: str | None  # why an answered card's contract ended without success
+
+    def as_dict(self) -> JSON:
+        return {
+            **self.form.as_dict(),
+            "contract_status": self.contract_status,
+            "proposer": self.proposer,
+            "contract_error": self.contract_error,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class RefusedDecision:
     """A human decision the resume alignment check refused (``alignment.py``), with the reason."""
 
@@ -179,7 +199,8 @@ class ExecutorQueries(abc.ABC):
         """Refused decisions, of one execution or all, oldest first."""
 
     @abc.abstractmethod
-    def approval(self, execution_id: str) -> ApprovalForm | None: ...
+    def approval(self, execution_id: str) -> AskedApproval | None:
+        """The form asked for ``execution_id`` (pending or answered) with its contract's state."""
 
     @abc.abstractmethod
     def contract(self, execution_id: str) -> ExecutionContract | None: ...

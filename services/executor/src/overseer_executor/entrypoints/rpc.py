@@ -43,18 +43,10 @@ def rpc(queries: Callable[[], ExecutorQueries], specs: Callable[[], Sequence[Too
         return [form.as_dict() for form in forms]
 
     async def approvals_get(request: ExecutionRequest) -> dict[str, Any]:
-        execution_id = request.execution_id
-        form = queries().approval(execution_id)
-        if form is None:
-            raise RpcError(404, f"no approval was requested for {execution_id}")
-        contract = queries().contract(execution_id)
-        return {
-            **form.as_dict(),
-            "contract_status": None if contract is None else contract.status.value,
-            "proposer": None if contract is None else str(contract.proposer),
-            # Why an answered card's contract ended without success (a refused twin says ``duplicate: …``).
-            "contract_error": None if contract is None else contract.error_message,
-        }
+        asked = queries().approval(request.execution_id)
+        if asked is None:
+            raise RpcError(404, f"no approval was requested for {request.execution_id}")
+        return asked.as_dict()
 
     async def contract_get(request: ExecutionRequest) -> dict[str, Any]:
         execution_id = request.execution_id
