@@ -25,12 +25,13 @@ from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.subjects import owners_of, owns, subject_for
 from overseer_firewall.adapters.audit_chain import ReaderAuditHistory, SqliteAuditChain
 from overseer_firewall.adapters.pending_approvals import SqliteApprovals
-from overseer_firewall.adapters.policy_state import ReaderPolicyState
+from overseer_firewall.adapters.policy_state import ReaderPolicyState, SqlitePathGrants
 from overseer_firewall.adapters.proposals import ReaderProposalHistory, SqliteProposals
 from overseer_firewall.application.ports import (
     Approvals,
     AuditChain,
     AuditHistory,
+    PathGrants,
     PolicyState,
     ProposalHistory,
     Proposals,
@@ -52,6 +53,7 @@ class FirewallBackend:
 
     proposals: Proposals
     approvals: Approvals
+    grants: PathGrants
     audit: AuditChain
 
     def __init__(self) -> None:
@@ -92,6 +94,7 @@ class FakeFirewall(FirewallBackend):
         self.store = InMemoryFirewallStore()
         self.proposals = self.store.proposals
         self.approvals = self.store.approvals
+        self.grants = self.store.policy
         self.audit = self.store.audit
 
     def record(self, event: Envelope) -> None:
@@ -122,6 +125,7 @@ class SqliteFirewall(FirewallBackend):
         conn = self.store.conn
         self.proposals = SqliteProposals(conn)
         self.approvals = SqliteApprovals(conn)
+        self.grants = SqlitePathGrants(conn)
         self.audit = SqliteAuditChain(conn)
         self._reader: ReadModelReader | None = None
 

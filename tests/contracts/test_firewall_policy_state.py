@@ -11,6 +11,7 @@ from overseer_events.catalogue import (
     AdminPolicyReplaced,
     AgentModeSet,
     HintIssued,
+    PathGranted,
     SessionCancelRequested,
     SessionPaused,
     SessionResumed,
@@ -18,6 +19,7 @@ from overseer_events.catalogue import (
 )
 from overseer_firewall.application.ports import PolicyRows
 from overseer_firewall.domain.gate import SessionState
+from overseer_firewall.domain.grants import PathGrant
 from overseer_firewall.domain.levels import Level
 from overseer_firewall.domain.modes import AgentMode, Grant, ModeSetting
 from overseer_firewall.domain.policy import UserLevel
@@ -142,3 +144,36 @@ async def test_one_hint_stands_per_tool_and_kind_the_latest_oldest_first(firewal
         ("fs.write", "avoid", "again"),
     ]
     assert hints[0]["at"] < hints[1]["at"]
+
+
+async def test_path_grants_read_back_in_the_order_recorded_each_request_once(
+    firewall: FirewallBackend,
+) -> None:
+    def granted(request_id: str, path: str, session_id: str = "s-1", tool: str = "fs.read") -> PathGranted:
+        return PathGranted(
+            session_id=session_id, tool=tool, path=path, request_id=request_id, granted_by=ALICE
+        )
+
+    assert firewall.grants.granted("ask-1") is False
+    firewall.apply(granted("ask-1", "/home/alice/q3.txt"), aggregate_id="grant:ask-1")
+    firewall.apply(granted("ask-2", "/srv/shared", "s-2", "fs.list"), aggregate_id="grant:ask-2")
+    assert firewall.grants.granted("ask-1") is True
+    assert firewall.grants.granted("ask-3") is False
+    rows = await (await firewall.policy_state()).rows()
+    assert rows.grants == (
+        PathGrant("s-1", "fs.read", "/home/alice/q3.txt", "ask-1", "operator:alice"),
+        PathGrant("s-2", "fs.list", "/srv/shared", "ask-2", "operator:alice"),
+    )
+    assert rows.as_dict()["grants"] == {
+        "s-1": [
+            {
+                "tool": "fs.read",
+                "path": "/home/alice/q3.txt",
+                "request_id": "ask-1",
+                "granted_by": "operator:alice",
+            }
+        ],
+        "s-2": [
+            {"tool": "fs.list", "path": "/srv/shared", "request_id": "ask-2", "granted_by": "operator:alice"}
+        ],
+    }

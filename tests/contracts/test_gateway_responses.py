@@ -1,5 +1,6 @@
 """Responses' contract, held by the in-memory fake and by a running gateway's store (the gateway_responses
-read model): a card is answered once its ``human.responded`` is emitted, in that transaction already."""
+read model): a card is answered once its ``human.responded`` is emitted, a question of the agent once its
+``conversation.answer_received`` is, in that transaction already."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from overseer_events.catalogue import HumanResponded, Principal
+from overseer_events.catalogue import AnswerReceived, HumanResponded, Principal
 from overseer_gateway.application.ports import GatewayUnit
 from overseer_gateway.domain.approvals import response_aggregate
 from overseer_runtime.testing import Stack
@@ -70,3 +71,30 @@ async def test_a_decision_whose_transaction_fails_answers_nothing(gateway: Gatew
     with pytest.raises(RuntimeError):
         await gateway.transactions.execute(decide_then_fail)
     assert await answered(gateway, "e1", "approval@1.5") is False
+
+
+def answer(unit: GatewayUnit, session_id: str, request_id: str) -> None:
+    unit.emit_as("gateway:olga")(
+        AnswerReceived(
+            session_id=session_id,
+            request_id=request_id,
+            answer="yes",
+            responder=Principal(kind="operator", id="olga"),
+        ),
+        aggregate_id=f"answer:{session_id}:{request_id}",
+        aggregate_version=1,
+    )
+
+
+async def test_a_question_of_the_agent_is_answered_once_its_answer_is_recorded_in_that_transaction_already(
+    gateway: GatewayBackend,
+) -> None:
+    def answer_and_look(unit: GatewayUnit) -> tuple[bool, bool]:
+        before = unit.responses.already_answered("s1", "t1:4")
+        answer(unit, "s1", "t1:4")
+        return before, unit.responses.already_answered("s1", "t1:4")
+
+    assert await gateway.transactions.execute(answer_and_look) == (False, True)
+    assert await gateway.transactions.execute(lambda unit: unit.responses.already_answered("s1", "t1:4"))
+    assert not await gateway.transactions.execute(lambda unit: unit.responses.already_answered("s1", "t1:9"))
+    assert not await gateway.transactions.execute(lambda unit: unit.responses.already_answered("s2", "t1:4"))

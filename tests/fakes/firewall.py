@@ -19,6 +19,7 @@ import orjson
 from overseer_events.catalogue import (
     AdminPolicyReplaced,
     AgentModeSet,
+    AnswerReceived,
     ApprovalEscalated,
     AuditHeadPublished,
     AuditRecorded,
@@ -28,6 +29,7 @@ from overseer_events.catalogue import (
     HintIssued,
     HumanDecisionRecorded,
     HumanResponded,
+    PathGranted,
     Principal,
     SessionCancelRequested,
     SessionPaused,
@@ -35,6 +37,7 @@ from overseer_events.catalogue import (
     UserLevelChanged,
     VerdictIssued,
 )
+from overseer_events.catalogue import PathGrant as PathGrantAsked
 from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.errors import ConcurrencyError
 from overseer_events.subjects import owns
@@ -48,10 +51,11 @@ from overseer_firewall.application.ports import (
     Surroundings,
 )
 from overseer_firewall.application.state import TERMINAL, KernelState
-from overseer_firewall.application.translation import mode_setting, proposal_from_event
+from overseer_firewall.application.translation import mode_setting, path_grant, proposal_from_event
 from overseer_firewall.domain.audit import AuditHead, record_text
 from overseer_firewall.domain.engine import FirewallEngine
 from overseer_firewall.domain.gate import PendingApproval, PendingStatus, SessionState
+from overseer_firewall.domain.grants import PathGrant
 from overseer_firewall.domain.levels import Decision, Level
 from overseer_firewall.domain.model import Finding
 from overseer_firewall.domain.modes import ModeSetting
@@ -205,7 +209,7 @@ class InMemoryApprovals:
 
 # --------------------------------------------------------------------------- policy ---
 class InMemoryPolicyState:
-    """The policy read models: :class:`PolicyState`."""
+    """The policy read models: :class:`PolicyState`, and :class:`PathGrants` (``fw_path_grants``)."""
 
     def __init__(self) -> None:
         self._admin: dict[int, dict[str, Any]] = {}
@@ -213,6 +217,7 @@ class InMemoryPolicyState:
         self._levels: dict[str, UserLevel] = {}
         self._modes: dict[str, ModeSetting] = {}
         self._sessions: dict[str, SessionState] = {}
+        self._grants: dict[str, PathGrant] = {}  # by request id, in the order recorded
         self._hints: dict[tuple[str, str], dict[str, Any]] = {}
 
     def apply(self, event: Envelope) -> None:
@@ -231,6 +236,8 @@ class InMemoryPolicyState:
             self._sessions[data.session_id] = SessionState(True, paused.aborts + 1 if paused else 1)
         elif isinstance(data, SessionResumed):
             self._sessions.pop(data.session_id, None)
+        elif isinstance(data, PathGranted):
+            self._grants.setdefault(data.request_id, path_grant(data))
         elif isinstance(data, HintIssued):
             self._hints.pop((data.tool, data.kind), None)  # a replaced hint is a new row
             self._hints[(data.tool, data.kind)] = {
@@ -261,7 +268,11 @@ class InMemoryPolicyState:
             user_levels=dict(self._levels),
             modes=dict(self._modes),
             sessions=dict(self._sessions),
+            grants=tuple(self._grants.values()),
         )
+
+    def granted(self, request_id: str) -> bool:
+        return request_id in self._grants
 
     async def hints(self) -> list[dict[str, Any]]:
         return sorted((dict(h) for h in self._hints.values()), key=lambda h: h["at"])
@@ -493,6 +504,7 @@ class InMemoryFirewall:
             after_commit=uow.after_commit,
             proposals=store.proposals,
             approvals=store.approvals,
+            grants=store.policy,
             audit=store.audit,
             env=self.env,
         )
@@ -567,6 +579,21 @@ class InMemoryFirewall:
         return self.deliver(
             data, owner="gateway", aggregate_id=f"response:{next(self._ids)}", occurred_at=occurred_at
         )
+
+    def answer(
+        self,
+        request_id: str,
+        answer: str,
+        grant: PathGrantAsked | None = None,
+        *,
+        responder: Principal = OPERATOR,
+        session_id: str = "session-1",
+    ) -> list[Envelope]:
+        """``conversation.answer_received``: a person's answer to the agent's question (with its grant)."""
+        data = AnswerReceived(
+            session_id=session_id, request_id=request_id, answer=answer, responder=responder, grant=grant
+        )
+        return self.deliver(data, owner="gateway", aggregate_id=f"answer:{next(self._ids)}")
 
     def verdict(self, execution_id: str) -> dict[str, Any]:
         """The one ``firewall.verdict_issued`` of ``execution_id``."""

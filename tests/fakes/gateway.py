@@ -18,12 +18,13 @@ from typing import Any, TypeVar
 import orjson
 from starlette.websockets import WebSocket
 
-from overseer_events.catalogue import HumanResponded
+from overseer_events.catalogue import AnswerReceived, HumanResponded
 from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.subjects import SERVICES, NotOwner, Subjects, owns, type_of_subject
 from overseer_gateway.application.ports import GatewayUnit
 from overseer_gateway.domain.access import Caller
 from overseer_gateway.domain.approvals import card_of
+from overseer_gateway.domain.chat import MessageLimits
 from overseer_gateway.domain.patterns import SubjectFilter
 from overseer_runtime.rpc import RpcError
 from overseer_runtime.unit_of_work import Emit
@@ -40,6 +41,7 @@ class InMemoryGateway:
         self.subjects = subjects or Subjects()
         self.events: list[Envelope] = []
         self.responded: set[tuple[str, str]] = set()
+        self.answered: set[tuple[str, str]] = set()
         self.stream = InMemoryLiveEvents(self.subjects.namespace)
 
     async def execute(self, command: Callable[[GatewayUnit], T]) -> T:
@@ -50,6 +52,8 @@ class InMemoryGateway:
             self.events.append(event)
             if isinstance(event.data, HumanResponded):
                 self.responded.add((event.data.execution_id, card_of(event.aggregate_id)))
+            if isinstance(event.data, AnswerReceived):
+                self.answered.add((event.data.session_id, event.data.request_id))
             self.stream.store(self.subjects.event(SERVICE, event.type), event.encode())
         return result
 
@@ -107,6 +111,14 @@ class InMemoryResponses:
             if isinstance(e.data, HumanResponded)
         }
         return (execution_id, card) in self.store.responded | pending
+
+    def already_answered(self, session_id: str, request_id: str) -> bool:
+        pending = {
+            (e.data.session_id, e.data.request_id)
+            for e in self.outbox.pending
+            if isinstance(e.data, AnswerReceived)
+        }
+        return (session_id, request_id) in self.store.answered | pending
 
 
 # -- the events stream --------------------------------------------------------------------------
@@ -240,6 +252,8 @@ class FakeGateway:
     max_wait: float = 60.0
     connected: bool = True
     sockets: set[WebSocket] = field(default_factory=set)
+    message_limits: MessageLimits = field(default_factory=lambda: MessageLimits(16_000, 16))
+    sandbox: str = "/srv/overseer/sandbox"
 
     @property
     def live(self) -> InMemoryLiveEvents:

@@ -1,4 +1,4 @@
-"""The reasoning service as it stands: every message gets a reply; history is served off the event loop."""
+"""The reasoning service on its own: every message gets a reply; history and sessions are served off the event loop."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from overseer_runtime.rpc import RpcError
 from overseer_runtime.testing import Stack, eventually
 
 
-async def test_each_message_is_answered_and_the_history_is_served(stack: Stack) -> None:
+async def test_each_message_is_answered_and_the_history_and_session_are_served(stack: Stack) -> None:
     async with stack.runtime(ReasoningService()):
-        for i, text in enumerate(["send an invite", "  and   a reminder "], start=1):
+        for i, text in enumerate(["hello", "  thanks   a lot "], start=1):
             event = new_event(
                 MessageReceived(session_id="s-7", text=text),
                 aggregate_id="session:s-7",
@@ -30,15 +30,20 @@ async def test_each_message_is_answered_and_the_history_is_served(stack: Stack) 
             assert isinstance(rows, list), rows
             return rows if len(rows) == 4 else []
 
-        rows = await eventually(both_answered)
-        # In time order; both messages may arrive in one batch, so replies can follow both.
+        rows = await eventually(both_answered, timeout=20)
         assert [r["at"] for r in rows] == sorted(r["at"] for r in rows)
-        assert rows[0] == {**rows[0], "role": "user", "text": "send an invite"}
-        assert sorted(r["text"] for r in rows if r["role"] == "assistant") == [
-            "Noted: and a reminder",
-            "Noted: send an invite",
-        ]
+        assert rows[0] == {**rows[0], "role": "user", "text": "hello"}
+        assert [r["role"] for r in rows].count("assistant") == 2
+        session = await stack.rpc("reasoning", "session.get", {"session_id": "s-7"})
+        assert session["status"] == "done"
+        assert [m["role"] for m in session["history"]] == ["user", "assistant", "user", "assistant"]
+        assert session["history"][2]["content"] == "thanks a lot"  # normalised
+        [listed] = await stack.rpc("reasoning", "session.list", {})
+        assert (listed["session_id"], listed["title"], listed["status"]) == ("s-7", "hello", "done")
         for malformed in ({}, {"session_id": ""}, {"session_id": 7}):
             with pytest.raises(RpcError) as refused:
                 await stack.rpc("reasoning", "conversation.history", malformed)
             assert refused.value.status == 422
+        with pytest.raises(RpcError) as unknown:
+            await stack.rpc("reasoning", "session.get", {"session_id": "never"})
+        assert unknown.value.status == 404

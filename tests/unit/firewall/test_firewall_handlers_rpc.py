@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from overseer_events.catalogue import AuditRecorded
 from overseer_firewall.application.anchoring import AuditVerifier
 from overseer_firewall.application.commands import FirewallCommands
 from overseer_firewall.application.ports import Roots
@@ -59,6 +60,7 @@ async def refused(methods: dict[str, RpcMethod], method: str, payload: dict[str,
 
 def test_the_gateway_and_the_cli_find_every_method_under_its_name(methods: dict[str, RpcMethod]) -> None:
     assert sorted(methods) == [
+        "agents.list",
         "audit.list",
         "audit.verify",
         "decision.parse",
@@ -68,6 +70,9 @@ def test_the_gateway_and_the_cli_find_every_method_under_its_name(methods: dict[
         "policy.replay",
         "policy.set_mode",
         "prompt.system",
+        "session.cancel",
+        "session.pause",
+        "session.resume",
     ]
 
 
@@ -169,3 +174,85 @@ async def test_a_request_naming_a_key_the_method_does_not_know_is_refused(
     methods: dict[str, RpcMethod], method: str
 ) -> None:
     assert (await refused(methods, method, {"verbose": True})).status == 422
+
+
+# -- agents and the two-stage abort, asked by name ---------------------------------------------------
+ALICE = {"kind": "operator", "id": "alice"}
+
+
+async def test_the_agents_list_names_the_default_mode_for_agents_without_one(
+    methods: dict[str, RpcMethod],
+) -> None:
+    assert await methods["agents.list"]({}) == {"default_mode": "supervised", "agents": []}
+    await methods["policy.set_mode"]({"principal": "agent:helper", "mode": "audited", "by": ROOT})
+    (helper,) = (await methods["agents.list"]({}))["agents"]
+    assert (helper["principal"], helper["mode"]) == ("agent:helper", "audited")
+
+
+async def test_a_paused_session_holds_its_next_auto_proposal_and_the_pause_is_audited(
+    methods: dict[str, RpcMethod], firewall: InMemoryFirewall
+) -> None:
+    answer = await methods["session.pause"]({"session_id": "s-1", "by": ALICE, "reason": "look first"})
+    assert answer == {"session_id": "s-1", "paused": True, "aborts": 1, "changed": True}
+    assert firewall.emitted("firewall.session_paused", session_id="s-1", reason="look first") != []
+    execution_id = firewall.propose("fs.list", {"path": "."}, session_id="s-1")
+    assert firewall.verdict(execution_id)["decision"] == "hold"
+    records = [e.data.record for e in firewall.store.local if isinstance(e.data, AuditRecorded)]
+    (paused,) = [r for r in records if r["kind"] == "session"]
+    assert (paused["action"], paused["session_id"], paused["by"]) == ("paused", "s-1", "operator:alice")
+
+
+async def test_pausing_a_paused_session_records_nothing(
+    methods: dict[str, RpcMethod], firewall: InMemoryFirewall
+) -> None:
+    await methods["session.pause"]({"session_id": "s-1", "by": ALICE})
+    recorded = len(firewall.store.local)
+    again = await methods["session.pause"]({"session_id": "s-1", "by": ALICE})
+    assert again["changed"] is False
+    assert len(firewall.store.local) == recorded
+
+
+@pytest.mark.parametrize("method", ["session.cancel", "session.resume"])
+async def test_cancelling_or_resuming_a_session_that_is_not_paused_is_a_conflict(
+    methods: dict[str, RpcMethod], firewall: InMemoryFirewall, method: str
+) -> None:
+    refusal = await refused(methods, method, {"session_id": "s-1", "by": ALICE})
+    assert refusal.status == 409
+    assert "is not paused" in refusal.detail
+    assert firewall.store.local == []
+
+
+async def test_a_cancel_after_the_pause_is_requested_and_the_session_stays_paused(
+    methods: dict[str, RpcMethod], firewall: InMemoryFirewall
+) -> None:
+    await methods["session.pause"]({"session_id": "s-1", "by": ALICE})
+    answer = await methods["session.cancel"]({"session_id": "s-1", "by": ALICE, "reason": "stop"})
+    assert answer == {"session_id": "s-1", "paused": True, "aborts": 2, "changed": True}
+    (requested,) = firewall.emitted("firewall.session_cancel_requested", session_id="s-1")
+    assert requested["by"] == ALICE
+    assert requested["reason"] == "stop"
+
+
+async def test_a_resumed_session_is_judged_as_usual_again(
+    methods: dict[str, RpcMethod], firewall: InMemoryFirewall
+) -> None:
+    await methods["session.pause"]({"session_id": "s-1", "by": ALICE})
+    answer = await methods["session.resume"]({"session_id": "s-1", "by": ALICE})
+    assert answer == {"session_id": "s-1", "paused": False, "aborts": 0, "changed": True}
+    execution_id = firewall.propose("fs.list", {"path": "."}, session_id="s-1")
+    assert firewall.verdict(execution_id)["decision"] == "allow"
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"session_id": "s-1"},
+        {"session_id": "", "by": ALICE},
+        {"session_id": "s-1", "by": ALICE, "reason": "x" * 501},
+        {"session_id": 7, "by": ALICE},
+    ],
+)
+async def test_a_session_control_of_the_wrong_shape_is_refused(
+    methods: dict[str, RpcMethod], payload: dict[str, Any]
+) -> None:
+    assert (await refused(methods, "session.pause", payload)).status == 422

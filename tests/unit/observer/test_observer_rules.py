@@ -8,9 +8,9 @@ import pytest
 
 from overseer_events.catalogue import ContractCreated, ExecutionTransitioned
 from overseer_events.machines import EXECUTION_MACHINE, ExecutionStatus
+from overseer_events.rendering import build_tool_result_from_consequences
 from overseer_events.views import ExecutionConsequenceView
 from overseer_observer.domain.contract import ObservedContract, observe_creation, observe_transition
-from overseer_observer.domain.rendering import build_tool_result_from_consequences
 from overseer_observer.domain.summary import actor_category, default_action_summary
 from overseer_observer.domain.views import consequence_label, consequence_view, snapshot, timeline, topology
 from tests.unit.observer.observer_folding import FoldedExample

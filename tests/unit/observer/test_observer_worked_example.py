@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from overseer_events.rendering import build_tool_result_from_consequences
 from overseer_events.views import TransitionRecord
-from overseer_observer.domain.rendering import build_tool_result_from_consequences
 from overseer_observer.domain.views import (
     consequence_view,
     execution_fact,

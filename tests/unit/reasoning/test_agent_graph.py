@@ -6,6 +6,7 @@ from overseer_reasoning.domain.graph import (
     Capabilities,
     Run,
     ToolSpec,
+    co_about,
     continue_with_answer,
     continue_with_outcome,
     start_turn,
@@ -22,7 +23,7 @@ from overseer_reasoning.domain.plan import (
     ToolCall,
     ToolOutcome,
 )
-from overseer_reasoning.domain.state import AgentState, MemoryItem, new_state
+from overseer_reasoning.domain.state import AgentState, CoRef, MemoryItem, new_state
 from overseer_reasoning.domain.trace import StepRecord
 
 TOOLS = (
@@ -270,3 +271,17 @@ def test_the_trace_holds_one_record_per_step_and_the_observer_never_changes_a_de
     )
     assert run.state.execution_trace == run.records
     assert [r.step for r in run.records] == [1, 2, 3, 4, 5]
+
+
+def test_a_turn_is_about_the_cognitive_object_its_input_names_by_id_or_title_the_longest_title_winning() -> (
+    None
+):
+    apollo = CoRef(co_id="co-1", title="Apollo")
+    launch = CoRef(co_id="co-2", title="Apollo launch")
+    tiny = CoRef(co_id="co-3", title="AI")
+    objects = (apollo, launch, tiny)
+    assert co_about("list the files of the APOLLO LAUNCH", objects) == launch
+    assert co_about("how is apollo going", objects) == apollo
+    assert co_about("what about co-3?", objects) == tiny
+    assert co_about("tell me about AI", objects) is None  # titles under three characters match by id only
+    assert co_about("nothing here", objects) is None

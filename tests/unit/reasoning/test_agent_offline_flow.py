@@ -24,24 +24,8 @@ TOOLS = (
 )
 
 
-def view_of(state: AgentState) -> offline_planner.PlannerView:
-    """The offline planner's view of the graph's state (what the wiring does)."""
-    turn = state.current_turn()
-    assert state.semantic_input is not None
-    outcome = turn.outcomes[-1] if turn.outcomes else None
-    attempts = sum(1 for o in turn.outcomes if outcome and (o.tool, o.args) == (outcome.tool, outcome.args))
-    return offline_planner.PlannerView(
-        semantic_input=state.semantic_input,
-        outcome=outcome,
-        last_human_input=turn.last_human_input,
-        memories=tuple(item.text for item in state.working_memory.items),
-        tools=tuple(spec.name for spec in TOOLS),
-        attempts=max(1, attempts),
-    )
-
-
 def offline(state: AgentState) -> Plan:
-    return offline_planner.plan(view_of(state))
+    return offline_planner.plan_state(state, [spec.name for spec in TOOLS])
 
 
 CAN = Capabilities(planner=offline, tools=TOOLS)

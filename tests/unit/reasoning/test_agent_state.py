@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -34,6 +35,7 @@ from overseer_reasoning.domain.state import (
     MemoryItem,
     StateLoadError,
     TurnState,
+    bounded,
     dump_state,
     load_state,
     new_state,
@@ -200,3 +202,12 @@ def test_a_tool_result_too_large_for_the_state_is_refused_so_a_reference_is_stor
     with pytest.raises(ResultTooLarge, match="keep a reference"):
         continue_with_outcome(waiting, waiting.turn.pending_tool_call.call_id, huge, can)
     assert waiting.node is Node.TOOL_RESULT  # nothing changed: the outcome can be given again, as a reference
+
+
+def test_a_text_too_large_for_the_state_keeps_its_beginning_and_a_reference_within_the_limit() -> None:
+    assert bounded("short", 100, "execution e1's") == "short"
+    for text in ("x" * 50_000, "\x01" * 50_000, "日志" * 20_000, '"\\' * 20_000):
+        kept = bounded(text, 16_000, "execution e1's")
+        assert len(json.dumps(kept, ensure_ascii=False)) <= 16_000
+        assert kept.endswith("execution e1's)")
+        assert kept[:10] == text[:10] or kept.startswith("(")

@@ -14,6 +14,7 @@ from pydantic import AfterValidator, Field, StringConstraints, field_validator
 
 from overseer_events.canonical import MAX_DEPTH, nested_deeper_than
 from overseer_events.envelope import EventData, event, upcaster
+from overseer_events.views import ExecutionConsequenceView
 
 JSON = dict[str, Any]
 
@@ -36,10 +37,14 @@ class Principal(EventData):
 # ---------------------------------------------------------------- gateway --
 @event("conversation.message_received", schema_version=2)
 class MessageReceived(EventData):
+    """A person's message to the agent; its event id is the message id and the id of the turn it starts."""
+
     session_id: str
     text: str
     channel: str = "rest"
     principal: Principal | None = None
+    # Files the message refers to: paths inside the tool sandbox (relative to it), checked by the gateway.
+    attachments: list[str] = Field(default_factory=list)
 
 
 @upcaster("conversation.message_received", from_version=1)
@@ -49,6 +54,28 @@ def _message_received_v1_to_v2(data: JSON) -> JSON:
     upgraded["text"] = data.get("message", "")
     upgraded.setdefault("channel", "rest")
     return upgraded
+
+
+class PathGrant(EventData):
+    """A person's permission for the agent to use ``tool`` on ``path`` (and below it) in one session."""
+
+    tool: str
+    path: str
+
+
+@event("conversation.answer_received")
+class AnswerReceived(EventData):
+    """A person's answer to the agent's open question (clarify, choose, confirm, permission) in a session.
+
+    ``grant`` is set when the question asked for a permission and the answer authorises it: the
+    firewall then records the grant for the session (``policy.path_granted``).
+    """
+
+    session_id: str
+    request_id: str
+    answer: str
+    responder: Principal
+    grant: PathGrant | None = None
 
 
 @event("human.responded")
@@ -168,6 +195,23 @@ class ConversationReplied(EventData):
     session_id: str
     text: str
     in_reply_to: str | None = None
+
+
+@event("agent.step_taken")
+class AgentStepTaken(EventData):
+    """One node step of the agent's graph in a session's turn (aggregate ``agent:<session_id>``).
+
+    ``input`` is what the node took from outside (the message, recalled memories, the planner's
+    decision, a tool's outcome, the person's answer…), tagged by ``input.node``; ``record`` is the
+    step's trace record. Folding a session's steps in order with the graph's node functions
+    rebuilds its state.
+    """
+
+    session_id: str
+    turn_id: str
+    step: int = Field(ge=1)
+    input: JSON
+    record: JSON
 
 
 @event("memory.stored")
@@ -337,6 +381,19 @@ class HintIssued(EventData):
     kind: str
     message: str
     session_id: str | None = None
+
+
+@event("policy.path_granted")
+class PathGranted(EventData):
+    """The session's user layer now allows ``tool`` on ``path`` and below it: a person authorised it
+    by answering the agent's permission request (``request_id``). Both walls honour it: the
+    firewall's sandbox layer and the executor's readable roots."""
+
+    session_id: str
+    tool: str
+    path: str
+    request_id: str
+    granted_by: Principal
 
 
 @event("policy.agent_mode_set")
@@ -531,3 +588,5 @@ class ExecutionFactObserved(EventData):
     result_summary: str | None = None
     error_summary: str | None = None
     co_id: str | None = None
+    # The contract's consequence view as it ended (full result): what an agent answers from.
+    consequence: ExecutionConsequenceView | None = None

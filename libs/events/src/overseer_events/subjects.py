@@ -21,11 +21,12 @@ PREFIX = "overseer"
 OWNERSHIP: dict[str, tuple[str, ...]] = {
     "gateway": (
         "conversation.message_received",
+        "conversation.answer_received",
         "human.responded",
         "co.command.*",
         "execution.proposed",
     ),
-    "reasoning": ("execution.proposed", "conversation.replied", "memory.*", "co.suggested"),
+    "reasoning": ("execution.proposed", "conversation.replied", "agent.*", "memory.*", "co.suggested"),
     "firewall": (
         "firewall.*",
         "human.decision_recorded",
@@ -171,6 +172,8 @@ RPC_CALLS: dict[str, tuple[str, ...]] = {
     "reasoning": (
         "*.rpc.observer.>",
         "*.rpc.firewall.prompt.>",
+        # The tool registry, for the tool selector (registration stays apart from invocation).
+        "*.rpc.executor.tools.list",
         "*.rpc.col.get",
         "*.rpc.col.search",
         "*.rpc.col.list",

@@ -22,9 +22,11 @@ from overseer_executor.adapters.contracts_sql import (
     SqliteContractRepository,
     SqliteExecutorQueries,
 )
+from overseer_executor.adapters.path_grants import PathGrantsProjection, SqliteGrantedPaths
 from overseer_executor.adapters.tools.registry import ToolRegistry, build_registry
 from overseer_executor.application.handlers import ExecutionHandlers, ExecutorUnit
 from overseer_executor.application.tool_runner import RetryPolicy, ToolCalls, ToolRunner
+from overseer_executor.domain.contract import ExecutionContract
 from overseer_executor.domain.rules import ToolOutcome
 from overseer_executor.entrypoints import events
 from overseer_executor.entrypoints.rpc import rpc
@@ -48,13 +50,14 @@ class ExecutorService(Service):
     registry: ToolRegistry
     calls: ToolCalls
     queries: SqliteExecutorQueries
+    runtime: Host
 
     def __init__(self) -> None:
         self.execution = ExecutionHandlers()
         self._opened = contextlib.AsyncExitStack()  # what stop() closes, in reverse order
 
     def projections(self) -> Sequence[Projection]:
-        return [ContractsProjection(), RefusedDecisionsProjection()]
+        return [ContractsProjection(), RefusedDecisionsProjection(), PathGrantsProjection()]
 
     def subscriptions(self) -> Sequence[Subscription]:
         return events.SUBSCRIPTIONS
@@ -63,7 +66,13 @@ class ExecutorService(Service):
         return events.handlers(self.unit_for)
 
     def rpc(self) -> RpcTable:
-        return rpc(lambda: self.queries, lambda: self.registry.specs())
+        return rpc(lambda: self.queries, lambda: self.registry.specs(), self.cancel)
+
+    async def cancel(self, execution_id: str, by: str, reason: str | None) -> ExecutionContract:
+        """A person's cancellation of one contract, in a transaction of its own (RPC ``execution.cancel``)."""
+        return await self.runtime.execute_in(
+            self.unit_for, lambda unit: self.execution.cancel_execution(unit, execution_id, by, reason)
+        )
 
     def unit_for(self, uow: UnitOfWork) -> ExecutorUnit:
         """The executor's ports on the transaction of ``uow``."""
@@ -77,11 +86,13 @@ class ExecutorService(Service):
         )
 
     async def start(self, runtime: Host) -> None:
+        self.runtime = runtime
         self.settings = cfg = runtime.settings.typed("executor", ExecutorSettings)
         self.registry = build_registry(
             runtime.settings.typed("tools", ToolsSettings),
             runtime.settings.typed("mcp", McpSettings),
             runtime.settings.home,
+            granted=SqliteGrantedPaths(runtime.store.conn),
         )
         await self.registry.connect()
         self._opened.push_async_callback(self.registry.disconnect)

@@ -16,7 +16,7 @@ from overseer_firewall.adapters.audit_chain import AuditProjection, ReaderAuditH
 from overseer_firewall.adapters.audit_stream import StreamPublishedAudit
 from overseer_firewall.adapters.filesystem import RealPathResolver, read_current_file
 from overseer_firewall.adapters.pending_approvals import ApprovalsProjection, SqliteApprovals
-from overseer_firewall.adapters.policy_state import PolicyProjection, ReaderPolicyState
+from overseer_firewall.adapters.policy_state import PolicyProjection, ReaderPolicyState, SqlitePathGrants
 from overseer_firewall.adapters.proposals import ProposalsProjection, ReaderProposalHistory, SqliteProposals
 from overseer_firewall.adapters.recent_events import recent_events
 from overseer_firewall.application.anchoring import AuditAnchor, AuditVerifier
@@ -90,6 +90,7 @@ class FirewallService(Service):
             after_commit=uow.after_commit,
             proposals=SqliteProposals(uow.conn),
             approvals=SqliteApprovals(uow.conn),
+            grants=SqlitePathGrants(uow.conn),
             audit=SqliteAuditChain(uow.conn),
             env=self.env,
         )

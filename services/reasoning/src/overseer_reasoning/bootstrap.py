@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from overseer_reasoning.adapters.agent_states import AgentStateLog, ReaderSessionViews, UnitAgentStates
+from overseer_reasoning.adapters.cognitive_objects import KnownObjects, ReaderObjects
 from overseer_reasoning.adapters.conversations import ConversationLog, ReaderConversationHistory
-from overseer_reasoning.application.handlers import ReasoningUnit
-from overseer_reasoning.application.ports import ConversationHistory
+from overseer_reasoning.adapters.memory import MemoryIndex, ReaderMemory
+from overseer_reasoning.adapters.planners import OfflinePlanner
+from overseer_reasoning.adapters.tool_catalogue import RpcToolCatalogue
+from overseer_reasoning.application.ports import ConversationHistory, SessionViews
+from overseer_reasoning.application.turns import Brain, ReasoningUnit, TurnDriver
+from overseer_reasoning.domain.intents import recognise_intent
 from overseer_reasoning.entrypoints import events
 from overseer_reasoning.entrypoints.rpc import rpc
+from overseer_reasoning.settings import ReasoningSettings
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.rpc import RpcTable
 from overseer_runtime.service import HandlerTable, Host, Service
@@ -19,30 +26,68 @@ ACTOR = "reasoning"
 
 
 class ReasoningService(Service):
-    """The agent side of Overseer: converses with the user; it acknowledges each message."""
+    """Overseer's own agent: it converses, plans, proposes tool calls through the firewall, remembers."""
 
     name = "reasoning"
 
     def __init__(self) -> None:
         self.conversations = ConversationLog()
-        # Set by start(): no RPC is answered before it returned.
+        self.states = AgentStateLog()
+        self.memories = MemoryIndex()
+        self.objects = KnownObjects()
+        self.col_enabled = False
+        # Set by start(): no event is handled and no RPC answered before it returned.
         self.history: ConversationHistory
+        self.views: SessionViews
+        self.memory: ReaderMemory
+        self.driver: TurnDriver
 
     def projections(self) -> Sequence[Projection]:
-        return [self.conversations]
+        return [self.conversations, self.states, self.memories, self.objects]
 
     def subscriptions(self) -> Sequence[Subscription]:
         return events.SUBSCRIPTIONS
 
     def handlers(self) -> HandlerTable[ReasoningUnit]:
-        return events.handlers(self.unit_for)
+        return events.handlers(self.unit_for, lambda session_id: self.driver.wake(session_id))
 
     def rpc(self) -> RpcTable:
         return rpc(self)
 
     def unit_for(self, uow: UnitOfWork) -> ReasoningUnit:
-        """The reasoning service's outbox in ``uow``'s transaction."""
-        return ReasoningUnit(emit=uow.emit_as(ACTOR))
+        """The reasoning service's ports in ``uow``'s transaction."""
+        return ReasoningUnit(
+            emit=uow.emit_as(ACTOR),
+            states=UnitAgentStates(self.states, uow.conn),
+            after_commit=uow.after_commit,
+            remembered=lambda memory_id: self.memories.has(uow.conn, memory_id),
+            col_enabled=self.col_enabled,
+        )
 
     async def start(self, runtime: Host) -> None:
+        settings = runtime.settings.typed("reasoning", ReasoningSettings)
+        self.col_enabled = bool(runtime.settings.section("col")["col_enabled"])  # default: overseer.toml
         self.history = ReaderConversationHistory(runtime.reader)
+        self.views = ReaderSessionViews(runtime.reader)
+        self.memory = ReaderMemory(runtime.reader)
+        catalogue = RpcToolCatalogue(
+            lambda: runtime.request("executor", "tools.list", timeout=2.0), ttl=settings.tools_cache_seconds
+        )
+        brain = Brain(
+            planner=OfflinePlanner(),
+            memory=self.memory,
+            catalogue=catalogue,
+            recognise=recognise_intent,
+            max_steps=settings.max_steps,
+            objects=ReaderObjects(runtime.reader) if self.col_enabled else None,
+        )
+        self.driver = TurnDriver(
+            run=lambda fn: runtime.execute_in(self.unit_for, fn),
+            spawn=runtime.spawn,
+            brain=brain,
+            # The writer's connection between transactions (the loop runs one at a time, to its commit).
+            committed=UnitAgentStates(self.states, runtime.store.conn),
+        )
+        # After a restart: every turn that was thinking runs on; every waiting message gets its turn.
+        for session_id in await runtime.execute_in(self.unit_for, lambda unit: unit.states.unfinished()):
+            self.driver.wake(session_id)

@@ -28,6 +28,7 @@ from overseer_events.catalogue import (
     CoTransitionCommand,
     CoUpdateCommand,
     ExecutionTransitioned,
+    MemoryStored,
 )
 from overseer_events.envelope import EventData
 
@@ -144,6 +145,19 @@ def record_suggestion(suggested: CoSuggested, unit: ColUnit, session_id: str | N
 
 
 # -- execution facts (seed 000 §3.4, gated by col_enabled §9.1) -----------------------------
+def link_memory(memory: MemoryStored, unit: ColUnit) -> None:
+    """A memory the agent kept about a CO is linked to it (``linked_memory_ids``); gated like executions."""
+    if not unit.col_enabled or memory.co_id is None:
+        return
+    if unit.registry.get(memory.co_id) is None:
+        log.warning("memory %s names unknown Cognitive Object %s", memory.memory_id, memory.co_id)
+        return
+    try:
+        unit.registry.link_memory(memory.co_id, memory.memory_id)
+    except CoRefused as refusal:
+        log.warning("memory %s not linked to %s: %s", memory.memory_id, memory.co_id, refusal.detail)
+
+
 def report_execution_fact(fact: ContractCreated | ExecutionTransitioned, unit: ColUnit) -> None:
     if not unit.col_enabled or fact.co_id is None:
         return

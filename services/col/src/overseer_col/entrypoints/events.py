@@ -15,6 +15,7 @@ from overseer_events.catalogue import (
     CoTransitionCommand,
     CoUpdateCommand,
     ExecutionTransitioned,
+    MemoryStored,
 )
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.service import HandlerTable
@@ -28,7 +29,7 @@ EXECUTION_FACTS_LINGER = 0.05
 
 SUBSCRIPTIONS = (
     Subscription(owner="gateway", types=("co.command.*",)),
-    Subscription(owner="reasoning", types=("co.suggested",)),
+    Subscription(owner="reasoning", types=("co.suggested", "memory.stored")),
     Subscription(
         owner="executor",
         types=("execution.contract_created", "execution.transitioned"),
@@ -51,6 +52,7 @@ def handlers(unit_for: Callable[[UnitOfWork], ColUnit]) -> HandlerTable[ColUnit]
                 suggested, unit, suggested.session_id or event.correlation_id
             ),
         )
+        .on(MemoryStored, lambda memory, unit, _: col.link_memory(memory, unit))
         .on(ContractCreated, lambda fact, unit, _: col.report_execution_fact(fact, unit))
         .on(ExecutionTransitioned, lambda fact, unit, _: col.report_execution_fact(fact, unit))
     )

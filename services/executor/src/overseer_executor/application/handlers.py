@@ -24,7 +24,9 @@ from overseer_executor.application.ports import ContractRepository, ToolSpecs
 from overseer_executor.application.tool_runner import ToolCalls
 from overseer_executor.domain.contract import ExecutionContract, Outcome, Verdict, open_contract
 from overseer_executor.domain.rules import (
+    CANCELLABLE,
     ToolOutcome,
+    cancel_conflict,
     decide_approval_expiry,
     decide_human_decision,
     decide_recovery,
@@ -87,6 +89,23 @@ class ExecutionHandlers:
         reason = f"session cancelled by {request.by}" + (f": {request.reason}" if request.reason else "")
         for contract in unit.contracts.open_in_session(request.session_id):
             self._commit(unit, contract, decide_session_cancel(contract, reason, now=unit.clock()))
+
+    # -- commands (RPC) ------------------------------------------------------------------
+    def cancel_execution(
+        self, unit: ExecutorUnit, execution_id: str, by: str, reason: str | None
+    ) -> ExecutionContract:
+        """A person cancels one PENDING or WAITING contract: one CANCELLED transition through the state
+        machine, like a cancelled session's. Raises :class:`CancelRefused` for an unknown contract (404),
+        and for one RUNNING or already ended (409: its state is named)."""
+        contract = unit.contracts.get(execution_id)
+        if contract is None:
+            raise CancelRefused(404, f"no execution {execution_id!r} is known")
+        if contract.status not in CANCELLABLE:
+            raise CancelRefused(409, cancel_conflict(execution_id, contract.status))
+        text = f"cancelled by {by}" + (f": {reason}" if reason else "")
+        outcome = decide_session_cancel(contract, text, now=unit.clock())
+        self._commit(unit, contract, outcome)
+        return outcome.contract
 
     # -- work started by the service ----------------------------------------------------
     def record_tool_outcome(self, unit: ExecutorUnit, execution_id: str, result: ToolOutcome) -> None:
@@ -151,3 +170,12 @@ class ExecutionHandlers:
             for dependent in unit.contracts.pending_dependents(contract.execution_id):
                 if dependent.verdict is not None:
                     self._apply_verdict(unit, dependent, dependent.verdict)
+
+
+class CancelRefused(Exception):
+    """A cancellation the contract's state refuses; ``status`` is the HTTP status it answers."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail

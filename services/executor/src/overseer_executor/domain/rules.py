@@ -293,6 +293,17 @@ def decide_session_cancel(contract: ExecutionContract, reason: str, *, now: floa
     return _fire(Moves(contract, now), triggers, actor or contract.node, reason).outcome()
 
 
+# What a person may cancel: work not started yet. A RUNNING call is already in the world.
+CANCELLABLE = frozenset(CANCEL_PLANS)
+
+
+def cancel_conflict(execution_id: str, status: ExecutionStatus) -> str:
+    """Why a contract in ``status`` cannot be cancelled on request."""
+    if status == ExecutionStatus.RUNNING:
+        return f"execution {execution_id} is running: its call has started and cannot be cancelled"
+    return f"execution {execution_id} is {status.value}: only a pending or waiting execution can be cancelled"
+
+
 def decide_approval_expiry(contract: ExecutionContract, ttl_seconds: float, *, now: float) -> Outcome:
     """A WAITING approval or confirmation nobody answered within its TTL times out (→ CANCELLED)."""
     form = contract.open_request

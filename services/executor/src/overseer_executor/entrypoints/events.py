@@ -2,7 +2,9 @@
 
 Consumed: ``execution.proposed`` from reasoning (its own agent) and the
 gateway (external agents); from the firewall its verdicts, the human
-decisions HumanGate recorded, and second-stage session aborts.
+decisions HumanGate recorded, second-stage session aborts, and session path
+grants (``policy.path_granted``: no handler, only the read model the file
+tools ask, ``adapters/path_grants.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,13 @@ SUBSCRIPTIONS = (
     Subscription(owner="gateway", types=("execution.proposed",), gather=PROPOSAL_GATHER),
     Subscription(
         owner="firewall",
-        types=("firewall.verdict_issued", "human.decision_recorded", "firewall.session_cancel_requested"),
+        # A grant comes before the verdicts that rely on it, on the same consumer: it is recorded first.
+        types=(
+            "firewall.verdict_issued",
+            "human.decision_recorded",
+            "firewall.session_cancel_requested",
+            "policy.path_granted",
+        ),
     ),
 )
 

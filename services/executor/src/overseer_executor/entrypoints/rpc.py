@@ -6,16 +6,20 @@
   contract's status and error, so the gateway can answer 404 / 409 / 403 before publishing a response;
 * ``contract.get`` ``{execution_id}`` → the contract with its transitions;
 * ``tools.list`` → every tool with its declaration and JSON schema;
-* ``decisions.refused`` ``{execution_id?}`` → decisions the resume alignment check refused, with why.
+* ``decisions.refused`` ``{execution_id?}`` → decisions the resume alignment check refused, with why;
+* ``execution.cancel`` ``{execution_id, by, reason?}`` → a person cancels one PENDING or WAITING contract
+  (404 unknown, 409 RUNNING or ended, the state named) and gets the contract back, CANCELLED.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from pydantic import Field
 
+from overseer_events.catalogue import Principal
+from overseer_executor.application.handlers import CancelRefused
 from overseer_executor.application.ports import ExecutorQueries
 from overseer_executor.domain.contract import ExecutionContract
 from overseer_executor.domain.tools import ToolSpec
@@ -35,7 +39,19 @@ class RefusedRequest(RpcRequest):
     execution_id: str | None = None
 
 
-def rpc(queries: Callable[[], ExecutorQueries], specs: Callable[[], Sequence[ToolSpec]]) -> RpcTable:
+class CancelRequest(RpcRequest):
+    execution_id: str = Field(min_length=1)
+    by: Principal
+    reason: str | None = Field(default=None, max_length=500)
+
+
+# Cancels one contract in a unit of work of its own: (execution_id, by, reason) → the contract after.
+Cancel = Callable[[str, str, str | None], Awaitable[ExecutionContract]]
+
+
+def rpc(
+    queries: Callable[[], ExecutorQueries], specs: Callable[[], Sequence[ToolSpec]], cancel: Cancel
+) -> RpcTable:
     """``queries`` and ``specs`` are asked at call time: the service builds them in its start()."""
 
     async def approvals_pending(request: ApprovalsRequest) -> list[dict[str, Any]]:
@@ -62,6 +78,13 @@ def rpc(queries: Callable[[], ExecutorQueries], specs: Callable[[], Sequence[Too
     async def decisions_refused(request: RefusedRequest) -> list[dict[str, Any]]:
         return [refused.as_dict() for refused in await queries().refused_decisions(request.execution_id)]
 
+    async def execution_cancel(request: CancelRequest) -> dict[str, Any]:
+        try:
+            contract = await cancel(request.execution_id, str(request.by), request.reason)
+        except CancelRefused as exc:
+            raise RpcError(exc.status, exc.detail) from None
+        return contract_view(contract)
+
     return (
         RpcTable()
         .method("approvals.pending", ApprovalsRequest, approvals_pending)
@@ -69,6 +92,7 @@ def rpc(queries: Callable[[], ExecutorQueries], specs: Callable[[], Sequence[Too
         .method("contract.get", ExecutionRequest, contract_get)
         .method("tools.list", NoArguments, tools_list)
         .method("decisions.refused", RefusedRequest, decisions_refused)
+        .method("execution.cancel", CancelRequest, execution_cancel)
     )
 
 

@@ -1,4 +1,5 @@
-"""The policy state: admin policies (every version), user-layer levels, agent modes, sessions, hints.
+"""The policy state: admin policies (every version), user-layer levels, agent modes, sessions, session
+path grants, hints.
 
 What HumanGate knows about sessions lives here too (paused, aborts), so a restart, or a
 rebuild then a start, gives the kernel the same policy state.
@@ -15,6 +16,7 @@ from overseer_events.catalogue import (
     AdminPolicyReplaced,
     AgentModeSet,
     HintIssued,
+    PathGranted,
     SessionCancelRequested,
     SessionPaused,
     SessionResumed,
@@ -24,6 +26,7 @@ from overseer_events.envelope import Envelope
 from overseer_firewall.application.ports import PolicyRows
 from overseer_firewall.application.translation import mode_setting
 from overseer_firewall.domain.gate import SessionState
+from overseer_firewall.domain.grants import PathGrant
 from overseer_firewall.domain.levels import Level
 from overseer_firewall.domain.policy import UserLevel, previous_level
 from overseer_runtime.projection import SqlProjection
@@ -31,7 +34,7 @@ from overseer_runtime.readers import ReadModelReader
 
 
 class PolicyProjection(SqlProjection):
-    """Admin policies (every version), user-layer levels, agent modes, session states and hints."""
+    """Admin policies (every version), user-layer levels, agent modes, session states, path grants and hints."""
 
     name = "firewall_policy"
     tables = (
@@ -40,6 +43,7 @@ class PolicyProjection(SqlProjection):
         "fw_user_version",
         "fw_agent_modes",
         "fw_sessions",
+        "fw_path_grants",
         "fw_hints",
     )
     ddl = """
@@ -73,6 +77,14 @@ class PolicyProjection(SqlProjection):
         paused      INTEGER NOT NULL,
         aborts      INTEGER NOT NULL
     );
+    CREATE TABLE IF NOT EXISTS fw_path_grants (
+        request_id  TEXT PRIMARY KEY,
+        session_id  TEXT NOT NULL,
+        tool        TEXT NOT NULL,
+        path        TEXT NOT NULL,
+        granted_by  TEXT NOT NULL,
+        granted_at  REAL NOT NULL
+    );
     CREATE TABLE IF NOT EXISTS fw_hints (
         tool     TEXT NOT NULL,
         kind     TEXT NOT NULL,
@@ -96,6 +108,8 @@ class PolicyProjection(SqlProjection):
                 _cancel(conn, data, event)
             case SessionResumed() as data:
                 _resumed(conn, data, event)
+            case PathGranted() as data:
+                _granted(conn, data, event)
             case HintIssued() as data:
                 _hint(conn, data, event)
 
@@ -172,11 +186,32 @@ def _resumed(conn: sqlite3.Connection, data: SessionResumed, event: Envelope) ->
     conn.execute("DELETE FROM fw_sessions WHERE session_id = ?", (data.session_id,))
 
 
+def _granted(conn: sqlite3.Connection, data: PathGranted, event: Envelope) -> None:
+    conn.execute(
+        "INSERT OR IGNORE INTO fw_path_grants (request_id, session_id, tool, path, granted_by, granted_at) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (data.request_id, data.session_id, data.tool, data.path, str(data.granted_by), event.occurred_at),
+    )
+
+
 def _hint(conn: sqlite3.Connection, data: HintIssued, event: Envelope) -> None:
     conn.execute(
         "INSERT OR REPLACE INTO fw_hints (tool, kind, message, at) VALUES (?, ?, ?, ?)",
         (data.tool, data.kind, data.message, event.occurred_at),
     )
+
+
+class SqlitePathGrants:
+    """:class:`~overseer_firewall.application.ports.PathGrants` on the writer's connection (in a unit of work)."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def granted(self, request_id: str) -> bool:
+        row = self.conn.execute("SELECT 1 FROM fw_path_grants WHERE request_id = ?", (request_id,)).fetchone()
+        return row is not None
 
 
 class ReaderPolicyState:
@@ -205,6 +240,13 @@ class ReaderPolicyState:
             r["session_id"]: SessionState(bool(r["paused"]), int(r["aborts"]))
             for r in await fetch("SELECT session_id, paused, aborts FROM fw_sessions")
         }
+        grants = tuple(
+            PathGrant(r["session_id"], r["tool"], r["path"], r["request_id"], r["granted_by"])
+            for r in await fetch(
+                "SELECT session_id, tool, path, request_id, granted_by FROM fw_path_grants "
+                "ORDER BY granted_at, request_id"
+            )
+        )
         return PolicyRows(
             admin_version=int(admin["version"]) if admin else None,
             admin_policy=orjson.loads(admin["policy"]) if admin else None,
@@ -212,6 +254,7 @@ class ReaderPolicyState:
             user_levels=levels,
             modes=modes,
             sessions=sessions,
+            grants=grants,
         )
 
     async def hints(self) -> list[dict[str, Any]]:

@@ -1,9 +1,10 @@
 """Which events enter the audit chain, and the record each one becomes.
 
 The firewall appends to the chain by event type, not by handler: every
-proposal, verdict, human decision (and refused answer), policy change, alert,
-escalation, session stop and execution outcome is recorded because its type is
-listed here, whichever code path produced it.
+proposal, verdict, human decision (and refused answer), policy change (a
+session's path grant too), alert, escalation, session stop and execution
+outcome is recorded because its type is listed here, whichever code path
+produced it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from overseer_events.catalogue import (
     ExecutionTransitioned,
     FirewallAlert,
     HumanDecisionRecorded,
+    PathGranted,
     ResponseRefused,
     SessionCancelRequested,
     SessionPaused,
@@ -111,6 +113,18 @@ def _mode(d: AgentModeSet) -> Record:
     }
 
 
+def _grant(d: PathGranted) -> Record:
+    return {
+        "kind": "policy",
+        "change": "path_grant",
+        "session_id": d.session_id,
+        "tool": d.tool,
+        "path": d.path,
+        "request_id": d.request_id,
+        "by": str(d.granted_by),
+    }
+
+
 def _alert(d: FirewallAlert) -> Record:
     return {"kind": "alert", "alert": d.kind, "message": d.message, "session_id": d.session_id}
 
@@ -150,6 +164,7 @@ AUDITED: Mapping[str, Callable[[Any], Record]] = {
     "policy.admin_replaced": _admin,
     "policy.user_level_changed": _user,
     "policy.agent_mode_set": _mode,
+    "policy.path_granted": _grant,
     "firewall.alert": _alert,
     "firewall.approval_escalated": _escalation,
     "firewall.session_paused": _session("paused"),

@@ -34,6 +34,12 @@ class FirewallCommands:
     async def set_mode(self, principal: str, setting: ModeSetting, by: Principal) -> None:
         await self.run(lambda unit: self.firewall.set_mode(unit, principal, setting, by))
 
+    async def stop_session(
+        self, session_id: str, action: str, by: Principal, reason: str | None
+    ) -> dict[str, Any]:
+        """Pause, resume or cancel ``session_id`` (raises ``SessionRefused`` when its state does not allow it)."""
+        return await self.run(lambda unit: self.firewall.stop_session(unit, session_id, action, by, reason))
+
     async def check_timeouts(self) -> int:
         """One round of the decider of last resort: escalate, or decide, requests nobody answered."""
         return await self.run(self.firewall.check_timeouts)

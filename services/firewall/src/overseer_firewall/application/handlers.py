@@ -10,12 +10,14 @@ Each handler works on the ports of its unit of work (:class:`~.ports.FirewallUni
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from overseer_events.catalogue import (
     AdminPolicyReplaced,
     AgentModeSet,
+    AnswerReceived,
     ApprovalEscalated,
     AuditRecorded,
     EcsRequested,
@@ -26,6 +28,7 @@ from overseer_events.catalogue import (
     HintIssued,
     HumanDecisionRecorded,
     HumanResponded,
+    PathGranted,
     Principal,
     ResponseRefused,
     SessionCancelRequested,
@@ -43,6 +46,7 @@ from overseer_firewall.application.translation import proposal_from_event, verdi
 from overseer_firewall.domain.adaptive import adapt
 from overseer_firewall.domain.audit import EMPTY_HEAD, append_entry
 from overseer_firewall.domain.gate import GateOutcome, Intent, PendingApproval, PendingStatus, TimeoutAction
+from overseer_firewall.domain.grants import GrantRefused, GrantRequest, judge_grant
 from overseer_firewall.domain.levels import Level
 from overseer_firewall.domain.model import L3, Verdict
 from overseer_firewall.domain.modes import ModeSetting
@@ -51,6 +55,7 @@ from overseer_firewall.domain.policy import AdminPolicy
 from overseer_firewall.domain.preview import ABSENT, build_preview
 
 FIREWALL = Principal(kind="system", id="firewall")
+log = logging.getLogger("overseer.firewall")
 
 
 def _name(level: Level | None) -> str | None:
@@ -265,6 +270,37 @@ class FirewallHandlers:
             "alerts",
         )
 
+    # -- conversation.answer_received ------------------------------------------------------------------
+    def on_answered(self, data: AnswerReceived, unit: FirewallUnit, event: Envelope) -> None:
+        """A person answered the agent's question; an answer granting a read outside the readable paths
+        becomes the session's ``policy.path_granted`` (once per request), anything else it asks an alert."""
+        grant = data.grant
+        if grant is None or unit.grants.granted(data.request_id):
+            return
+        request = GrantRequest(
+            session_id=data.session_id,
+            tool=grant.tool,
+            path=grant.path,
+            request_id=data.request_id,
+            answer=data.answer,
+            responder_kind=data.responder.kind,
+        )
+        try:
+            path = judge_grant(request, unit.env.sandbox_root)
+        except GrantRefused as exc:
+            log.warning("firewall: grant of %s on %r refused: %s", grant.tool, grant.path, exc)
+            details = {"request_id": data.request_id, "tool": grant.tool, "path": grant.path[:1000]}
+            self.alert(unit, "grant_refused", f"grant refused: {exc}", data.session_id, details)
+            return
+        granted = PathGranted(
+            session_id=data.session_id,
+            tool=grant.tool,
+            path=path,
+            request_id=data.request_id,
+            granted_by=data.responder,
+        )
+        self.emit(unit, granted, f"grant:{data.request_id}", version=1)
+
     # -- executor events ------------------------------------------------------------------------------
     def on_ecs_requested(self, data: EcsRequested, unit: FirewallUnit, event: Envelope) -> None:
         stored = unit.proposals.get(data.execution_id)
@@ -338,8 +374,39 @@ class FirewallHandlers:
         )
         return version
 
+    def stop_session(
+        self, unit: FirewallUnit, session_id: str, action: str, by: Principal, reason: str | None
+    ) -> dict[str, Any]:
+        """A person's ``pause``, ``resume`` or ``cancel`` of a session, asked by name: the same events as
+        the abort words on a card. Pausing a paused session records nothing; resuming or cancelling one
+        that is not paused is refused (:class:`SessionRefused`)."""
+        gate = self.state.engine.gate
+        refusal = None if action == "pause" else gate.stop_refusal(session_id, action)
+        if refusal is not None:
+            raise SessionRefused(refusal)
+        key = f"session:{session_id}"
+        before = gate.session(session_id)
+        if action == "pause":
+            if before.paused:
+                return _session_answer(session_id, paused=True, aborts=before.aborts, changed=False)
+            self.emit(unit, SessionPaused(session_id=session_id, by=by, reason=reason), key)
+            return _session_answer(session_id, paused=True, aborts=max(before.aborts, 1), changed=True)
+        if action == "cancel":
+            self.emit(unit, SessionCancelRequested(session_id=session_id, by=by, reason=reason), key)
+            return _session_answer(session_id, paused=True, aborts=before.aborts + 1, changed=True)
+        self.emit(unit, SessionResumed(session_id=session_id, by=by), key)
+        return _session_answer(session_id, paused=False, aborts=0, changed=True)
+
     def set_mode(self, unit: FirewallUnit, principal: str, setting: ModeSetting, by: Principal) -> None:
         grant = setting.grant.as_dict() if setting.grant else None
         self.emit(
             unit, AgentModeSet(principal=principal, mode=setting.mode.value, grant=grant, set_by=by), "policy"
         )
+
+
+class SessionRefused(ValueError):
+    """A session control that does not fit the session's state (answered 409)."""
+
+
+def _session_answer(session_id: str, *, paused: bool, aborts: int, changed: bool) -> dict[str, Any]:
+    return {"session_id": session_id, "paused": paused, "aborts": aborts, "changed": changed}

@@ -2,7 +2,7 @@
 
 Two kinds of read port, by the connection they read on:
 
-* **in a unit of work** (:class:`Proposals`, :class:`Approvals`, :class:`AuditChain`): point reads on
+* **in a unit of work** (:class:`Proposals`, :class:`Approvals`, :class:`PathGrants`, :class:`AuditChain`): point reads on
   the writer's connection, inside the transaction that handles an event, so they see what that
   transaction has written so far (the verdict's hot path reads them on every proposal);
 * **for queries** (:class:`PolicyState`, :class:`ProposalHistory`, :class:`AuditHistory`): reads
@@ -26,6 +26,7 @@ from typing import Any, Protocol, TypeVar
 from overseer_events.catalogue import AuditHeadPublished, AuditRecorded
 from overseer_firewall.domain.audit import AuditHead
 from overseer_firewall.domain.gate import PendingApproval, SessionState
+from overseer_firewall.domain.grants import PathGrant, SessionGrants
 from overseer_firewall.domain.model import Proposal
 from overseer_firewall.domain.modes import ModeSetting
 from overseer_firewall.domain.policy import UserLevel
@@ -58,6 +59,7 @@ class PolicyRows:
     user_levels: dict[str, UserLevel]
     modes: dict[str, ModeSetting]
     sessions: dict[str, SessionState]
+    grants: tuple[PathGrant, ...] = ()  # session path grants, in the order they were recorded
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -80,6 +82,7 @@ class PolicyRows:
             "sessions": {
                 s: {"paused": st.paused, "aborts": st.aborts} for s, st in sorted(self.sessions.items())
             },
+            "grants": SessionGrants(self.grants).describe(),
         }
 
 
@@ -116,6 +119,13 @@ class Approvals(Protocol):
         ...
 
 
+class PathGrants(Protocol):
+    """``fw_path_grants``: the grants recorded, by the permission request they answered. A point read
+    on the writer's connection (one grant per request, however often it is answered)."""
+
+    def granted(self, request_id: str) -> bool: ...
+
+
 class AuditChain(Protocol):
     """``fw_audit``'s end, on the writer's connection: every record appended reads the head before it."""
 
@@ -128,7 +138,7 @@ class AuditChain(Protocol):
 
 # -- for queries: the runtime's read-only reader, committed data ---------------------------------------
 class PolicyState(Protocol):
-    """The policy read models (admin policy, user levels, agent modes, sessions, hints). Read by the
+    """The policy read models (admin policy, user levels, agent modes, sessions, grants, hints). Read by the
     read-only reader: each table on its own, so read it when nothing writes (at start) or accept that a
     change committing meanwhile shows in part (the ``policy.get`` diagnostic view)."""
 
@@ -216,6 +226,7 @@ class FirewallUnit:
     after_commit: Callable[[Callable[[], None]], None]  # runs the work once the unit committed, never if not
     proposals: Proposals
     approvals: Approvals
+    grants: PathGrants
     audit: AuditChain
     env: Surroundings
 

@@ -39,13 +39,15 @@ class FirewallQueries:
 
     # -- policy ------------------------------------------------------------------------------
     async def policy(self, *, read_model: bool = False) -> dict[str, Any]:
-        """The effective policy, agent modes and sessions; with ``read_model``, the read model's copy too."""
+        """The effective policy, agent modes, sessions and session path grants; with ``read_model``, the read
+        model's copy too."""
         engine = self.state.engine
         described = engine.policy.describe()
         described["agents"] = self.agents()
         described["sessions"] = {
             sid: {"paused": s.paused, "aborts": s.aborts} for sid, s in sorted(engine.gate.sessions().items())
         }
+        described["grants"] = engine.grants.describe()
         if read_model:
             described["read_model"] = (await self.policy_state.rows()).as_dict()
         return described

@@ -4,7 +4,7 @@ The :class:`FirewallEngine` judges from memory (a SQLite read per layer would
 cost more than the whole evaluation). That memory is folded from the same
 events the SQLite read models are built from:
 
-* policy, agent modes and sessions are loaded from their read models at start
+* policy, agent modes, sessions and path grants are loaded from their read models at start
   (so ``rebuild`` then start gives the same policy state);
 * loop windows and perception counters are refilled from the most recent events;
 * while running, every event the firewall records or emits is applied here.
@@ -13,8 +13,8 @@ Concurrency hazard — a unit of work can roll back after its events were
 applied here. So events that can only make the firewall *stricter* (a
 proposal seen, a session paused, a decision counted) are applied at once,
 where the next proposal in the same batch must see them; events that can
-make it *looser* (a policy replacement, a user level change, a mode, a
-session resumed) are applied only after their transaction committed.
+make it *looser* (a policy replacement, a user level change, a mode, a path
+grant, a session resumed) are applied only after their transaction committed.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from overseer_events.catalogue import (
     AgentModeSet,
     ExecutionTransitioned,
     HumanDecisionRecorded,
+    PathGranted,
     SessionCancelRequested,
     SessionPaused,
     SessionResumed,
@@ -37,7 +38,7 @@ from overseer_events.catalogue import (
 from overseer_events.envelope import Envelope, EventData
 from overseer_events.machines import TERMINAL_STATUSES
 from overseer_firewall.application.ports import PolicyRows, StoredProposal
-from overseer_firewall.application.translation import mode_setting
+from overseer_firewall.application.translation import mode_setting, path_grant
 from overseer_firewall.domain.engine import FirewallEngine
 from overseer_firewall.domain.levels import Level
 from overseer_firewall.domain.model import Proposal
@@ -54,6 +55,7 @@ LOOSENING = frozenset(
         "policy.admin_replaced",
         "policy.user_level_changed",
         "policy.agent_mode_set",
+        "policy.path_granted",
         "firewall.session_resumed",
     }
 )
@@ -74,6 +76,7 @@ class KernelState:
             AdminPolicyReplaced: self._admin,
             UserLevelChanged: self._user,
             AgentModeSet: self._mode,
+            PathGranted: self._granted,
             SessionPaused: self._paused,
             SessionCancelRequested: self._cancel,
             SessionResumed: self._resumed,
@@ -81,7 +84,7 @@ class KernelState:
 
     # -- start-up -------------------------------------------------------------------------
     def load(self, rows: PolicyRows) -> None:
-        """Policy, modes and sessions from the read models."""
+        """Policy, modes, sessions and path grants from the read models."""
         engine = self.engine
         store = engine.policy
         if rows.admin_policy is not None and rows.admin_version is not None:
@@ -97,6 +100,8 @@ class KernelState:
                 engine.gate.paused(session_id)
             for _ in range(state.aborts - 1):
                 engine.gate.cancel_requested(session_id)
+        for grant in rows.grants:
+            engine.grants.add(grant)
 
     def warm(self, events: Iterable[Envelope], lookup: Lookup) -> int:
         """Refill loop windows and perception counters from recent events, oldest first."""
@@ -177,6 +182,9 @@ class KernelState:
 
     def _mode(self, data: AgentModeSet, lookup: Lookup) -> None:
         self.engine.modes.set(data.principal, mode_setting(data.mode, data.grant))
+
+    def _granted(self, data: PathGranted, lookup: Lookup) -> None:
+        self.engine.grants.add(path_grant(data))
 
     def _paused(self, data: SessionPaused, lookup: Lookup) -> None:
         self.engine.gate.paused(data.session_id)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from overseer_events.catalogue import ExecutionProposed, LayerFinding, Principal, VerdictIssued
+from overseer_events.catalogue import ExecutionProposed, LayerFinding, PathGranted, Principal, VerdictIssued
+from overseer_firewall.domain.grants import PathGrant
 from overseer_firewall.domain.model import Proposal, Verdict
 from overseer_firewall.domain.modes import AgentMode, Grant, ModeSetting
 
@@ -68,3 +69,8 @@ def mode_setting(mode: str, grant: Mapping[str, Any] | None) -> ModeSetting:
             float(grant.get("granted_at") or 0.0),
         ),
     )
+
+
+def path_grant(data: PathGranted) -> PathGrant:
+    """A ``policy.path_granted`` in the kernel's terms."""
+    return PathGrant(data.session_id, data.tool, data.path, data.request_id, str(data.granted_by))

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from overseer_events.canonical import NotCanonical, args_hash, sha256_hex
 from overseer_firewall.domain.gate import HumanGate
+from overseer_firewall.domain.grants import SessionGrants
 from overseer_firewall.domain.layers.base import KernelView, Layer, SandboxGeometry, sandbox_geometry
 from overseer_firewall.domain.layers.breaker import BreakerLayer
 from overseer_firewall.domain.layers.loops import LoopHistory, LoopLayer, loop_signature
@@ -41,7 +42,7 @@ DEFAULT_LAYERS: tuple[Layer, ...] = (
 
 
 class FirewallEngine:
-    """The kernel: PolicyStore + five layers + the state they read (bus, loops, modes, sessions)."""
+    """The kernel: PolicyStore + five layers + the state they read (bus, loops, modes, sessions, grants)."""
 
     def __init__(
         self,
@@ -59,10 +60,11 @@ class FirewallEngine:
         self.history = LoopHistory()
         self.modes = AgentModes()
         self.gate = HumanGate()
+        self.grants = SessionGrants()
         self.layers = tuple(layers)
         store = policy or PolicyStore()
         self.kernel = KernelView(
-            store, self.bus, self.modes, self.history, self._geometry(store), self.resolver
+            store, self.bus, self.modes, self.history, self._geometry(store), self.resolver, self.grants
         )
 
     # -- policy ------------------------------------------------------------------

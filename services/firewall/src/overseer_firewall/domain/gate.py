@@ -215,6 +215,18 @@ class HumanGate:
     def sessions(self) -> dict[str, SessionState]:
         return dict(self._sessions)
 
+    # -- the two-stage abort asked for by name (REST, CLI) rather than by abort words -----
+    def stop_refusal(self, session_id: str, action: str) -> str | None:
+        """Why ``action`` (``resume`` or ``cancel``) may not be done on ``session_id`` now, or None.
+
+        Cancelling is the second stage: a session is paused first (new proposals held), so nobody
+        cancels a running session's waiting work with a single mistaken request."""
+        if self.is_paused(session_id):
+            return None
+        if action == "cancel":
+            return f"session {session_id!r} is not paused: pause it first, then cancel it (two-stage abort)"
+        return f"session {session_id!r} is not paused"
+
     # -- answers -------------------------------------------------------------------
     def decide(
         self,

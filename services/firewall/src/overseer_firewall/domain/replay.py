@@ -3,9 +3,9 @@
 Pure and side-effect free. For each recorded proposal the layers that depend
 on policy — L1 parameters (the admin may declare tools), L3 permission and L4
 sandbox — run again under the candidate; the layers that depend on history —
-L2 loops, L5 breaker, a paused session, the agent's mode and the user layer
-at the time — are taken from the recorded verdict, because the candidate
-would not have changed them. The report lists exactly the proposals whose
+L2 loops, L5 breaker, a paused session, the agent's mode, the user layer and
+the session's path grants at the time — are taken from the recorded verdict,
+because the candidate would not have changed them. The report lists exactly the proposals whose
 level or decision would differ.
 """
 
@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from overseer_firewall.domain.engine import FirewallEngine
+from overseer_firewall.domain.grants import PathGrant, SessionGrants
 from overseer_firewall.domain.layers.base import KernelView
 from overseer_firewall.domain.layers.parameters import ParameterLayer
 from overseer_firewall.domain.layers.permission import PermissionLayer
 from overseer_firewall.domain.layers.sandbox import SandboxLayer
 from overseer_firewall.domain.levels import Decision, Level
-from overseer_firewall.domain.model import L2, L3, L5, MODE, SESSION, Evaluation, Finding, Proposal
+from overseer_firewall.domain.model import L2, L3, L4, L5, MODE, SESSION, Evaluation, Finding, Proposal
 from overseer_firewall.domain.modes import SUPERVISED, AgentMode, ModeJudgement, ModeSetting
 from overseer_firewall.domain.paths import PathResolver
 from overseer_firewall.domain.policy import AdminPolicy, PolicyStore, UserLevel, UserPolicy
@@ -112,6 +113,15 @@ def _recorded_user(findings: Iterable[Finding]) -> Level | None:
     return None
 
 
+def _recorded_grants(proposal: Proposal, findings: Iterable[Finding]) -> SessionGrants:
+    """The granted paths the recorded verdict's sandbox layer let the call read."""
+    return SessionGrants(
+        PathGrant(proposal.session_id, proposal.tool or "", str(f.details["granted"]), "as recorded", "")
+        for f in findings
+        if f.layer == L4 and f.details.get("granted")
+    )
+
+
 def replay(
     candidate: AdminPolicy,
     records: Iterable[RecordedProposal],
@@ -147,6 +157,7 @@ def replay(
             else {}
         )
         engine.set_policy(PolicyStore(candidate, UserPolicy(levels), catalogue))
+        engine.kernel.grants = _recorded_grants(proposal, record.findings)
         if any(f.layer == SESSION for f in record.findings):
             engine.gate.paused(proposal.session_id)
         else:

@@ -2,7 +2,8 @@
 
 Each request is a pydantic model, validated by the runtime (422 with the validation message). What
 the firewall refuses on its merits is an :class:`RpcError` too: 422 for an admin policy or an agent
-mode that does not validate (a policy with every problem listed).
+mode that does not validate (a policy with every problem listed); 409 for a session control that does
+not fit the session's state (resuming or cancelling a session that is not paused).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pydantic import Field, StrictInt, StrictStr, field_validator
 
 from overseer_events.catalogue import Principal
 from overseer_firewall.application.commands import FirewallCommands
+from overseer_firewall.application.handlers import SessionRefused
 from overseer_firewall.application.queries import FirewallQueries
 from overseer_firewall.domain.policy import AdminPolicy, PolicyError, parse_admin_policy
 from overseer_runtime.rpc import NoArguments, RpcError, RpcRequest, RpcTable
@@ -50,6 +52,14 @@ class SetMode(RpcRequest):
         return principal
 
 
+class SessionStop(RpcRequest):
+    """A person's pause, resume or cancel of one session (the gateway passes who asked)."""
+
+    session_id: StrictStr = Field(min_length=1, max_length=128)
+    by: Principal
+    reason: StrictStr | None = Field(default=None, max_length=500)
+
+
 class AuditList(RpcRequest):
     after: StrictInt = Field(default=0, ge=-1, le=2**62)
     limit: StrictInt = Field(default=100, ge=1, le=MAX_AUDIT_PAGE)
@@ -75,6 +85,10 @@ def rpc(firewall: RunningFirewall) -> RpcTable:
         .method("policy.replace_admin", ReplaceAdmin, methods.replace_admin)
         .method("policy.replay", Replay, methods.replay)
         .method("policy.set_mode", SetMode, methods.set_mode)
+        .method("agents.list", NoArguments, methods.agents_list)
+        .method("session.pause", SessionStop, methods.session_pause)
+        .method("session.resume", SessionStop, methods.session_resume)
+        .method("session.cancel", SessionStop, methods.session_cancel)
         .method("audit.list", AuditList, methods.audit_list)
         .method("audit.verify", NoArguments, methods.audit_verify)
         .method("prompt.system", NoArguments, methods.prompt_system)
@@ -106,6 +120,26 @@ class FirewallRpc:
             raise RpcError(422, str(exc)) from None
         await self.firewall.commands.set_mode(r.principal, setting, r.by)
         return {"agents": self.firewall.queries.agents()}
+
+    async def agents_list(self, _: NoArguments) -> dict[str, Any]:
+        """Every agent principal with a mode set; any other agent is supervised."""
+        return {"default_mode": "supervised", "agents": self.firewall.queries.agents()}
+
+    # -- the two-stage abort, asked by name ---------------------------------------------------
+    async def session_pause(self, r: SessionStop) -> dict[str, Any]:
+        return await self._stop(r, "pause")
+
+    async def session_resume(self, r: SessionStop) -> dict[str, Any]:
+        return await self._stop(r, "resume")
+
+    async def session_cancel(self, r: SessionStop) -> dict[str, Any]:
+        return await self._stop(r, "cancel")
+
+    async def _stop(self, r: SessionStop, action: str) -> dict[str, Any]:
+        try:
+            return await self.firewall.commands.stop_session(r.session_id, action, r.by, r.reason)
+        except SessionRefused as exc:
+            raise RpcError(409, str(exc)) from None
 
     # -- audit --------------------------------------------------------------------------------
     async def audit_list(self, r: AuditList) -> list[dict[str, Any]]:

@@ -160,6 +160,7 @@ def execution_fact(contract: ObservedContract) -> ExecutionFactObserved:
         result_summary=contract.result[:SUMMARY_LIMIT] if contract.result else None,
         error_summary=contract.error_message[:SUMMARY_LIMIT] if contract.error_message else None,
         co_id=contract.co_id,
+        consequence=consequence_view(contract),
     )
 
 

@@ -1,8 +1,4 @@
-"""The reasoning service's pure core: what it answers to a message.
-
-It answers each message with a deterministic acknowledgement, so the
-conversation loop is real end to end (message in, reply out, both events).
-"""
+"""A conversation as the person reads it: the messages and replies of a session, in order."""
 
 from __future__ import annotations
 
@@ -22,15 +18,3 @@ class Turn:
 
     def as_dict(self) -> dict[str, Any]:
         return {"role": self.role, "text": self.text, "at": self.at}
-
-
-def normalise(text: str) -> str:
-    """Seed 001 §3.1: one representation for every input (here: trimmed, whitespace collapsed)."""
-    return " ".join(text.split())
-
-
-def acknowledgement(text: str) -> str:
-    normalised = normalise(text)
-    if not normalised:
-        return "I received an empty message."
-    return f"Noted: {normalised}"

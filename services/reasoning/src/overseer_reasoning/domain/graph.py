@@ -63,6 +63,7 @@ from overseer_reasoning.domain.state import (
     MAX_MEMORY_CHARS,
     WORKING_MEMORY_ITEMS,
     AgentState,
+    CoRef,
     FunctionCall,
     Goal,
     MemoryItem,
@@ -190,9 +191,11 @@ def normalise(
     message: IncomingMessage,
     recognise: IntentRecogniser,
     max_steps: int = DEFAULT_MAX_STEPS,
+    speaker: str | None = None,
 ) -> Step:
     """Start a turn: the message becomes the semantic input, the person's message in the history,
-    and (unless it is chat) a goal on the working memory's stack."""
+    and (unless it is chat) a goal on the working memory's stack. The profile snapshot learns who
+    speaks (``speaker``, e.g. ``user:alice``) and in which language."""
     check_move(state.node, Node.NORMALISE)
     understood = semantic_input(message, recognise)
     memory = state.working_memory
@@ -202,8 +205,12 @@ def normalise(
     if understood.files:
         content = f"{content}\n(attached: {', '.join(ref.path for ref in understood.files)})".strip()
     turn = TurnState(turn_id=turn_id, node=Node.NORMALISE, max_steps=max_steps)
+    profile = _evolve(
+        state.user_profile, user_id=speaker or state.user_profile.user_id, language=understood.language
+    )
     started = _evolve(
         state,
+        user_profile=profile,
         semantic_input=understood,
         working_memory=memory,
         dialogue_history=_said(state, Message(role="user", content=content)),
@@ -230,14 +237,32 @@ def infer_emotion(state: AgentState) -> Step:
     )
 
 
-def recall(state: AgentState, items: Sequence[MemoryItem]) -> Step:
-    """The recalled memories, best first, into working memory (at most its capacity)."""
+def recall(state: AgentState, items: Sequence[MemoryItem], objects: Sequence[CoRef] = ()) -> Step:
+    """The recalled memories, best first, and the active Cognitive Objects into working memory; the
+    turn is about the object its input names (its calls and memories are linked to it)."""
     turn = _expect(state, Node.RECALL)
     best = tuple(sorted(items, key=lambda item: -item.score)[:WORKING_MEMORY_ITEMS])
-    memory = _evolve(state.working_memory, items=best)
-    return _step(
-        _evolve(state, working_memory=memory), turn, Node.RECALL, Node.PLANNER, f"{len(best)} memories"
-    )
+    memory = _evolve(state.working_memory, items=best, objects=tuple(objects))
+    about = co_about(state.semantic_input.text if state.semantic_input else "", objects)
+    turn = _evolve(turn, co_id=about.co_id if about else None)
+    note = f"{len(best)} memories" + (f", about {about.title} ({about.co_id})" if about else "")
+    return _step(_evolve(state, working_memory=memory, turn=turn), turn, Node.RECALL, Node.PLANNER, note)
+
+
+MIN_TITLE_CHARS = 3
+
+
+def co_about(text: str, objects: Sequence[CoRef]) -> CoRef | None:
+    """The Cognitive Object the text names: its id, or its title (at least three characters, any
+    case); the longest title wins, so "Apollo launch" beats "Apollo"."""
+    folded = text.casefold()
+    named = [
+        co
+        for co in objects
+        if co.co_id in text
+        or (len(co.title.strip()) >= MIN_TITLE_CHARS and co.title.strip().casefold() in folded)
+    ]
+    return max(named, key=lambda co: (co.co_id in text, len(co.title)), default=None)
 
 
 # -- planner ----------------------------------------------------------------------------------------

@@ -13,11 +13,11 @@ recogniser and a model serve alike.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from overseer_events.answers import authorises, refuses
 from overseer_reasoning.domain.plan import FileRef, HumanRequest, Intent, SemanticInput, language_of
 
 IntentRecogniser = Callable[[str, tuple[FileRef, ...]], Intent]
@@ -25,12 +25,6 @@ IntentRecogniser = Callable[[str, tuple[FileRef, ...]], Intent]
 
 MAX_TEXT_CHARS = 16_000
 """The longest text kept in the state; longer input is a document, to attach as a file reference."""
-
-
-_GRANT = ("authorize", "authorise", "authorized", "allow", "grant", "approve", "yes", "ok", "retry",
-          "授权", "允许", "同意", "批准", "可以", "好的", "是", "重试")  # fmt: skip
-_DENY = ("deny", "denied", "refuse", "reject", "no", "don't", "do not", "cancel", "stop",
-         "拒绝", "不允许", "不同意", "不是", "不要", "不行", "否", "取消", "停止")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,17 +75,12 @@ def semantic_input(message: IncomingMessage, recognise: IntentRecogniser) -> Sem
     return SemanticInput(text=text, language=language_of(text), files=files, intent=recognise(text, files))
 
 
-def _says(answer: str, words: Sequence[str]) -> bool:
-    lowered = answer.lower()
-    tokens = set(re.findall(r"[a-z']+", lowered))
-    return any(word in tokens if word.isascii() and " " not in word else word in lowered for word in words)
-
-
 def canonical_answer(answer: str, request: HumanRequest) -> str:
     """The person's answer as the planner reads it.
 
-    An answer to a permission or confirmation request is ``"authorized"`` or ``"denied"`` when it
-    grants or refuses ("授权并重试" grants; a refusal wins when both show: "不要授权" refuses).
+    An answer to a permission or confirmation request is ``"authorized"`` when it grants it
+    ("授权并重试") and ``"denied"`` when it refuses ("不要授权"), read as the gateway and the
+    firewall read consent (:mod:`overseer_events.answers`: a refusal wins, a question grants nothing).
     An answer naming one of the request's options is that option, as the request spells it.
     Anything else is the cleaned text itself (a clarification).
     """
@@ -99,10 +88,10 @@ def canonical_answer(answer: str, request: HumanRequest) -> str:
     if not text:
         raise InvalidInput("the answer is empty")
     if request.kind in ("permission", "confirm"):
-        if _says(text, _DENY):
-            return "denied"
-        if _says(text, _GRANT):
+        if authorises(text):
             return "authorized"
+        if refuses(text):
+            return "denied"
     for option in request.options:
         if text.lower() == option.lower():
             return option

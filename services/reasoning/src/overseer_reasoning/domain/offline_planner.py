@@ -18,22 +18,25 @@ with a clock or randomness: the same view always gives the same plan. One turn g
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from overseer_events.answers import authorises
 from overseer_reasoning.domain.intents import recognise_intent
 from overseer_reasoning.domain.log_analysis import analyse_log
 from overseer_reasoning.domain.plan import (
     HumanRequest,
     Intent,
     IntentKind,
+    Permission,
     Plan,
     Reply,
     SemanticInput,
     ToolCall,
     ToolOutcome,
 )
+from overseer_reasoning.domain.state import AgentState
 
 EMAIL_SEND = "email.send"
 FS_LIST = "fs.list"
@@ -50,20 +53,6 @@ AUTHORIZE_EN = "authorize and retry"
 AUTHORIZE_ZH = "授权并重试"
 CANCEL_EN = "cancel"
 CANCEL_ZH = "取消"
-AUTHORIZED = frozenset(
-    {
-        "authorized",
-        "authorize",
-        AUTHORIZE_EN,
-        "authorise",
-        "authorise and retry",
-        "yes",
-        "ok",
-        "allow",
-        "retry",
-    }
-    | {AUTHORIZE_ZH, "授权", "已授权", "允许", "同意", "是", "好", "好的", "重试"}
-)
 _PERMISSION = re.compile(
     r"permission denied|not permitted|access denied|not readable|not writable|outside the readable paths"
     r"|outside the sandbox|\bheld\b|needs? (?:a )?permission|权限|拒绝访问|未授权",
@@ -370,15 +359,25 @@ def _unsuccessful(view: PlannerView, outcome: ToolOutcome) -> Plan:
         if view.attempts >= MAX_ATTEMPTS:
             return Reply(say(language, "permission.again", verb=verb, error=error))
         options = (AUTHORIZE_ZH, CANCEL_ZH) if language == "zh" else (AUTHORIZE_EN, CANCEL_EN)
-        return HumanRequest("permission", say(language, "permission", verb=verb, error=error), options)
+        message = say(language, "permission", verb=verb, error=error)
+        return HumanRequest("permission", message, options, grant=_grant_for(outcome))
     if error:
         return Reply(say(language, "failed", verb=verb, error=error))
     return Reply(say(language, "failed.status", verb=verb, status=outcome.status))
 
 
+def _grant_for(outcome: ToolOutcome) -> Permission | None:
+    """The read a permission request asks to allow: the call's tool on its path (reads only)."""
+    path = outcome.args.get("path")
+    if outcome.tool in (FS_READ, FS_LIST) and isinstance(path, str) and path:
+        return Permission(outcome.tool, path)
+    return None
+
+
 def is_authorization(answer: str) -> bool:
-    """Whether the person's answer grants the permission asked for; anything else refuses it."""
-    return answer.strip().lower().rstrip(".!。！") in AUTHORIZED
+    """Whether the person's answer grants the permission asked for (the canonical ``"authorized"``,
+    or consent as :func:`overseer_events.answers.authorises` reads it); anything else refuses it."""
+    return answer.strip().lower() == "authorized" or authorises(answer)
 
 
 def _answered_permission(view: PlannerView, outcome: ToolOutcome, answer: str) -> Plan:
@@ -416,6 +415,29 @@ def clarified(semantic_input: SemanticInput, answer: str) -> SemanticInput:
     return replace(
         semantic_input, intent=Intent(intent.kind, slots, max(intent.confidence, again.confidence))
     )
+
+
+def view_of(state: AgentState, tools: Sequence[str] | None = None) -> PlannerView:
+    """The planner's view of the graph's state: the input, this turn's last outcome (and how often
+    its call was proposed), the person's last answer, the recalled memories, the tools offered."""
+    turn = state.current_turn()
+    if state.semantic_input is None:
+        raise ValueError(f"conversation {state.conversation_id} has no input to plan from")
+    outcome = turn.outcomes[-1] if turn.outcomes else None
+    attempts = sum(1 for o in turn.outcomes if outcome and (o.tool, o.args) == (outcome.tool, outcome.args))
+    return PlannerView(
+        semantic_input=state.semantic_input,
+        outcome=outcome,
+        last_human_input=turn.last_human_input,
+        memories=tuple(item.text for item in state.working_memory.items),
+        tools=None if tools is None else tuple(tools),
+        attempts=max(1, attempts),
+    )
+
+
+def plan_state(state: AgentState, tools: Sequence[str] | None = None) -> Plan:
+    """The next step of the turn ``state`` stands in (see :func:`view_of` and :func:`plan`)."""
+    return plan(view_of(state, tools))
 
 
 def plan(view: PlannerView) -> Plan:

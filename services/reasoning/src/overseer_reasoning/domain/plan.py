@@ -91,12 +91,25 @@ HumanRequestKind = Literal["confirm", "clarify", "choose", "permission"]
 
 
 @dataclass(frozen=True, slots=True)
+class Permission:
+    """What a permission request asks the person to allow: ``tool`` on ``path`` (and below), in this session."""
+
+    tool: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
 class HumanRequest:
-    """Suspend the turn and ask the person (seed 001's HITL node): the answer resumes it."""
+    """Suspend the turn and ask the person (seed 001's HITL node): the answer resumes it.
+
+    A ``permission`` request may name the ``grant`` it asks for; when the person's answer
+    authorises it, the grant is recorded for the session by the firewall (not by the agent).
+    """
 
     kind: HumanRequestKind
     message: str
     options: tuple[str, ...] = ()
+    grant: Permission | None = None
 
 
 Plan = Reply | ToolCall | HumanRequest

@@ -5,7 +5,8 @@ functions take a state and return a new one; nothing mutates it. It holds:
 
 * ``conversation_id``: the conversation (the session) it belongs to;
 * ``user_profile``: a snapshot of the person's key traits (never the whole profile);
-* ``working_memory``: short context items recalled for the task at hand, and a goal stack;
+* ``working_memory``: short context items recalled for the task at hand, the active Cognitive
+  Objects, and a goal stack;
 * ``dialogue_history``: the conversation in the OpenAI chat message format (role, content,
   optional name, tool calls, tool call id), so any model planner reads it as it is;
 * ``emotional_context``: the inferred mood, a modulator only (see :mod:`.emotion`);
@@ -54,6 +55,7 @@ DEFAULT_MAX_STEPS = 8
 """How many planner decisions a turn may take before it asks the person (seed 004, M0)."""
 
 MAX_CONTENT_CHARS = 16_000  # one message of the dialogue history
+MAX_CONSEQUENCE_CHARS = 2_000  # a tool call's consequence line, as the dialogue and the reply quote it
 MAX_MEMORY_CHARS = 500  # one working-memory item: a short context line, not a document
 MAX_INLINE_RESULT_CHARS = 16_000  # a tool result kept inline (JSON); larger ones are stored elsewhere
 WORKING_MEMORY_ITEMS = 8  # how many recalled items working memory holds
@@ -93,11 +95,21 @@ class Goal(Frozen):
     intent: IntentKind
 
 
+class CoRef(Frozen):
+    """An active Cognitive Object, as the turn sees it: what the person keeps track of."""
+
+    co_id: str
+    title: str = Field(max_length=MAX_MEMORY_CHARS)
+    status: str = ""
+
+
 class WorkingMemory(Frozen):
-    """The short-term context of the task at hand: recalled items, and a stack of goals (top last)."""
+    """The short-term context of the task at hand: recalled items, the active Cognitive Objects
+    (read again at the start of each turn), and a stack of goals (top last)."""
 
     items: tuple[MemoryItem, ...] = Field(default=(), max_length=WORKING_MEMORY_ITEMS)
     goals: tuple[Goal, ...] = ()
+    objects: tuple[CoRef, ...] = ()
 
     def push(self, goal: Goal) -> WorkingMemory:
         """This memory with ``goal`` on top of the stack."""
@@ -183,6 +195,7 @@ class TurnState(Frozen):
         None  # the person's answer since the last tool outcome, canonical ("authorized" …)
     )
     reply: str | None = Field(default=None, max_length=MAX_CONTENT_CHARS)  # the turn's final reply
+    co_id: str | None = None  # the Cognitive Object the turn is about: its calls and memories link to it
 
     @property
     def status(self) -> Status:
@@ -228,6 +241,20 @@ class AgentState(Frozen):
 def new_state(conversation_id: str, profile: UserProfile | None = None) -> AgentState:
     """The state of a conversation before its first message."""
     return AgentState(conversation_id=conversation_id, user_profile=profile or UserProfile())
+
+
+def bounded(text: str, limit: int, where: str) -> str:
+    """``text`` if its JSON form fits in ``limit`` characters, else its beginning and a note of how
+    much was left out and ``where`` the whole is (a reference, never the blob)."""
+    if len(json.dumps(text, ensure_ascii=False)) <= limit:
+        return text
+    keep = limit - 120
+    while keep > 0:
+        shortened = f"{text[:keep]}… ({len(text) - keep} more characters: {where})"
+        if len(json.dumps(shortened, ensure_ascii=False)) <= limit:
+            return shortened
+        keep = keep * 3 // 4  # escapes took more room than characters: shorten further
+    return f"({len(text)} characters: {where})"
 
 
 # -- loading ----------------------------------------------------------------------------------------

@@ -3,19 +3,34 @@
 They run inline on the event loop: sandbox files are small and a thread hop
 would cost more than the read (``fs.list`` is on the pipeline benchmark's
 hot path). Reads are capped at ``max_bytes``.
+
+Reading and listing may also reach, by absolute path, the configured readable
+paths and the paths a person granted to the call's session
+(``policy.path_granted``): exactly those, for the tools each grant covers
+(:mod:`overseer_events.grants`). Writes never leave the sandbox.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from overseer_events.grants import covers
 from overseer_executor.adapters.tools.base import StaticToolPlugin
-from overseer_executor.adapters.tools.sandbox import OutsideSandbox, relative_name, resolve_in_sandbox
+from overseer_executor.adapters.tools.sandbox import (
+    OutsideSandbox,
+    relative_name,
+    resolve_in_grant,
+    resolve_in_sandbox,
+)
 from overseer_executor.domain.tools import ToolCall, ToolError, ToolSpec
+
+GrantedPaths = Callable[[str], Iterable[tuple[str, str]]]
+"""A session's path grants, as ``(granted tool, absolute path)`` pairs (the executor's read model)."""
 
 DEFAULT_MAX_BYTES = 1_000_000
 MAX_LIST_ENTRIES = 1000
@@ -68,18 +83,22 @@ LIST = ToolSpec(
 
 
 class FsTools(StaticToolPlugin):
-    """``readable`` adds read-only roots for ``fs.read``/``fs.list`` (absolute paths only); writes stay in the sandbox."""
+    """``readable`` adds read-only roots for ``fs.read``/``fs.list`` (absolute paths only), ``granted`` the
+    paths granted to a session (likewise); writes stay in the sandbox."""
 
-    def __init__(self, sandbox: Path, readable: tuple[Path, ...] = ()) -> None:
+    def __init__(
+        self, sandbox: Path, readable: tuple[Path, ...] = (), granted: GrantedPaths | None = None
+    ) -> None:
         super().__init__()
         Path(sandbox).mkdir(parents=True, exist_ok=True)
         self.root = Path(sandbox).resolve()
         self.readable = tuple(Path(r).resolve() for r in readable)
+        self.granted = granted
         self.add(READ, self.read)
         self.add(WRITE, self.write)
         self.add(LIST, self.list)
 
-    def _readable(self, path: str) -> Path:
+    def _readable(self, path: str, tc: ToolCall) -> Path:
         try:
             return resolve_in_sandbox(self.root, path)
         except OutsideSandbox:
@@ -90,10 +109,28 @@ class FsTools(StaticToolPlugin):
                     return resolve_in_sandbox(root, path)
                 except OutsideSandbox:
                     continue
+            granted = self._granted(path, tc)
+            if granted is not None:
+                return granted
             raise
 
+    def _granted(self, path: str, tc: ToolCall) -> Path | None:
+        """``path`` inside a path granted to the call's session for this tool, else None."""
+        if self.granted is None or not tc.session_id:
+            return None
+        for tool, root in self.granted(tc.session_id):
+            if not covers(tool, tc.name) or not os.path.isabs(root) or os.path.normpath(root) in ("/", "//"):
+                continue
+            try:
+                target = resolve_in_grant(os.path.normpath(root), path)
+            except OutsideSandbox:
+                continue
+            if target is not None:
+                return target
+        return None
+
     async def read(self, args: dict[str, Any], tc: ToolCall) -> str:
-        target = self._readable(args["path"])
+        target = self._readable(args["path"], tc)
         limit = int(args.get("max_bytes") or DEFAULT_MAX_BYTES)
         try:
             with target.open("rb") as fh:
@@ -118,7 +155,7 @@ class FsTools(StaticToolPlugin):
         return f"wrote {len(data)} bytes to {relative_name(self.root, target)}"
 
     async def list(self, args: dict[str, Any], tc: ToolCall) -> str:
-        target = self._readable(args.get("path") or ".")
+        target = self._readable(args.get("path") or ".", tc)
         entries: list[dict[str, Any]] = []
         try:
             with os.scandir(target) as it:

@@ -15,7 +15,7 @@ from typing import Any
 import fastjsonschema
 
 from overseer_executor.adapters.tools.email import EmailTool
-from overseer_executor.adapters.tools.fs import FsTools
+from overseer_executor.adapters.tools.fs import FsTools, GrantedPaths
 from overseer_executor.adapters.tools.mcp import McpServerTools
 from overseer_executor.adapters.tools.shell import ShellTool
 from overseer_executor.domain.tools import ToolCall, ToolError, ToolPlugin, ToolSpec, UnknownTool
@@ -99,13 +99,16 @@ class ToolRegistry:
         return await self._owners[call.name].execute(call)
 
 
-def build_registry(tools: ToolsSettings, mcp: McpSettings, home: Path) -> ToolRegistry:
-    """The built-ins plus every enabled MCP server of ``[mcp.servers.*]``, with ``[tools.overrides]`` applied."""
+def build_registry(
+    tools: ToolsSettings, mcp: McpSettings, home: Path, granted: GrantedPaths | None = None
+) -> ToolRegistry:
+    """The built-ins plus every enabled MCP server of ``[mcp.servers.*]``, with ``[tools.overrides]`` applied
+    (``granted``: the sessions' path grants the file tools honour)."""
     sandbox = home / tools.sandbox
     readable = tuple(Path(p.replace("{home}", str(home))) for p in tools.readable_paths)
     host, port = tools.smtp_endpoint
     plugins: list[ToolPlugin] = [
-        FsTools(sandbox, readable),
+        FsTools(sandbox, readable, granted),
         EmailTool(host, port, tools.email.sender, tools.email.timeout_seconds),
         ShellTool(sandbox, time_limit_seconds=tools.shell.time_limit_seconds),
     ]

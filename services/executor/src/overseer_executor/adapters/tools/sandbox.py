@@ -44,6 +44,17 @@ def resolve_in_sandbox(root: Path, path: str) -> Path:
     return Path(joined)
 
 
+def resolve_in_grant(granted: str, path: str) -> Path | None:
+    """The absolute ``path`` resolved inside the granted path ``granted`` (absolute, normalised); None
+    when it does not lie at or below it. Symlinks below the granted path must stay below where it
+    really leads (:class:`OutsideSandbox` otherwise), as the firewall's sandbox layer checks."""
+    target = os.path.normpath(path)
+    if target != granted and not target.startswith(granted.rstrip(os.sep) + os.sep):
+        return None
+    rest = target[len(granted) :].lstrip(os.sep) or "."
+    return resolve_in_sandbox(Path(os.path.realpath(granted)), rest)
+
+
 def relative_name(root: Path, target: Path) -> str:
     """How a sandbox path is shown in results: relative to the sandbox root."""
     rel = target.relative_to(root)

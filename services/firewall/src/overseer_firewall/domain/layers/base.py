@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from overseer_firewall.domain.grants import SessionGrants
 from overseer_firewall.domain.model import Evaluation
 from overseer_firewall.domain.modes import ModeJudgement, ModeSetting
 from overseer_firewall.domain.paths import PathResolver, absolute
@@ -79,6 +80,7 @@ class KernelView:
     history: LoopHistoryView
     sandbox: SandboxGeometry
     resolver: PathResolver
+    grants: SessionGrants
 
 
 class Layer(Protocol):

@@ -4,8 +4,9 @@
   climbs out, an absolute path outside the sandbox, or a symlink leading out is
   refused (deny).
 * **read** paths are allowed only inside ``readable_paths`` (default: the
-  sandbox and the working directory); anything else, including through ``..``
-  or a symlink, waits for a CONFIRM.
+  sandbox and the working directory), or at or below a path a person granted
+  to the session for that tool (``policy.path_granted``); anything else,
+  including through ``..`` or a symlink, waits for a CONFIRM.
 * a **working directory** (``shell.run``'s ``cwd``) must stay inside the sandbox.
 
 Rewritten paths are relative to the sandbox root (``notes/a.txt``), the form
@@ -98,11 +99,24 @@ def _readable(ev: Evaluation, kernel: KernelView, g: SandboxGeometry, name: str,
     """A path that may be read: inside ``readable_paths`` it passes, else the call waits for a CONFIRM."""
     target = absolute(raw, g.root)
     inside = any(within(target, root) for root in g.readable)
-    real = kernel.resolver.realpath(target) if inside else target
-    if inside and not any(within(real, root) for root in g.real_readable):
+    if not inside:
+        _granted(ev, kernel, name, raw, target)
+    elif not any(within(kernel.resolver.realpath(target), root) for root in g.real_readable):
         ev.hold(
             L4, f"{name}: {raw!r} leads outside the readable paths through a symlink", Level.CONFIRM, path=raw
         )
-    elif not inside:
-        ev.hold(L4, f"{name}: {raw!r} is outside the readable paths", Level.CONFIRM, path=raw)
     return relative(target, g.root) if within(target, g.root) else target
+
+
+def _granted(ev: Evaluation, kernel: KernelView, name: str, raw: str, target: str) -> None:
+    """A read outside the readable paths: it passes inside a path granted to the session for this tool
+    (symlinks below the granted path must stay below it, as the executor checks), else waits for a CONFIRM."""
+    root = kernel.grants.root_for(ev.proposal.session_id, ev.tool, target)
+    if root is None:
+        ev.hold(L4, f"{name}: {raw!r} is outside the readable paths", Level.CONFIRM, path=raw)
+    elif not within(kernel.resolver.realpath(target), kernel.resolver.realpath(root)):
+        ev.hold(
+            L4, f"{name}: {raw!r} leads outside the path granted through a symlink", Level.CONFIRM, path=raw
+        )
+    else:
+        ev.record(Finding(L4, "pass", f"{name}: granted for this session", {"granted": root, "path": raw}))

@@ -1,7 +1,7 @@
 """Seed 002's ``_build_tool_result_from_consequences``: consequence views as prompt text.
 
-The reasoning service injects this into the LLM prompt; it reads only
-consequence views, never contract internals.
+The observer builds the views; the agent answers from them (it reads only
+consequence views, never contract internals).
 """
 
 from __future__ import annotations

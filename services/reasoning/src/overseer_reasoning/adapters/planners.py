@@ -1,0 +1,22 @@
+"""The embedded planner as a :class:`~overseer_reasoning.application.plugins.PlanPlugin`.
+
+The offline planner (``domain/offline_planner.py``) plans from tables, with no model: it is the
+agent's planner when no model endpoint is configured, and plans from the same state and tools a
+model would, so the events of a turn are the same whichever planned it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from overseer_reasoning.domain.graph import ToolSpec, usable_tools
+from overseer_reasoning.domain.offline_planner import plan_state
+from overseer_reasoning.domain.plan import Plan
+from overseer_reasoning.domain.state import AgentState
+
+
+class OfflinePlanner:
+    """Plans with the deterministic offline planner; the tools offered are the registry's enabled ones."""
+
+    async def next_plan(self, state: AgentState, tools: Sequence[ToolSpec]) -> Plan:
+        return plan_state(state, [spec.name for spec in usable_tools(tools)])

@@ -1,0 +1,126 @@
+"""What the agent remembers: a summary of every execution that ended, and the notes a turn leaves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from overseer_events.catalogue import ExecutionFactObserved, MemoryStored
+from overseer_reasoning.application.memory import remember_execution, remember_notes
+from overseer_reasoning.domain.state import MemoryNote
+from tests.fakes.runtime import RecordingEmit
+
+
+def fact(**changes: Any) -> ExecutionFactObserved:
+    fields: dict[str, Any] = {
+        "execution_id": "t-1:3",
+        "session_id": "s-1",
+        "action_type": "email.send",
+        "action_summary": "email.send → bob@example.com",
+        "final_status": "completed",
+        "irreversible": True,
+        "duration_ms": 400.0,
+        "result_summary": "sent to bob@example.com",
+        "co_id": "co-7",
+    }
+    return ExecutionFactObserved(**(fields | changes))
+
+
+def memories(emit: RecordingEmit) -> list[MemoryStored]:
+    stored = [r.data for r in emit.recorded]
+    assert all(isinstance(data, MemoryStored) for data in stored)
+    return [data for data in stored if isinstance(data, MemoryStored)]
+
+
+def test_an_execution_is_remembered_as_what_was_done_how_it_ended_and_what_came_of_it() -> None:
+    emit = RecordingEmit("reasoning")
+    assert remember_execution(fact(), emit) == "exec:t-1:3"
+    [stored] = memories(emit)
+    assert (stored.memory_id, stored.kind, stored.session_id, stored.execution_id, stored.co_id) == (
+        "exec:t-1:3",
+        "execution",
+        "s-1",
+        "t-1:3",
+        "co-7",
+    )
+    assert stored.content["text"] == "email.send → bob@example.com: COMPLETED: sent to bob@example.com"
+    [recorded] = emit.recorded
+    assert (recorded.aggregate_id, recorded.correlation_id) == ("memory:exec:t-1:3", "s-1")
+
+
+def test_an_execution_memory_keeps_the_execution_summary_fields() -> None:
+    emit = RecordingEmit("reasoning")
+    remember_execution(fact(), emit)
+    [stored] = memories(emit)
+    assert {k: v for k, v in stored.content.items() if k != "text"} == {
+        "type": "execution_fact",
+        "execution_id": "t-1:3",
+        "action_type": "email.send",
+        "action_summary": "email.send → bob@example.com",
+        "final_status": "completed",
+        "irreversible": True,
+        "duration_ms": 400.0,
+        "result_summary": "sent to bob@example.com",
+        "error_summary": None,
+    }
+
+
+def test_a_failed_execution_is_remembered_with_its_error_on_one_line() -> None:
+    emit = RecordingEmit("reasoning")
+    remember_execution(
+        fact(final_status="failed", result_summary=None, error_summary="permission denied:\n  /etc/shadow"),
+        emit,
+    )
+    [stored] = memories(emit)
+    assert stored.content["text"] == "email.send → bob@example.com: FAILED: permission denied: /etc/shadow"
+
+
+def test_an_execution_that_left_nothing_to_say_is_remembered_by_how_it_ended() -> None:
+    emit = RecordingEmit("reasoning")
+    remember_execution(fact(final_status="cancelled", result_summary=None), emit)
+    [stored] = memories(emit)
+    assert stored.content["text"] == "email.send → bob@example.com: CANCELLED"
+
+
+def test_an_execution_already_remembered_is_not_remembered_again() -> None:
+    emit = RecordingEmit("reasoning")
+    asked: list[str] = []
+
+    def known(memory_id: str) -> bool:
+        asked.append(memory_id)
+        return True
+
+    assert remember_execution(fact(), emit, known) is None
+    assert emit.recorded == []
+    assert asked == ["exec:t-1:3"]
+
+
+def test_a_turns_notes_are_remembered_one_memory_each_numbered_in_the_turn() -> None:
+    emit = RecordingEmit("reasoning")
+    notes = [
+        MemoryNote(category="conversation", content="asked to analyse the error log; found a 502 spike"),
+        MemoryNote(category="note", content="bob prefers mornings", tags=("bob", "calendar")),
+    ]
+    assert remember_notes(notes, emit, "s-1", "t-1", co_id="co-7") == ["t-1:m1", "t-1:m2"]
+    first, second = memories(emit)
+    assert (first.memory_id, first.kind, first.session_id, first.co_id, first.execution_id) == (
+        "t-1:m1",
+        "conversation",
+        "s-1",
+        "co-7",
+        None,
+    )
+    assert first.content == {"text": "asked to analyse the error log; found a 502 spike", "tags": []}
+    assert (second.kind, second.content) == (
+        "note",
+        {"text": "bob prefers mornings", "tags": ["bob", "calendar"]},
+    )
+    assert [(r.aggregate_id, r.correlation_id) for r in emit.recorded] == [
+        ("memory:t-1:m1", "s-1"),
+        ("memory:t-1:m2", "s-1"),
+    ]
+
+
+def test_a_turn_without_notes_remembers_nothing() -> None:
+    emit = RecordingEmit("reasoning")
+    assert remember_notes([], emit, "s-1", "t-1") == []
+    assert emit.recorded == []
