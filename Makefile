@@ -16,8 +16,10 @@ $(UV):
 	.uv/bin/pip install --quiet 'uv>=0.5'
 
 # shell.run runs in a bubblewrap jail (docs/executor.md): Debian's bubblewrap, installed only when bwrap is missing.
+# The console's browser tests (tests/e2e/browser/) drive Debian's chromium, installed only when it is missing.
 system-deps:
 	@command -v bwrap >/dev/null 2>&1 || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y bubblewrap; }
+	@test -x /usr/bin/chromium || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 
 # Sync again when any package's metadata or the lock file changes.
 $(STAMP): $(UV) uv.lock pyproject.toml $(wildcard libs/*/pyproject.toml services/*/pyproject.toml) cli/pyproject.toml | system-deps

@@ -5,8 +5,9 @@
 Scenarios: eventstore_append, replay, bus_roundtrip (bench/backbone.py),
 firewall_evaluate (bench/firewall_evaluate.py), hop_floor (bench/hop_floor.py),
 pipeline_auto and pipeline_approval with the LangGraph peer (bench/pipeline.py,
-bench/peers/). Progress goes to stderr; a failed scenario prints an
-``{"scenario": …, "error": …}`` line and the run goes on.
+bench/peers/), chat_turn with its LangGraph peer (bench/chat.py, bench/peers/).
+Progress goes to stderr; a failed scenario prints an ``{"scenario": …, "error": …}``
+line and the run goes on.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ SCRIPTS: dict[str, tuple[str, ...]] = {
     "firewall_evaluate.py": ("firewall_evaluate",),
     "hop_floor.py": ("hop_floor",),
     "pipeline.py": ("pipeline_auto", "pipeline_approval"),
+    "chat.py": ("chat_turn",),
 }
 
 

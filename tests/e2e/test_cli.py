@@ -38,8 +38,10 @@ async def outcome(stack: FullStack, execution_id: str) -> dict[str, Any]:
     return dict(response.json())
 
 
-async def test_overseer_demo_yes_plays_the_worked_example_to_the_mail(full_stack: FullStack) -> None:
-    done = await full_stack.cli("demo", "--yes", timeout=120)
+async def test_overseer_demo_as_an_external_agent_plays_the_worked_example_to_the_mail(
+    full_stack: FullStack,
+) -> None:
+    done = await full_stack.cli("demo", "--agent", "external", "--yes", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     assert "Approval needed" in out

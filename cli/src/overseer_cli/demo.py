@@ -1,11 +1,14 @@
-"""``overseer demo``: seed 003's worked example, played by an external agent against a running stack.
+"""``overseer demo``: seed 003's worked example, a meeting invite to bob@example.com, against a running stack.
 
-The agent asks to send a meeting invite to bob@example.com (``email.send``,
-irreversible, APPROVE level). The firewall holds it, the executor suspends the
-contract (WAITING) and an approval card appears; the person approves in the
-terminal (or ``--yes``); the executor resumes, sends the mail over SMTP to the
-dev sink, and the consequence view says what happened. Every event of the
-session is shown live from the gateway's WebSocket.
+By default it is played through chat (:class:`ChatDemo`): the person asks Overseer's own agent
+to "send a meeting invite to bob@example.com"; the agent proposes ``email.send`` (irreversible,
+APPROVE level), the firewall holds it and the approval card appears in the conversation; the
+person approves in place (or ``--yes``); the executor sends the mail over SMTP to the dev sink,
+and the agent answers from the consequence view (``[SUCCESS ⚠ IRREVERSIBLE (human-confirmed)] …``).
+
+With ``--agent external`` (:class:`Demo`) the demo is itself the agent: it proposes the call
+over REST as any external agent would, and shows the consequence view it gets back. Either way
+every event of the session is shown live from the gateway's WebSocket.
 """
 
 from __future__ import annotations
@@ -24,10 +27,14 @@ from rich.panel import Panel
 from rich.prompt import Confirm
 from rich.rule import Rule
 
+from overseer_cli.chat import Chat, check_health, last_reply
 from overseer_cli.client import CliError, Target, gateway_unreachable, problem_text, token_for
 from overseer_cli.live import follow
-from overseer_cli.render import approval_card, consequence_panel, event_line
+from overseer_cli.render import agent_says, approval_card, consequence_panel, event_line
 from overseer_events.ids import uuid7
+
+REQUEST = "send a meeting invite to bob@example.com"
+"""What the person says to the agent in the chat demo."""
 
 INVITE = {
     "to": "bob@example.com",
@@ -37,6 +44,8 @@ INVITE = {
 
 
 class Demo:
+    """The worked example played by the demo itself as an external agent, over REST."""
+
     def __init__(self, target: Target, console: Console, *, yes: bool, wait: float = 30.0) -> None:
         self.target = target
         self.console = console
@@ -73,7 +82,7 @@ class Demo:
         started = time.time()
         async with httpx.AsyncClient(base_url=self.target.url, timeout=self.wait + 10) as http:
             await self.check_health(http)
-            self.console.print(Rule(f"Seed 003's worked example — session {self.session}"))
+            self.console.print(Rule(f"The worked example, as an external agent — session {self.session}"))
             self.console.print('The agent says: "send a meeting invite to bob@example.com"\n')
             watcher_target = Target(self.target.url, self.viewer, self.target.home)
             connected = asyncio.Event()
@@ -93,16 +102,7 @@ class Demo:
         return view
 
     async def check_health(self, http: httpx.AsyncClient) -> None:
-        try:
-            response = await http.get("/healthz")
-        except httpx.HTTPError as exc:
-            raise CliError(
-                f"cannot reach the gateway at {self.target.url}. Start the stack first: `make run` (or `overseer up`)."
-            ) from exc
-        body = response.json()
-        if response.status_code != 200:
-            down = ", ".join(f"{k}={v}" for k, v in body.get("services", {}).items() if v != "ok")
-            raise CliError(f"the stack is not healthy ({down}); see `overseer status`")
+        await check_health(http, self.target)
 
     async def play(self, http: httpx.AsyncClient) -> dict[str, Any]:
         proposal = {
@@ -162,22 +162,56 @@ class Demo:
         return dict(view)
 
     def show_mail(self, since: float) -> None:
-        mail_dir = self.target.home / "mail"
-        found = newest_mail(mail_dir, "bob@example.com", since)
-        if found is None:
-            self.console.print(f"[bright_black]No mail to bob@example.com in {mail_dir} (a remote stack?)[/]")
-            return
-        message = email.message_from_bytes(found.read_bytes(), policy=email.policy.default)
-        body = message.get_body(preferencelist=("plain",))
-        text = body.get_content() if body is not None else ""
-        head = "\n".join(
-            f"{k}: {message[k]}" for k in ("From", "To", "Subject", "X-Sink-Received-At") if message[k]
-        )
-        self.console.print(
-            Panel(
-                f"{head}\n\n{text}".rstrip(), title=f"The mail in the SMTP sink: {found}", border_style="blue"
+        show_mail(self.console, self.target.home, since)
+
+
+class ChatDemo:
+    """The worked example through chat: the person's request, the card approved in place, the mail, the reply."""
+
+    def __init__(self, target: Target, console: Console, *, yes: bool, wait: float = 30.0) -> None:
+        self.target = target
+        self.console = console
+        self.yes = yes
+        self.wait = wait
+        self.session = f"demo-{uuid7()[-12:]}"
+
+    async def run(self) -> tuple[Chat, dict[str, Any]]:
+        """The chat that played it (its decisions) and the session's final view."""
+        started = time.time()
+        async with Chat(
+            self.target, self.console, session=self.session, yes=self.yes, wait=self.wait, verbose=True
+        ) as chat:
+            self.console.print(Rule(f"The worked example, through chat — session {self.session}"))
+            self.console.print(f'You say to the agent: "{REQUEST}"\n')
+            view = await chat.say(REQUEST)
+        show_mail(self.console, self.target.home, started)
+        reply = last_reply(view)
+        if reply:
+            self.console.print(Panel(agent_says(reply), title="The agent's reply", border_style="magenta"))
+        if reply and "duplicate" in reply and not chat.approved:
+            self.console.print(
+                "[yellow]This stack already sent this very invitation once, and the executor sends an "
+                "irreversible call only once. Try `overseer chat` and invite someone else.[/]"
             )
-        )
+        return chat, view
+
+
+def show_mail(console: Console, home: Path, since: float) -> None:
+    """The newest mail to bob@example.com that the local SMTP sink received since ``since``."""
+    mail_dir = home / "mail"
+    found = newest_mail(mail_dir, "bob@example.com", since)
+    if found is None:
+        console.print(f"[bright_black]No mail to bob@example.com in {mail_dir} (a remote stack?)[/]")
+        return
+    message = email.message_from_bytes(found.read_bytes(), policy=email.policy.default)
+    body = message.get_body(preferencelist=("plain",))
+    text = body.get_content() if body is not None else ""
+    head = "\n".join(
+        f"{k}: {message[k]}" for k in ("From", "To", "Subject", "X-Sink-Received-At") if message[k]
+    )
+    console.print(
+        Panel(f"{head}\n\n{text}".rstrip(), title=f"The mail in the SMTP sink: {found}", border_style="blue")
+    )
 
 
 def newest_mail(mail_dir: Path, recipient: str, since: float) -> Path | None:

@@ -1,4 +1,4 @@
-"""The ``overseer`` command line: run the stack, watch it, decide on approvals, verify the audit, demo, bench.
+"""The ``overseer`` command line: run the stack, watch it, chat with the agent, decide on approvals, verify the audit, demo, bench.
 
 Commands that talk to the gateway take ``--url`` and ``--token`` (or
 ``OVERSEER_URL`` / ``OVERSEER_TOKEN``); by default they use the local stack
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -324,22 +325,102 @@ def audit_verify(url: Url = None, token: Token = None) -> None:
     )
 
 
+# ---------------------------------------------------------------------- chat --
+@app.command()
+@friendly
+def chat(
+    session: Annotated[
+        str | None, typer.Argument(help="the session to join or start (default: a new one, chat-…)")
+    ] = None,
+    message: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--message",
+            "-m",
+            help="send this instead of reading the keyboard (repeatable: one turn after the other), then leave",
+        ),
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="approve every approval card without asking")
+    ] = False,
+    answer: Annotated[
+        list[str] | None,
+        typer.Option("--answer", help="the answer to the agent's next question (repeatable, used in order)"),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the session's final view as JSON")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="every event of the session, not only the agent's steps")
+    ] = False,
+    wait: Annotated[
+        float, typer.Option(help="seconds a turn may go without any news before giving up on it")
+    ] = 60.0,
+    url: Url = None,
+    token: Token = None,
+) -> None:
+    """Talk to Overseer's agent: see its steps live, approve its tool calls and answer its questions in place.
+
+    Commands inside: /history, /memory QUERY, /trace, /help, /quit (or Ctrl-D)."""
+    from overseer_cli.chat import run_chat
+
+    target = resolve(url, token, "operator")
+    # With --json, stdout carries the view alone: the conversation goes to stderr.
+    shown = errors if as_json else console
+    try:
+        asyncio.run(
+            run_chat(
+                target,
+                shown,
+                session=session,
+                messages=list(message or []),
+                yes=yes,
+                answers=list(answer or []),
+                wait=wait,
+                verbose=verbose,
+                as_json=as_json,
+            )
+        )
+    except KeyboardInterrupt:
+        shown.print()
+
+
 # ---------------------------------------------------------------- demo, bench --
+class DemoAgent(StrEnum):
+    chat = "chat"
+    external = "external"
+
+
 @app.command()
 @friendly
 def demo(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="approve without asking")] = False,
+    agent: Annotated[
+        DemoAgent,
+        typer.Option(
+            "--agent",
+            help="chat: ask Overseer's own agent in a chat; external: the demo proposes the call itself over REST",
+        ),
+    ] = DemoAgent.chat,
     url: Url = None,
     token: Token = None,
     wait: Annotated[float, typer.Option(help="seconds to wait for each step")] = 30.0,
 ) -> None:
-    """Seed 003's worked example as an external agent: a meeting invite to bob@example.com."""
-    from overseer_cli.demo import Demo
+    """The worked example: a meeting invite to bob@example.com, held for your approval, then sent.
 
-    target = resolve(url, token, "agent")
-    view = asyncio.run(Demo(target, console, yes=yes, wait=wait).run())
-    if view.get("consequence_label") not in ("SUCCESS", "REJECTED"):
-        raise typer.Exit(1)
+    By default through chat: you ask the agent, approve its card in place, then see the mail in the local SMTP sink and the agent's reply quoting what happened. With --agent external the demo proposes the call itself, as any agent would over REST."""
+    if agent is DemoAgent.external:
+        from overseer_cli.demo import Demo
+
+        view = asyncio.run(Demo(resolve(url, token, "agent"), console, yes=yes, wait=wait).run())
+        if view.get("consequence_label") not in ("SUCCESS", "REJECTED"):
+            raise typer.Exit(1)
+        return
+    from overseer_cli.chat import last_reply
+    from overseer_cli.demo import ChatDemo
+
+    played, final = asyncio.run(ChatDemo(resolve(url, token, "operator"), console, yes=yes, wait=wait).run())
+    reply = last_reply(final) or ""
+    if not played.rejected and "[SUCCESS" not in reply:
+        raise typer.Exit(1)  # not turned down by the person, yet the agent does not say it was done
 
 
 @app.command()
@@ -361,6 +442,15 @@ def _mount_co() -> None:
 
 
 _mount_co()
+
+
+def _mount_controls() -> None:
+    from overseer_cli.control_commands import mount
+
+    mount(app)
+
+
+_mount_controls()
 
 if __name__ == "__main__":  # pragma: no cover
     app()

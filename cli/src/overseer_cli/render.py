@@ -214,8 +214,11 @@ def approval_card(item: dict[str, Any], home: Path | None = None) -> Panel:
     head.add_row("session", str(item.get("session_id")))
     head.add_row("tool", Text(str(item.get("tool")), style="bold"))
     head.add_row("level", Text(str(item.get("level")), style="bold yellow"))
-    head.add_row("requested by", str(item.get("requested_by")))
-    head.add_row("requested at", clock(item.get("requested_at")))
+    # A card read from a session's view has no requester: the agent of that session asked.
+    if item.get("requested_by") is not None:
+        head.add_row("requested by", str(item.get("requested_by")))
+    if item.get("requested_at") is not None:
+        head.add_row("requested at", clock(item.get("requested_at")))
     head.add_row("args_hash", Text(str(item.get("args_hash")), style="bright_black"))
     if item.get("message"):
         head.add_row("message", str(item.get("message")))
@@ -328,3 +331,145 @@ def consequence_panel(view: dict[str, Any]) -> Panel:
     ):
         grid.add_row(key, str(view.get(key)))
     return Panel(Group(headline, grid), title="Consequence view (seed 002)", border_style="green")
+
+
+# ---------------------------------------------------------------------- chat --
+# The agent's words are shown as Text, never as markup: a consequence line such as
+# "[SUCCESS ⚠ IRREVERSIBLE (human-confirmed)] …" would otherwise be read as a style tag.
+
+AGENT_STYLE = "bold magenta"
+PERSON_STYLE = "bold cyan"
+
+
+def step_line(data: dict[str, Any]) -> Text:
+    """One ``agent.step_taken`` as a dim line: the node that ran → where the turn went, and its note."""
+    record = data.get("record") or {}
+    line = Text(style="bright_black")
+    line.append(f"  · {data.get('step', record.get('step', '?'))} ")
+    line.append(f"{record.get('node', '?')} → {record.get('next', '?')}")
+    facts = [str(record[key]) for key in ("plan", "tool") if record.get(key)]
+    if facts:
+        line.append(f"  [{' '.join(facts)}]")
+    if record.get("note"):
+        line.append(f"  {record['note']}")
+    line.no_wrap = True
+    line.overflow = "ellipsis"
+    return line
+
+
+def agent_says(text: str) -> Text:
+    """The agent's reply as the conversation shows it."""
+    return Text.assemble(("agent › ", AGENT_STYLE), text)
+
+
+def person_says(text: str) -> Text:
+    return Text.assemble(("you › ", PERSON_STYLE), text)
+
+
+def option_text(option: Any) -> str:
+    """An option of the agent's question as a person reads it (a string, or a dict with a label)."""
+    if isinstance(option, dict):
+        for key in ("label", "text", "value"):
+            if option.get(key) is not None:
+                return str(option[key])
+        return compact(option, 60)
+    return str(option)
+
+
+def chosen_answer(typed: str, options: list[Any]) -> str:
+    """What a person's typed answer means: the number of an option picks that option, anything else
+    is the answer as typed (trimmed)."""
+    answer = typed.strip()
+    if answer.isdigit() and 1 <= int(answer) <= len(options):
+        return option_text(options[int(answer) - 1])
+    return answer
+
+
+def question_panel(request: dict[str, Any]) -> Panel:
+    """The agent's open question (clarify, choose, confirm, permission) with its numbered options."""
+    parts: list[RenderableType] = [Text(str(request.get("msg") or ""), style="bold")]
+    options = list(request.get("options") or [])
+    for number, option in enumerate(options, 1):
+        parts.append(Text(f"  {number}. {option_text(option)}"))
+    if options:
+        parts.append(Text("Answer with a number or in your own words.", style="bright_black"))
+    kind = request.get("type") or "question"
+    return Panel(Group(*parts), title=f"The agent asks ({kind})", border_style="magenta")
+
+
+def _message_content(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if content is None:
+        return ""
+    if isinstance(content, list):  # OpenAI content parts
+        return " ".join(
+            str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content
+        )
+    return str(content)
+
+
+def history_lines(history: list[dict[str, Any]]) -> Group:
+    """A session's dialogue (OpenAI-format messages): the person, the agent, its tool calls and their results."""
+    lines: list[RenderableType] = []
+    for message in history:
+        role = message.get("role")
+        content = _message_content(message)
+        if role == "user":
+            lines.append(person_says(content))
+        elif role == "assistant":
+            if content:
+                lines.append(agent_says(content))
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") or {}
+                lines.append(
+                    Text(
+                        f"  → {function.get('name', '?')} {compact(function.get('arguments', ''), 100)}",
+                        style="bright_black",
+                    )
+                )
+        elif role == "tool":
+            lines.append(Text(f"  ← {compact(content, 120)}", style="bright_black"))
+        else:
+            lines.append(Text(f"  ({role}) {compact(content, 120)}", style="bright_black"))
+    if not lines:
+        lines.append(Text("(nothing said yet)", style="bright_black"))
+    return Group(*lines)
+
+
+def trace_table(trace: list[dict[str, Any]], turn_id: str | None) -> Table:
+    """The cognitive trace of one turn (every turn's when ``turn_id`` is None), a row per node step."""
+    records = [r for r in trace if turn_id is None or r.get("turn_id") == turn_id]
+    table = Table(title=f"Turn {short(turn_id, 12)}: {len(records)} steps" if turn_id else "Trace")
+    for column in ("step", "node", "", "next", "status", "decision", "note"):
+        table.add_column(column)
+    for record in records:
+        decision = " ".join(
+            str(record[key]) for key in ("plan", "tool", "confidence", "tone") if record.get(key) is not None
+        )
+        table.add_row(
+            str(record.get("step", "")),
+            str(record.get("node", "")),
+            "→",
+            str(record.get("next", "")),
+            str(record.get("status", "")),
+            decision,
+            Text(str(record.get("note") or "")),
+        )
+    return table
+
+
+def memory_table(items: list[dict[str, Any]], query: str) -> Table:
+    """What the agent remembers that matches ``query``, best match first."""
+    table = Table(title=f"Memories matching {query!r}: {len(items)}")
+    for column in ("at", "kind", "memory", "execution", "score"):
+        table.add_column(column)
+    for item in items:
+        score = item.get("score")
+        table.add_row(
+            clock(item.get("at")),
+            str(item.get("kind", "")),
+            Text(compact(item.get("text", ""), 100)),
+            short(item.get("execution_id"), 12),
+            f"{score:.2f}" if isinstance(score, int | float) else "",
+        )
+    return table

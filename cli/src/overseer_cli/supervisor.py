@@ -30,6 +30,7 @@ from nats.errors import Error as NatsError
 from overseer_events.subjects import SERVICES, Subjects
 from overseer_executor.settings import ToolsSettings
 from overseer_gateway.adapters.tokens import ensure_tokens_file
+from overseer_gateway.domain.access import Role
 from overseer_gateway.settings import GatewaySettings
 from overseer_runtime.bus import connect
 from overseer_runtime.config import NatsSettings, Settings, load_settings
@@ -340,6 +341,9 @@ async def _supervise(stack: Stack, url: str, stop: asyncio.Event, ready_timeout:
         print(f"Services not ready after {ready_timeout:.0f}s: {', '.join(not_ready)}; see {stack.home}/logs")
         return 1
     print(f"All six services are ready. Gateway: {stack.gateway_url}  (tokens: {stack.home / 'tokens.json'})")
+    operator = ensure_tokens_file(stack.home)[Role.OPERATOR.value]
+    print(f"Console: {stack.gateway_url}/  (sign in with the operator token {operator};")
+    print(f"         every role's token is in {stack.home / 'tokens.json'})")
     print("Press Ctrl-C to stop.")
     while not stop.is_set():
         now = time.monotonic()

@@ -27,6 +27,14 @@ ENDPOINTS: list[tuple[str, str, dict[str, Any] | None, str]] = [
     ("GET", "/v1/policy", None, "viewer"),
     ("PUT", "/v1/policy/admin", {"tools": {}}, "admin"),
     ("POST", "/v1/policy/replay", {"tools": {}}, "admin"),
+    ("GET", "/v1/agents", None, "viewer"),
+    ("PUT", "/v1/agents/agent:x/mode", {"mode": "supervised"}, "admin"),
+    ("POST", "/v1/sessions/s/pause", {"reason": "r"}, "operator"),
+    ("POST", "/v1/sessions/s/cancel", None, "operator"),
+    ("POST", "/v1/sessions/s/resume", None, "operator"),
+    ("POST", "/v1/executions/x/cancel", None, "operator"),
+    ("GET", "/v1/perception", None, "operator"),
+    ("GET", "/v1/prompt/safety", None, "viewer"),
 ]
 
 # Who may call an endpoint requiring each role.

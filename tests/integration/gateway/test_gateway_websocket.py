@@ -142,14 +142,20 @@ async def test_without_since_only_new_events_arrive(gateway: LiveGateway) -> Non
     assert message["event"]["data"]["text"] == "after"
 
 
-async def test_replies_of_other_services_stream_too(gateway: LiveGateway) -> None:
+async def test_the_agent_s_steps_and_its_reply_stream_to_a_client_of_the_session(
+    gateway: LiveGateway,
+) -> None:
     async with connect(
         ws_url(gateway, session="ws-reply", since=0, subjects="reasoning.>"), additional_headers=auth(gateway)
     ) as ws:
         await say(gateway, "ws-reply", ["hi there"])
-        (reply,) = await receive(ws, 1)
-    assert reply["type"] == "conversation.replied"
-    assert ".reasoning." in reply["subject"]
+        seen = await receive(ws, 1)
+        while seen[-1]["type"] != "conversation.replied":
+            seen += await receive(ws, 1)
+    steps = [m["event"]["data"] for m in seen if m["type"] == "agent.step_taken"]
+    assert [step["record"]["node"] for step in steps] == ["normalise", "emotion", "recall", "planner"]
+    assert all(".reasoning." in m["subject"] for m in seen)
+    assert seen[-1]["event"]["data"]["in_reply_to"] == steps[0]["turn_id"]
 
 
 async def test_a_slow_client_is_dropped_with_a_reason_and_others_keep_flowing(

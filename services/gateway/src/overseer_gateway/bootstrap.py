@@ -28,6 +28,7 @@ from overseer_gateway.adapters.peers import Peers
 from overseer_gateway.adapters.responses import RecordedResponses, SqliteResponses
 from overseer_gateway.adapters.tokens import TokenRegistry
 from overseer_gateway.application.ports import GatewayUnit
+from overseer_gateway.domain.chat import MessageLimits
 from overseer_gateway.entrypoints.http import build_app, build_asgi
 from overseer_gateway.settings import GatewaySettings
 from overseer_runtime.service import Host, Service
@@ -60,6 +61,8 @@ class GatewayService(Service):
         self.live: LiveStream
         self.sockets: set[WebSocket] = set()
         self.max_wait: float
+        self.message_limits: MessageLimits
+        self.sandbox = ""
         self.app: FastAPI | None = None
         self.server: EmbeddedServer | None = None
         self.port = 0
@@ -103,6 +106,9 @@ class GatewayService(Service):
             poll_seconds=settings.ws_poll_seconds,
         )
         self.max_wait = settings.max_wait_seconds
+        self.message_limits = MessageLimits(settings.max_message_chars, settings.max_attachments)
+        home = runtime.settings.home
+        self.sandbox = str((home / str(runtime.settings.section("tools")["sandbox"])).resolve())
         telemetry = runtime.settings.telemetry.exporter != "none"
         self.app = build_app(self, settings, telemetry=telemetry)
         self.host = settings.host

@@ -35,5 +35,7 @@ class GatewaySettings(Section):
     ws_queue_size: int = Field(gt=0)
     ws_slow_client_seconds: float = Field(gt=0)
     ws_poll_seconds: float = Field(gt=0)
+    max_message_chars: int = Field(gt=0, le=16_000)
+    max_attachments: int = Field(ge=0)
     log_level: str
     access_log: bool

@@ -1,6 +1,7 @@
-"""The gateway's own record of the decisions it accepted: one per approval card, never two.
+"""The gateway's own record of the decisions it accepted: one per approval card, never two; and of
+the answers to the agent's questions: one per question.
 
-A projection of the gateway's ``human.responded`` events. Checked and written in
+A projection of the gateway's ``human.responded`` and ``conversation.answer_received`` events. Checked and written in
 the same transaction as the emit (``runtime.execute`` runs without awaiting), so
 two concurrent decisions on one card cannot both pass.
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from overseer_events.catalogue import HumanResponded
+from overseer_events.catalogue import AnswerReceived, HumanResponded
 from overseer_events.envelope import Envelope
 from overseer_gateway.domain.approvals import card_of
 from overseer_runtime.projection import SqlProjection
@@ -27,8 +28,14 @@ class RecordedResponses(SqlProjection):
         responded_at REAL NOT NULL,
         PRIMARY KEY (execution_id, card)
     );
+    CREATE TABLE IF NOT EXISTS gateway_answers (
+        session_id TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        event_id TEXT NOT NULL,
+        PRIMARY KEY (session_id, request_id)
+    );
     """
-    tables = ("gateway_responses",)
+    tables = ("gateway_responses", "gateway_answers")
 
     def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
         match event.data:
@@ -44,6 +51,11 @@ class RecordedResponses(SqlProjection):
                         event.occurred_at,
                     ),
                 )
+            case AnswerReceived() as data:
+                conn.execute(
+                    "INSERT OR IGNORE INTO gateway_answers VALUES (?, ?, ?)",
+                    (data.session_id, data.request_id, event.event_id),
+                )
 
 
 class SqliteResponses:
@@ -55,5 +67,11 @@ class SqliteResponses:
     def already_responded(self, execution_id: str, card: str) -> bool:
         row = self.conn.execute(
             "SELECT 1 FROM gateway_responses WHERE execution_id = ? AND card = ?", (execution_id, card)
+        ).fetchone()
+        return row is not None
+
+    def already_answered(self, session_id: str, request_id: str) -> bool:
+        row = self.conn.execute(
+            "SELECT 1 FROM gateway_answers WHERE session_id = ? AND request_id = ?", (session_id, request_id)
         ).fetchone()
         return row is not None

@@ -7,10 +7,12 @@ models, and relayed after commit.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from overseer_events.catalogue import (
+    AnswerReceived,
     CoCreateCommand,
     CoDecideSuggestionCommand,
     CoLinkCommand,
@@ -19,6 +21,7 @@ from overseer_events.catalogue import (
     ExecutionProposed,
     HumanResponded,
     MessageReceived,
+    PathGrant,
 )
 from overseer_events.envelope import Envelope
 from overseer_events.ids import uuid7
@@ -125,14 +128,49 @@ def decide_approval(
     return Decided(response, event.event_id)
 
 
-def receive_message(unit: GatewayUnit, session_id: str, text: str, caller: Caller) -> Envelope:
-    """``conversation.message_received`` from a person, for Overseer's own agent."""
+def receive_message(
+    unit: GatewayUnit, session_id: str, text: str, caller: Caller, attachments: Sequence[str] = ()
+) -> Envelope:
+    """``conversation.message_received`` from a person, for Overseer's own agent; its event id is
+    the message id and the id of the turn the agent answers it in."""
     return unit.emit_as(actor(caller))(
         MessageReceived(
-            session_id=session_id, text=text, channel="rest", principal=caller.as_principal("user")
+            session_id=session_id,
+            text=text,
+            channel="rest",
+            principal=caller.as_principal("user"),
+            attachments=list(attachments),
         ),
         aggregate_id=f"session:{session_id}",
         correlation_id=session_id,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerQuestion:
+    """A person's answer to the agent's open question; ``grant`` when it authorises a permission."""
+
+    session_id: str
+    request_id: str
+    answer: str
+    grant: PathGrant | None = None
+
+
+def answer_question(unit: GatewayUnit, command: AnswerQuestion, caller: Caller) -> Envelope | None:
+    """``conversation.answer_received``, once per question: None when it was answered already."""
+    if unit.responses.already_answered(command.session_id, command.request_id):
+        return None
+    return unit.emit_as(actor(caller))(
+        AnswerReceived(
+            session_id=command.session_id,
+            request_id=command.request_id,
+            answer=command.answer,
+            responder=caller.as_principal("operator"),
+            grant=command.grant,
+        ),
+        aggregate_id=f"answer:{command.session_id}:{command.request_id}",
+        aggregate_version=1,
+        correlation_id=command.session_id,
     )
 
 

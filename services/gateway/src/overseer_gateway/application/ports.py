@@ -32,6 +32,10 @@ class Responses(Protocol):
 
     def already_responded(self, execution_id: str, card: str) -> bool: ...
 
+    def already_answered(self, session_id: str, request_id: str) -> bool:
+        """Whether the agent's question ``request_id`` in the session was answered through the gateway."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class GatewayUnit:

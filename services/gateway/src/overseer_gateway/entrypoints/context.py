@@ -8,6 +8,7 @@ from starlette.requests import HTTPConnection
 from starlette.websockets import WebSocket
 
 from overseer_gateway.application.ports import Callers, LiveEvents, Peers, Transactions
+from overseer_gateway.domain.chat import MessageLimits
 
 
 class Gateway(Transactions, Protocol):
@@ -31,6 +32,16 @@ class Gateway(Transactions, Protocol):
     @property
     def max_wait(self) -> float:
         """The longest ``?wait=`` the gateway honours (``max_wait_seconds``)."""
+        ...
+
+    @property
+    def message_limits(self) -> MessageLimits:
+        """How long a message (or an answer) to the agent may be, and how many files it may attach."""
+        ...
+
+    @property
+    def sandbox(self) -> str:
+        """The tool sandbox's absolute path: attachments must lie inside it."""
         ...
 
     def bus_connected(self) -> bool:

@@ -9,7 +9,16 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from starlette.types import ASGIApp
 
-from overseer_gateway.entrypoints import problems, routes_actions, routes_cos, routes_views, routes_ws
+from overseer_gateway.entrypoints import (
+    problems,
+    routes_actions,
+    routes_chat,
+    routes_console,
+    routes_controls,
+    routes_cos,
+    routes_views,
+    routes_ws,
+)
 from overseer_gateway.entrypoints.bus_guard import BusGuard
 from overseer_gateway.entrypoints.context import Gateway
 from overseer_gateway.entrypoints.docs import problem_media_types
@@ -58,7 +67,11 @@ def build_app(gateway: Gateway, settings: GatewaySettings, *, telemetry: bool) -
     app.include_router(routes_views.router)
     app.include_router(routes_actions.router)
     app.include_router(routes_cos.router)
+    app.include_router(routes_chat.router)
+    app.include_router(routes_controls.router)
     app.include_router(routes_ws.router)
+    app.include_router(routes_console.router)
+    app.mount("/console", routes_console.assets(), name="console")
     app.add_middleware(RequestBodyGuard, max_bytes=settings.max_body_bytes, max_depth=settings.max_json_depth)
 
     return app

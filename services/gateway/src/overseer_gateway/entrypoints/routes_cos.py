@@ -64,7 +64,7 @@ async def run(request: Request, command: CoCommand, caller: Caller) -> dict[str,
     return await run_co_command(gateway, gateway.peers, command, caller)
 
 
-# -- routes (suggestions before {co_id}, so the literal path wins) ------------------------------
+# -- routes (suggestions and topology before {co_id}, so the literal path wins) ------------------------------
 @router.get(
     "/v1/cos",
     response_model=list[CognitiveObjectView],
@@ -134,6 +134,16 @@ async def decide_suggestion(
     )
     answer = await run(request, command, caller)
     return json_response({"suggestion": answer["suggestion"], "co": answer["co"]})
+
+
+@router.get(
+    "/v1/cos/topology",
+    responses=problems(*READ),
+    summary="The CO state machine: its states and the edges with their triggers (the legal moves)",
+)
+async def co_topology(request: Request, _: Viewer) -> Response:
+    """So a client offers only the triggers legal from a CO's status, rather than learning them from a 409."""
+    return await ask_col(request, "topology", {})
 
 
 @router.get(

@@ -1,4 +1,4 @@
-"""Read-only views answered by the owning service over request/reply, plus health and conversation."""
+"""Read-only views answered by the owning service over request/reply, plus health."""
 
 from __future__ import annotations
 
@@ -8,20 +8,15 @@ from fastapi import APIRouter, Body, Depends, Path, Query, Request
 from fastapi.responses import Response
 
 from overseer_events.views import ExecutionSnapshot, ExecutionTimeline, StateMachineTopology, TransitionRecord
-from overseer_gateway.application.commands import receive_message
 from overseer_gateway.domain.access import Caller, Role
-from overseer_gateway.domain.actions import session_id_problem
 from overseer_gateway.entrypoints.answers import json_response, passed_on
 from overseer_gateway.entrypoints.auth import require
 from overseer_gateway.entrypoints.context import gateway_of
 from overseer_gateway.entrypoints.docs import READ, READ_ONE, WRITE, problems
-from overseer_gateway.entrypoints.problems import ProblemError
 from overseer_gateway.entrypoints.schemas import (
     AuditRecord,
     AuditVerification,
     Health,
-    MessageAccepted,
-    MessageRequest,
     PolicyDocument,
 )
 
@@ -171,40 +166,3 @@ async def replay_policy(
     _: Caller = Depends(require(Role.ADMIN)),
 ) -> Response:
     return await ask(request, "firewall", "policy.replay", {"policy": body.model_dump()})
-
-
-# ----------------------------------------------------------- conversation --
-@router.post(
-    "/v1/sessions/{session_id}/messages",
-    status_code=202,
-    response_model=MessageAccepted,
-    responses=problems(*WRITE),
-    tags=["conversation"],
-    summary="Say something to Overseer's own agent",
-)
-async def message(
-    request: Request,
-    body: MessageRequest,
-    session_id: Identifier,
-    caller: Caller = Depends(require(Role.OPERATOR)),
-) -> Response:
-    problem = session_id_problem(session_id)
-    if problem:
-        raise ProblemError(422, problem)
-    event = await gateway_of(request).execute(
-        lambda unit: receive_message(unit, session_id, body.text, caller)
-    )
-    return json_response({"session_id": session_id, "event_id": event.event_id}, 202)
-
-
-@router.get(
-    "/v1/sessions/{session_id}/messages",
-    response_model=list[dict[str, Any]],
-    responses=problems(*READ_ONE),
-    tags=["conversation"],
-    summary="The conversation of a session, as the reasoning service recorded it (addition)",
-)
-async def conversation(
-    request: Request, session_id: Identifier, _: Caller = Depends(require(Role.VIEWER))
-) -> Response:
-    return await ask(request, "reasoning", "conversation.history", {"session_id": session_id})

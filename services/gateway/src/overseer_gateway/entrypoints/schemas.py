@@ -321,19 +321,155 @@ class PolicyDocument(Answer):
 
 
 # ------------------------------------------------------------ conversation --
+class Attachment(Strict):
+    """A file the message refers to: a path inside the tool sandbox (relative to it, or absolute below it)."""
+
+    path: str = Field(min_length=1, max_length=1024)
+
+
 class MessageRequest(Strict):
     model_config = ConfigDict(
         extra="forbid",
         strict=True,
-        json_schema_extra={"examples": [{"text": "send a meeting invite to bob@example.com"}]},
+        json_schema_extra={
+            "examples": [
+                {"text": "send a meeting invite to bob@example.com"},
+                {"text": "帮我分析这个报错日志", "attachments": [{"path": "logs/app.log"}]},
+            ]
+        },
     )
 
-    text: str = Field(min_length=1, max_length=MAX_TEXT)
+    text: str = Field(
+        default="", description="what the person says; at most `[gateway] max_message_chars` characters"
+    )
+    attachments: list[Attachment] = Field(
+        default_factory=list, description="files the message refers to, inside the tool sandbox"
+    )
 
 
 class MessageAccepted(Answer):
     session_id: str
-    event_id: str
+    message_id: str = Field(description="the message's id, which is also the id of the turn that answers it")
+    turn_id: str = Field(description="the agent's turn for this message: its steps and reply carry this id")
+    event_id: str = Field(description="the `conversation.message_received` event (same as message_id)")
+
+
+class AnswerRequest(Strict):
+    model_config = ConfigDict(
+        extra="forbid", strict=True, json_schema_extra={"examples": [{"answer": "authorize and retry"}]}
+    )
+
+    answer: str = Field(description="the person's answer: free text, or one of the question's options")
+
+
+class AnswerAccepted(Answer):
+    session_id: str
+    request_id: str
+    event_id: str = Field(description="the `conversation.answer_received` event")
+
+
+TurnStatus = Literal["thinking", "waiting_for_tool", "waiting_for_human", "done"]
+
+
+class SessionSummary(Answer):
+    session_id: str
+    status: TurnStatus
+    turn_id: str | None = None
+    title: str = Field(description="the session's first message, shortened")
+    updated_at: float
+    queued: int = Field(description="messages waiting for the agent to finish its current turn")
+
+
+class Question(Answer):
+    """A question the agent asked and waits on (``type``: confirm, clarify, choose or permission)."""
+
+    request_id: str
+    type: Literal["confirm", "clarify", "choose", "permission"]
+    msg: str
+    options: list[str] = Field(default_factory=list)
+    grant: dict[str, str] | None = Field(
+        default=None,
+        description="for a permission: the tool and path an authorising answer allows in this session",
+    )
+
+
+class SessionView(Answer):
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "session_id": "demo",
+                    "title": "send a meeting invite to bob@example.com",
+                    "status": "waiting_for_human",
+                    "turn_id": "0190f1e2-7c4a-7b1e-9a51-3f0e2d1c4b5a",
+                    "updated_at": 1732363200.5,
+                    "queued": 0,
+                    "history": [
+                        {"role": "user", "content": "send a meeting invite to bob@example.com"},
+                        {
+                            "role": "assistant",
+                            "tool_calls": [
+                                {
+                                    "id": "0190f1e2-7c4a-7b1e-9a51-3f0e2d1c4b5a:5",
+                                    "type": "function",
+                                    "function": {
+                                        "name": "email.send",
+                                        "arguments": '{"to": "bob@example.com"}',
+                                    },
+                                }
+                            ],
+                        },
+                    ],
+                    "hitl_request": None,
+                    "approval": {
+                        "execution_id": "0190f1e2-7c4a-7b1e-9a51-3f0e2d1c4b5a:5",
+                        "kind": "approval",
+                        "tool": "email.send",
+                        "args": {"to": "bob@example.com"},
+                        "args_hash": "9f2c…",
+                        "level": "APPROVE",
+                        "preview": None,
+                        "message": None,
+                    },
+                    "trace": [],
+                    "last_human_input": None,
+                    "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+                }
+            ]
+        },
+    )
+
+    session_id: str
+    title: str
+    status: TurnStatus = Field(
+        description="thinking, waiting_for_tool (a tool call runs), waiting_for_human (an approval card or a "
+        "question waits for you), done"
+    )
+    turn_id: str | None = None
+    updated_at: float
+    queued: int
+    history: list[dict[str, Any]] = Field(description="the dialogue in the OpenAI chat message format")
+    hitl_request: Question | None = Field(
+        description="the question the agent waits on: answer it with POST /v1/sessions/{id}/hitl/{request_id}"
+    )
+    approval: dict[str, Any] | None = Field(
+        description="the approval card the agent's tool call waits on: decide it with POST /v1/approvals/{execution_id}"
+    )
+    trace: list[dict[str, Any]] = Field(description="the turn's cognitive trace: one record per node step")
+    last_human_input: str | None = None
+    usage: dict[str, int] = Field(description="model tokens the session used (0 with the embedded planner)")
+
+
+class MemoryHit(Answer):
+    memory_id: str
+    session_id: str | None = None
+    kind: str = Field(description="conversation, note or execution")
+    text: str
+    execution_id: str | None = None
+    co_id: str | None = None
+    at: float
+    score: float
 
 
 # ------------------------------------------------------- cognitive objects --
@@ -503,3 +639,192 @@ class SuggestionView(Answer):
 class SuggestionDecided(Answer):
     suggestion: SuggestionView
     co: CognitiveObjectView | None = Field(description="the CO the confirmation created or moved")
+
+
+# ----------------------------------------------------------------- console --
+class Me(Answer):
+    """The caller a token stands for: what the console shows, and which controls it hides."""
+
+    model_config = ConfigDict(
+        extra="allow", json_schema_extra={"examples": [{"role": "operator", "name": "operator"}]}
+    )
+
+    role: Literal["viewer", "agent", "operator", "admin"]
+    name: str = Field(description="the principal id the token acts as (operator:<name> when deciding)")
+
+
+# ------------------------------------------------------- operator controls --
+class ModeGrant(Strict):
+    """What a delegated agent may do without asking: tools (names or globs; an irreversible tool only by
+    its exact name) and, optionally, a budget of steps and of seconds from now."""
+
+    tools: list[str] = Field(min_length=1, max_length=100)
+    max_steps: int | None = Field(default=None, ge=1, le=1_000_000)
+    seconds: float | None = Field(default=None, gt=0, le=10 * 365 * 86400)
+
+
+class AgentModeRequest(Strict):
+    """An agent principal's mode: ``supervised`` (the default), ``delegated`` (needs a grant), ``audited``."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={
+            "examples": [
+                {
+                    "mode": "delegated",
+                    "grant": {"tools": ["fs.read", "fs.list"], "max_steps": 20, "seconds": 3600},
+                },
+                {"mode": "supervised"},
+                {"mode": "audited"},
+            ]
+        },
+    )
+
+    mode: Literal["supervised", "delegated", "audited"]
+    grant: ModeGrant | None = None
+
+
+class AgentView(Answer):
+    principal: str = Field(examples=["agent:helper"])
+    mode: Literal["supervised", "delegated", "audited"]
+    grant: dict[str, Any] | None = Field(
+        description="tools, max_steps, expires_at, granted_at (epoch seconds) of a delegated agent"
+    )
+    steps_used: int = Field(description="steps taken inside the grant so far")
+
+
+class AgentsList(Answer):
+    """Every agent principal with a mode set; an agent not listed is ``default_mode``."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "default_mode": "supervised",
+                    "agents": [
+                        {
+                            "principal": "agent:helper",
+                            "mode": "delegated",
+                            "grant": {
+                                "tools": ["fs.read"],
+                                "max_steps": 20,
+                                "expires_at": 1790000000.0,
+                                "granted_at": 1789996400.0,
+                            },
+                            "steps_used": 3,
+                        }
+                    ],
+                }
+            ]
+        },
+    )
+
+    default_mode: Literal["supervised"]
+    agents: list[AgentView]
+
+
+class ControlRequest(Strict):
+    """Why, recorded with the event and in the audit chain (optional)."""
+
+    model_config = ConfigDict(
+        extra="forbid", strict=True, json_schema_extra={"examples": [{"reason": "it mails the wrong list"}]}
+    )
+
+    reason: str | None = Field(default=None, max_length=500)
+
+
+class SessionControl(Answer):
+    """A session's stop state after a pause, resume or cancel; ``changed`` is false when nothing was recorded."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={"examples": [{"session_id": "s-1", "paused": True, "aborts": 1, "changed": True}]},
+    )
+
+    session_id: str
+    paused: bool = Field(description="new proposals of the session are held for a person")
+    aborts: int = Field(description="1 after a pause, 2 and more after each cancel; 0 once resumed")
+    changed: bool
+
+
+class ExecutionCancelled(Answer):
+    """The contract after its cancellation (the executor's view of it)."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "execution_id": "0190f3a2-7c1e-7d2a-9b1f-3c4d5e6f7a8b",
+                    "session_id": "s-1",
+                    "tool": "email.send",
+                    "status": "cancelled",
+                    "error_message": "cancelled by operator:alice: wrong recipient",
+                }
+            ]
+        },
+    )
+
+    execution_id: str
+    session_id: str
+    status: Literal["cancelled"]
+
+
+class PerceptionStats(Answer):
+    """What the firewall perceives of the people who answer it: per tool (approvals, rejections, streaks,
+    latency, outcomes) and per approver (the approval streak and its latencies: rubber-stamping shows
+    as a long streak of fast approvals)."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "tools": {
+                        "email.send": {
+                            "approvals": 4,
+                            "rejections": 1,
+                            "consecutive_rejections": 0,
+                            "consecutive_approvals": 3,
+                            "approval_rate": 0.8,
+                            "mean_latency_ms": 5200.0,
+                            "outcomes": {"success": 4},
+                            "repeats": 0,
+                        }
+                    },
+                    "approvers": {
+                        "operator:alice": {"consecutive_approvals": 3, "streak_latencies_ms": [900.0, 700.0]}
+                    },
+                }
+            ]
+        },
+    )
+
+    tools: dict[str, dict[str, Any]]
+    approvers: dict[str, dict[str, Any]]
+
+
+class SafetyPrompt(Answer):
+    """The safety prompt the reasoning service puts before the agent's own: the tools with their levels,
+    and the constraints learned from hints."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "prompt": "You act through tools. Each call is judged by a firewall…",
+                    "version": "1",
+                    "confidence_floor": 0.7,
+                    "constraints": ["email.send was rejected 3 times in a row: ask before mailing"],
+                    "hints": [],
+                }
+            ]
+        },
+    )
+
+    prompt: str
+    constraints: list[str]
+    hints: list[dict[str, Any]]

@@ -1,0 +1,103 @@
+// The approvals inbox: every pending approval and reconciliation, live (a new card appears when the
+// executor asks, no reload), decided with a comment; j/k move, a approves, r rejects.
+
+import { get, live } from "../api.js";
+import { approvalCard } from "../cards.js";
+import { clear, h } from "../dom.js";
+
+export async function render(root, app) {
+  const list = h("div", { class: "inbox", "aria-label": "Pending decisions" });
+  const count = h("span", { class: "count" });
+  root.append(h("section", { class: "approvals" },
+    h("div", { class: "conversation-head" }, h("h2", {}, "Approvals ", count),
+      h("p", { class: "muted keys" }, h("kbd", {}, "j"), "/", h("kbd", {}, "k"), " move · ",
+        h("kbd", {}, "a"), " approve · ", h("kbd", {}, "r"), " reject")),
+    list));
+
+  if (!app.may("operator")) {
+    list.append(h("p", { class: "empty" }, `The inbox is for operators; a ${app.me.role} token may not decide.`));
+    return undefined;
+  }
+  const cards = new Map();
+  let focused = 0;
+  let pending = null;
+
+  function cardsShown() {
+    return [...list.querySelectorAll("article.approval")];
+  }
+
+  function focusCard(index) {
+    const shown = cardsShown();
+    if (!shown.length) return;
+    focused = Math.max(0, Math.min(index, shown.length - 1));
+    shown.forEach((card, i) => card.classList.toggle("focused", i === focused));
+    shown[focused].focus();
+  }
+
+  async function refresh() {
+    let items;
+    try {
+      items = await get("/v1/approvals?status=pending");
+    } catch (error) {
+      clear(list).append(h("p", { class: "empty" }, error.message));
+      return;
+    }
+    const keep = new Set(items.map((item) => `${item.execution_id}:${item.args_hash}`));
+    for (const key of cards.keys()) if (!keep.has(key)) cards.delete(key);
+    const shown = items.map((item) => {
+      const key = `${item.execution_id}:${item.args_hash}`;
+      if (!cards.has(key)) cards.set(key, approvalCard(item, app, () => schedule()));
+      return cards.get(key);
+    });
+    count.textContent = String(items.length);
+    const badge = document.getElementById("pending-count");
+    badge.textContent = String(items.length);
+    badge.hidden = !items.length;
+    if (!shown.length) {
+      clear(list).append(h("div", { class: "empty" }, h("p", {}, "Nothing waits for you."),
+        h("p", { class: "muted" }, "Held actions appear here as soon as the firewall holds them.")));
+      return;
+    }
+    const active = document.activeElement;
+    clear(list).append(...shown);
+    shown.forEach((card, i) => card.classList.toggle("focused", i === focused));
+    if (active && list.contains(active)) active.focus();
+  }
+
+  function schedule() {
+    if (pending) return;
+    pending = setTimeout(async () => { pending = null; await refresh(); }, 100);
+  }
+
+  function onKey(event) {
+    if (event.target.closest?.("input, textarea, select") || event.metaKey || event.ctrlKey || event.altKey) return;
+    const shown = cardsShown();
+    if (event.key === "j") focusCard(focused + 1);
+    else if (event.key === "k") focusCard(focused - 1);
+    else if ((event.key === "a" || event.key === "r") && shown[focused]) {
+      const kind = shown[focused].dataset.kind;
+      const decision = event.key === "a" ? (kind === "reconciliation" ? "completed" : "approve")
+        : (kind === "reconciliation" ? "failed" : "reject");
+      shown[focused].decide(decision);
+    } else return;
+    event.preventDefault();
+  }
+  document.addEventListener("keydown", onKey);
+  // a card focused by Tab or a click is the one the keys act on
+  list.addEventListener("focusin", (event) => {
+    const card = event.target.closest?.("article.approval");
+    const index = cardsShown().indexOf(card);
+    if (index >= 0 && index !== focused) {
+      focused = index;
+      cardsShown().forEach((shown, i) => shown.classList.toggle("focused", i === focused));
+    }
+  });
+
+  const stream = live({
+    subjects: "ecs.requested,human.responded,execution.transitioned",
+    onState: (s) => { if (s === "open") schedule(); },
+    onEvent: () => schedule(),
+  });
+  await refresh();
+  return () => { stream.close(); document.removeEventListener("keydown", onKey); clearTimeout(pending); };
+}
