@@ -24,13 +24,14 @@ from overseer_events.catalogue import (
 from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.subjects import owners_of, owns, subject_for
 from overseer_firewall.adapters.audit_chain import ReaderAuditHistory, SqliteAuditChain
-from overseer_firewall.adapters.pending_approvals import SqliteApprovals
+from overseer_firewall.adapters.pending_approvals import ReaderEscalations, SqliteApprovals
 from overseer_firewall.adapters.policy_state import ReaderPolicyState, SqlitePathGrants
 from overseer_firewall.adapters.proposals import ReaderProposalHistory, SqliteProposals
 from overseer_firewall.application.ports import (
     Approvals,
     AuditChain,
     AuditHistory,
+    Escalations,
     PathGrants,
     PolicyState,
     ProposalHistory,
@@ -84,6 +85,9 @@ class FirewallBackend:
     async def audit_history(self) -> AuditHistory:
         raise NotImplementedError
 
+    async def escalations(self) -> Escalations:
+        raise NotImplementedError
+
     async def close(self) -> None:
         pass
 
@@ -111,6 +115,9 @@ class FakeFirewall(FirewallBackend):
 
     async def audit_history(self) -> AuditHistory:
         return self.store.audit
+
+    async def escalations(self) -> Escalations:
+        return self.store.approvals
 
 
 class SqliteFirewall(FirewallBackend):
@@ -152,6 +159,9 @@ class SqliteFirewall(FirewallBackend):
 
     async def audit_history(self) -> AuditHistory:
         return ReaderAuditHistory(await self.reader())
+
+    async def escalations(self) -> Escalations:
+        return ReaderEscalations(await self.reader())
 
     async def close(self) -> None:
         if self._reader is not None:

@@ -122,6 +122,20 @@ def test_an_escalation_is_noted_on_the_request(firewall: FirewallBackend) -> Non
     assert request.escalated is True
 
 
+async def test_the_escalated_list_names_the_pending_escalated_requests_oldest_first(
+    firewall: FirewallBackend,
+) -> None:
+    for execution_id in ("e1", "e2", "e3", "e4"):
+        held(firewall, execution_id)
+    for execution_id in ("e3", "e1", "e4"):
+        firewall.apply(
+            ApprovalEscalated(execution_id=execution_id, after_seconds=60.0),
+            aggregate_id=f"approval:{execution_id}",
+        )
+    firewall.apply(decided("e4"), aggregate_id="approval:e4", version=2)
+    assert await (await firewall.escalations()).escalated() == ["e1", "e3"]
+
+
 @pytest.mark.parametrize(("status", "closes"), [("completed", True), ("failed", True), ("running", False)])
 def test_the_end_of_its_contract_closes_a_pending_request(
     firewall: FirewallBackend, status: str, closes: bool

@@ -206,6 +206,10 @@ class InMemoryApprovals:
         waiting = [row for row in self._rows.values() if row.status is PendingStatus.PENDING]
         return sorted(waiting, key=lambda row: row.requested_at)
 
+    async def escalated(self) -> list[str]:
+        """:class:`Escalations`: the pending requests escalated to an admin."""
+        return [row.execution_id for row in self.pending() if row.escalated]
+
 
 # --------------------------------------------------------------------------- policy ---
 class InMemoryPolicyState:

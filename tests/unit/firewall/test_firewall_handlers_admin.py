@@ -35,6 +35,7 @@ def queries(firewall: InMemoryFirewall) -> FirewallQueries:
         proposals=store.proposals,
         audit=store.audit,
         verifier=AuditVerifier(store.audit, firewall.published),
+        escalations=store.approvals,
     )
 
 

@@ -17,6 +17,7 @@ from overseer_firewall.entrypoints.rpc import rpc
 from overseer_runtime.rpc import RpcError, RpcMethod
 from tests.fakes.firewall import InMemoryFirewall
 from tests.unit.firewall.fw_kernel import CWD, SANDBOX, engine_for
+from tests.unit.firewall.test_firewall_handlers_answers import held_mail
 
 ROOT = {"kind": "admin", "id": "root"}
 
@@ -45,6 +46,7 @@ def methods(firewall: InMemoryFirewall) -> dict[str, RpcMethod]:
             proposals=store.proposals,
             audit=store.audit,
             verifier=AuditVerifier(store.audit, firewall.published),
+            escalations=store.approvals,
         ),
         commands=FirewallCommands(firewall.firewall, firewall.in_unit, firewall.clock),
         replay_limit=2,
@@ -61,6 +63,7 @@ async def refused(methods: dict[str, RpcMethod], method: str, payload: dict[str,
 def test_the_gateway_and_the_cli_find_every_method_under_its_name(methods: dict[str, RpcMethod]) -> None:
     assert sorted(methods) == [
         "agents.list",
+        "approvals.escalated",
         "audit.list",
         "audit.verify",
         "decision.parse",
@@ -256,3 +259,17 @@ async def test_a_session_control_of_the_wrong_shape_is_refused(
     methods: dict[str, RpcMethod], payload: dict[str, Any]
 ) -> None:
     assert (await refused(methods, "session.pause", payload)).status == 422
+
+
+async def test_escalated_approvals_are_named_until_someone_answers_them(
+    firewall: InMemoryFirewall, methods: dict[str, RpcMethod]
+) -> None:
+    mail, args_hash = held_mail(firewall)  # APPROVE: escalated to an admin after 1800 s
+    assert await methods["approvals.escalated"]({}) == {"to_role": "admin", "execution_ids": []}
+
+    firewall.clock.advance(1801)
+    firewall.run(firewall.firewall.check_timeouts)
+    assert await methods["approvals.escalated"]({}) == {"to_role": "admin", "execution_ids": [mail]}
+
+    firewall.respond(mail, "approve", args_hash)
+    assert await methods["approvals.escalated"]({}) == {"to_role": "admin", "execution_ids": []}

@@ -15,7 +15,11 @@ from overseer_events.catalogue import Principal
 from overseer_firewall.adapters.audit_chain import AuditProjection, ReaderAuditHistory, SqliteAuditChain
 from overseer_firewall.adapters.audit_stream import StreamPublishedAudit
 from overseer_firewall.adapters.filesystem import RealPathResolver, read_current_file
-from overseer_firewall.adapters.pending_approvals import ApprovalsProjection, SqliteApprovals
+from overseer_firewall.adapters.pending_approvals import (
+    ApprovalsProjection,
+    ReaderEscalations,
+    SqliteApprovals,
+)
 from overseer_firewall.adapters.policy_state import PolicyProjection, ReaderPolicyState, SqlitePathGrants
 from overseer_firewall.adapters.proposals import ProposalsProjection, ReaderProposalHistory, SqliteProposals
 from overseer_firewall.adapters.recent_events import recent_events
@@ -127,6 +131,7 @@ class FirewallService(Service):
             proposals=ReaderProposalHistory(reader),
             audit=audit,
             verifier=AuditVerifier(audit, StreamPublishedAudit(runtime.nc, runtime.subjects)),
+            escalations=ReaderEscalations(reader),
         )
         self.commands = FirewallCommands(self.firewall, in_unit, self.clock)
         self.replay_limit = settings.replay_limit

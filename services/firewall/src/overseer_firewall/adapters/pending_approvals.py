@@ -21,6 +21,7 @@ from overseer_events.machines import TERMINAL_STATUSES
 from overseer_firewall.domain.gate import PendingApproval, PendingStatus
 from overseer_firewall.domain.levels import Level
 from overseer_runtime.projection import SqlProjection
+from overseer_runtime.readers import ReadModelReader
 
 _TERMINAL = frozenset(status.value for status in TERMINAL_STATUSES)
 
@@ -177,3 +178,17 @@ class SqliteApprovals:
             f"SELECT {_COLUMNS} FROM fw_approvals WHERE status = 'pending' ORDER BY requested_at"
         ).fetchall()
         return [_pending_from_row(r) for r in rows]
+
+
+class ReaderEscalations:
+    """:class:`~overseer_firewall.application.ports.Escalations` through the read-only reader."""
+
+    def __init__(self, reader: ReadModelReader) -> None:
+        self.reader = reader
+
+    async def escalated(self) -> list[str]:
+        rows = await self.reader.fetch_all(
+            "SELECT execution_id FROM fw_approvals WHERE status = 'pending' AND escalated = 1 "
+            "ORDER BY requested_at"
+        )
+        return [str(row["execution_id"]) for row in rows]

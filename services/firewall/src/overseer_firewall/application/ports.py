@@ -149,6 +149,15 @@ class PolicyState(Protocol):
         ...
 
 
+class Escalations(Protocol):
+    """``fw_approvals`` read by the read-only reader: the requests escalated to an admin."""
+
+    async def escalated(self) -> list[str]:
+        """The execution ids of the pending requests nobody answered in time, so an admin decides them,
+        oldest first."""
+        ...
+
+
 class ProposalHistory(Protocol):
     """``fw_proposals`` scanned for policy replay, by the read-only reader."""
 

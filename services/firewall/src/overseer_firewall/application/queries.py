@@ -9,7 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from overseer_firewall.application.anchoring import AuditVerifier
-from overseer_firewall.application.ports import AuditHistory, PolicyState, ProposalHistory, Roots
+from overseer_firewall.application.ports import (
+    AuditHistory,
+    Escalations,
+    PolicyState,
+    ProposalHistory,
+    Roots,
+)
 from overseer_firewall.application.state import KernelState
 from overseer_firewall.domain.decision import parse_decision
 from overseer_firewall.domain.policy import AdminPolicy
@@ -28,6 +34,7 @@ class FirewallQueries:
         proposals: ProposalHistory,
         audit: AuditHistory,
         verifier: AuditVerifier,
+        escalations: Escalations,
     ) -> None:
         self.state = state
         self.prompt = prompt
@@ -36,6 +43,7 @@ class FirewallQueries:
         self.proposals = proposals
         self.audit = audit
         self.verifier = verifier
+        self.escalations = escalations
 
     # -- policy ------------------------------------------------------------------------------
     async def policy(self, *, read_model: bool = False) -> dict[str, Any]:
@@ -51,6 +59,11 @@ class FirewallQueries:
         if read_model:
             described["read_model"] = (await self.policy_state.rows()).as_dict()
         return described
+
+    async def escalated(self) -> dict[str, Any]:
+        """The pending requests escalated to an admin: nobody answered them within the timeout rule's
+        ``escalate_after_seconds``, so they are the admin's to decide."""
+        return {"to_role": "admin", "execution_ids": await self.escalations.escalated()}
 
     def agents(self) -> list[dict[str, Any]]:
         return self.state.engine.modes.describe()

@@ -86,6 +86,7 @@ def rpc(firewall: RunningFirewall) -> RpcTable:
         .method("policy.replay", Replay, methods.replay)
         .method("policy.set_mode", SetMode, methods.set_mode)
         .method("agents.list", NoArguments, methods.agents_list)
+        .method("approvals.escalated", NoArguments, methods.approvals_escalated)
         .method("session.pause", SessionStop, methods.session_pause)
         .method("session.resume", SessionStop, methods.session_resume)
         .method("session.cancel", SessionStop, methods.session_cancel)
@@ -124,6 +125,9 @@ class FirewallRpc:
     async def agents_list(self, _: NoArguments) -> dict[str, Any]:
         """Every agent principal with a mode set; any other agent is supervised."""
         return {"default_mode": "supervised", "agents": self.firewall.queries.agents()}
+
+    async def approvals_escalated(self, _: NoArguments) -> dict[str, Any]:
+        return await self.firewall.queries.escalated()
 
     # -- the two-stage abort, asked by name ---------------------------------------------------
     async def session_pause(self, r: SessionStop) -> dict[str, Any]:

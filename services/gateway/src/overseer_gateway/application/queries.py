@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,19 @@ async def consequence_when_settled(
             raise
         return None
     return view
+
+
+async def pending_approvals(peers: Peers) -> list[dict[str, Any]]:
+    """Every open question for a person, as the executor lists them, each marked ``escalated`` when the
+    firewall has escalated it to an admin (nobody answered it in time: an admin is the decider of last
+    resort). Escalated questions come first, oldest first, then the rest in the executor's order."""
+    items, escalations = await asyncio.gather(
+        peers.ask("executor", "approvals.pending", {}),
+        peers.ask("firewall", "approvals.escalated", {}),
+    )
+    escalated = {str(execution_id): n for n, execution_id in enumerate(escalations["execution_ids"])}
+    marked = [{**item, "escalated": item["execution_id"] in escalated} for item in items]
+    return sorted(marked, key=lambda item: escalated.get(item["execution_id"], len(escalated)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,10 +70,12 @@ export function approvalCard(item, app, onDecided) {
     }
   }
   const args = JSON.stringify(item.args ?? {}, null, 2);
-  const card = h("article", { class: `card approval held ${kind}`, tabindex: 0,
-    dataset: { execution: item.execution_id, kind } },
+  const card = h("article", { class: `card approval held ${kind}${item.escalated ? " escalated" : ""}`, tabindex: 0,
+    dataset: { execution: item.execution_id, kind, escalated: String(Boolean(item.escalated)) } },
     h("header", {},
       h("span", { class: "pill held" }, kind === "approval" ? "held for approval" : "outcome unknown"),
+      item.escalated ? h("span", { class: "pill escalated", title: "nobody answered in time: an admin decides" },
+        "escalated to admin") : null,
       h("strong", { class: "tool" }, item.tool ?? "?"),
       item.level ? h("span", { class: "pill" }, item.level) : null,
       item.requested_by ? h("span", { class: "muted" }, `by ${item.requested_by}`) : null,

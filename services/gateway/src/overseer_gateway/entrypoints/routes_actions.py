@@ -14,7 +14,11 @@ from overseer_gateway.application.commands import (
     decide_approval,
     propose_action,
 )
-from overseer_gateway.application.queries import consequence_when_settled, open_question
+from overseer_gateway.application.queries import (
+    consequence_when_settled,
+    open_question,
+    pending_approvals,
+)
 from overseer_gateway.domain.access import Caller, Role
 from overseer_gateway.domain.actions import ID, ID_MAX
 from overseer_gateway.domain.approvals import Refusal
@@ -115,8 +119,7 @@ async def approvals(
     status: str = Query("pending", pattern="^pending$", description="only `pending` is kept open"),
     _: Caller = Depends(require(Role.OPERATOR)),
 ) -> Response:
-    items = await gateway_of(request).peers.ask("executor", "approvals.pending", {})
-    return json_response(items)
+    return json_response(await pending_approvals(gateway_of(request).peers))
 
 
 @router.post(

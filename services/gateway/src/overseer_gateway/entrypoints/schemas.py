@@ -205,6 +205,7 @@ class ApprovalItem(Answer):
                     "requested_by": "agent:agent",
                     "message": None,
                     "status": "pending",
+                    "escalated": False,
                 }
             ]
         },
@@ -220,6 +221,11 @@ class ApprovalItem(Answer):
     preview: Any = None
     requested_at: float | None = None
     requested_by: str | None = Field(default=None, description="the proposer, as kind:id")
+    escalated: bool = Field(
+        default=False,
+        description="nobody answered in time, so the firewall escalated the question to an admin "
+        "(listed first); any operator may still answer it",
+    )
 
 
 class DecisionRequest(Strict):

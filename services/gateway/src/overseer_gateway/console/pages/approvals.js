@@ -1,5 +1,6 @@
 // The approvals inbox: every pending approval and reconciliation, live (a new card appears when the
-// executor asks, no reload), decided with a comment; j/k move, a approves, r rejects.
+// executor asks, no reload), decided with a comment; j/k move, a approves, r rejects. A question nobody
+// answered in time is escalated to an admin: it comes first, marked, and an admin is told it is theirs.
 
 import { get, live } from "../api.js";
 import { approvalCard } from "../cards.js";
@@ -8,11 +9,12 @@ import { clear, h } from "../dom.js";
 export async function render(root, app) {
   const list = h("div", { class: "inbox", "aria-label": "Pending decisions" });
   const count = h("span", { class: "count" });
+  const escalations = h("p", { class: "notice escalated", id: "escalations", role: "status", hidden: true });
   root.append(h("section", { class: "approvals" },
     h("div", { class: "conversation-head" }, h("h2", {}, "Approvals ", count),
       h("p", { class: "muted keys" }, h("kbd", {}, "j"), "/", h("kbd", {}, "k"), " move · ",
         h("kbd", {}, "a"), " approve · ", h("kbd", {}, "r"), " reject")),
-    list));
+    escalations, list));
 
   if (!app.may("operator")) {
     list.append(h("p", { class: "empty" }, `The inbox is for operators; a ${app.me.role} token may not decide.`));
@@ -42,10 +44,17 @@ export async function render(root, app) {
       clear(list).append(h("p", { class: "empty" }, error.message));
       return;
     }
-    const keep = new Set(items.map((item) => `${item.execution_id}:${item.args_hash}`));
+    // an escalation changes the card, so it is part of the card's key
+    const keyOf = (item) => `${item.execution_id}:${item.args_hash}:${Boolean(item.escalated)}`;
+    const keep = new Set(items.map(keyOf));
     for (const key of cards.keys()) if (!keep.has(key)) cards.delete(key);
+    const escalated = items.filter((item) => item.escalated).length;
+    escalations.hidden = !escalated;
+    escalations.textContent = !escalated ? ""
+      : app.me.role === "admin" ? `${escalated} escalated to you: nobody answered in time, so an admin decides. They come first.`
+      : `${escalated} escalated to an admin: nobody answered in time. You may still decide.`;
     const shown = items.map((item) => {
-      const key = `${item.execution_id}:${item.args_hash}`;
+      const key = keyOf(item);
       if (!cards.has(key)) cards.set(key, approvalCard(item, app, () => schedule()));
       return cards.get(key);
     });
@@ -94,7 +103,7 @@ export async function render(root, app) {
   });
 
   const stream = live({
-    subjects: "ecs.requested,human.responded,execution.transitioned",
+    subjects: "ecs.requested,human.responded,execution.transitioned,firewall.approval_escalated",
     onState: (s) => { if (s === "open") schedule(); },
     onEvent: () => schedule(),
   });
