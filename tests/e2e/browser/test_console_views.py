@@ -9,7 +9,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, Page, expect
+from playwright.async_api import Browser, Dialog, Page, expect
 
 from tests.e2e.browser import test_console as console
 from tests.e2e.browser.test_console import StreamTap, sign_in
@@ -216,3 +216,62 @@ async def test_audit_verify_shows_where_a_tampered_chain_breaks_and_highlights_t
     await expect(page.locator("tr.broken")).to_have_attribute("data-index", str(forged))
     await expect(page.locator("tr.broken")).to_contain_text("forged")
     await page.screenshot(path=tmp_path / "audit-broken.png", full_page=True)
+
+
+async def held_mail(full_stack: FullStack, session_id: str) -> str:
+    """``email.send`` proposed as the agent in ``session_id`` and held for approval: the execution id."""
+    mail = {"to": "bob@example.com", "subject": "Quarterly numbers", "body": "Draft attached."}
+    async with full_stack.client("agent") as http:
+        proposed = await http.post(
+            "/v1/actions", json={"session_id": session_id, "tool": "email.send", "args": mail}
+        )
+        assert proposed.status_code == 202, proposed.text
+        execution_id = str(proposed.json()["execution_id"])
+        view = await http.get(f"/v1/actions/{execution_id}?wait=30")
+        assert view.json()["consequence_label"] == "WAITING", view.text
+    return execution_id
+
+
+async def test_an_operator_cancels_a_waiting_execution_and_stops_the_session_from_its_timeline(
+    full_stack: FullStack, page: Page, tmp_path: Path
+) -> None:
+    session_id = new_session("timeline-stops")
+    listed = await list_files(full_stack, session_id)
+    waiting = await held_mail(full_stack, session_id)
+    questions: list[str] = []
+
+    async def accept(dialog: Dialog) -> None:
+        questions.append(dialog.message)
+        await dialog.accept()
+
+    page.on("dialog", accept)
+    await sign_in(page, full_stack, "operator")
+    await page.goto(f"{full_stack.url}/#/sessions/{session_id}")
+    row = page.locator(f"tr[data-execution='{waiting}']")
+    await expect(row.locator(".pill[data-status=waiting]")).to_be_visible()
+    await expect(page.locator(f"tr[data-execution='{listed}'] button.cancel-execution")).to_have_count(0)
+
+    await row.locator("button.cancel-execution").click()
+    status = page.locator("#session-stop-status")
+    await expect(status).to_contain_text(f"execution {waiting}: cancelled")
+    await expect(row.locator(".pill[data-status=cancelled]")).to_be_visible()
+    await expect(row.locator("button.cancel-execution")).to_have_count(0)
+
+    await page.click("#session-pause")
+    await expect(status).to_contain_text("paused, aborts 1")
+    await page.click("#session-cancel")
+    await expect(status).to_contain_text("paused, aborts 2")
+    await page.screenshot(path=tmp_path / "timeline-stops.png", full_page=True)
+    await page.click("#session-resume")
+    await expect(status).to_contain_text("running, aborts 0")
+    assert [q.split()[0] for q in questions] == ["Cancel", "Pause", "Cancel", "Resume"]
+
+
+async def test_a_viewer_sees_a_timeline_without_any_stop(full_stack: FullStack, page: Page) -> None:
+    session_id = new_session("timeline-viewer")
+    waiting = await held_mail(full_stack, session_id)
+    await sign_in(page, full_stack, "viewer")
+    await page.goto(f"{full_stack.url}/#/sessions/{session_id}")
+    await expect(page.locator(f"tr[data-execution='{waiting}'] .pill[data-status=waiting]")).to_be_visible()
+    await expect(page.locator("button.cancel-execution")).to_have_count(0)
+    await expect(page.locator("#session-pause")).to_have_count(0)

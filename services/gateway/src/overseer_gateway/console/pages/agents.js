@@ -2,8 +2,9 @@
 // their flags, and the operator's stops: the two-stage abort of a session (pause, then cancel; resume)
 // and cancelling one execution, each after a confirmation.
 
-import { get, post, put } from "../api.js";
+import { get, put } from "../api.js";
 import { h } from "../dom.js";
+import { cancelExecution, SESSION_STOPS, stopSession } from "../stops.js";
 import { useStyles } from "./manage.js";
 
 const FAST_MS = 3000;     // an approval faster than this in a long streak: rubber-stamping?
@@ -100,37 +101,20 @@ function stopsForm() {
   const reason = h("input", { id: "stop-reason", placeholder: "reason (optional)", maxlength: 2000 });
   const status = h("p", { class: "status", role: "status", id: "stop-status" });
   const body = () => (reason.value.trim() ? { reason: reason.value.trim() } : {});
-  async function act(question, path, describe) {
-    if (!window.confirm(question)) return;
-    try {
-      status.textContent = describe(await post(path, body()));
-      status.classList.remove("error");
-    } catch (error) {
-      status.textContent = error.message;
-      status.classList.add("error");
-    }
-  }
-  const sessionAction = (verb, question) => () => {
-    const id = session.value.trim();
-    if (!id) { status.textContent = "Give a session id."; return; }
-    act(question(id), `/v1/sessions/${encodeURIComponent(id)}/${verb}`,
-      (a) => `session ${a.session_id}: ${a.paused ? "paused" : "running"}, aborts ${a.aborts}${a.changed ? "" : " (unchanged)"}`);
-  };
+  const sessionButton = (verb) => h("button", { type: "button", id: `stop-${verb}`,
+    class: SESSION_STOPS[verb].danger ? "danger" : null, onclick: () => {
+      const id = session.value.trim();
+      if (!id) { status.textContent = "Give a session id."; return; }
+      stopSession(verb, id, body(), status);
+    } }, SESSION_STOPS[verb].label);
   return h("fieldset", { id: "stops" }, h("legend", {}, "Stop"),
     h("label", { for: "stop-session" }, "Session (pause first; cancel is the second stage)"), session,
-    h("div", { class: "toolbar" },
-      h("button", { type: "button", id: "stop-pause", onclick: sessionAction("pause",
-        (id) => `Pause session ${id}? Its new proposals are held for a person.`) }, "Pause"),
-      h("button", { type: "button", id: "stop-cancel", class: "danger", onclick: sessionAction("cancel",
-        (id) => `Cancel session ${id}? Its pending and waiting executions are cancelled.`) }, "Cancel session"),
-      h("button", { type: "button", id: "stop-resume", onclick: sessionAction("resume",
-        (id) => `Resume session ${id}? New proposals are judged as usual again.`) }, "Resume")),
+    h("div", { class: "toolbar" }, sessionButton("pause"), sessionButton("cancel"), sessionButton("resume")),
     h("label", { for: "stop-execution" }, "One execution (pending or waiting)"), execution,
     h("div", { class: "toolbar" }, h("button", { type: "button", id: "stop-execution-cancel", class: "danger", onclick: () => {
       const id = execution.value.trim();
       if (!id) { status.textContent = "Give an execution id."; return; }
-      act(`Cancel execution ${id}?`, `/v1/executions/${encodeURIComponent(id)}/cancel`,
-        (a) => `execution ${id}: ${a?.state ?? a?.status ?? "cancelled"}`);
+      cancelExecution(id, body(), status);
     } }, "Cancel execution")),
     h("label", { for: "stop-reason" }, "Reason"), reason, status);
 }

@@ -1,12 +1,15 @@
 // Sessions and executions: the agent's sessions (or any session id typed in, an external agent's too),
 // a session's timeline (its executions and their transitions), one execution's snapshot, transitions
-// and consequence view, and the execution state machine drawn with counts on its edges.
+// and consequence view, and the execution state machine drawn with counts on its edges. A timeline follows
+// the session live; on it an operator stops things in place: the session (pause, then cancel; resume)
+// and each pending or waiting execution, each after a confirmation.
 //   #/sessions            the list and a box to open any session id
 //   #/sessions/<id>       the session's timeline
 //   #/executions/<id>     one execution
 
-import { ApiError, get } from "../api.js";
+import { ApiError, get, live } from "../api.js";
 import { h, when } from "../dom.js";
+import { cancelExecution, SESSION_STOPS, stopSession } from "../stops.js";
 import { topologyDiagram } from "../topology.js";
 
 const enc = encodeURIComponent;
@@ -95,24 +98,64 @@ async function list(root) {
       h("span", { class: "muted" }, when(s.updated_at)))))));
 }
 
-async function timeline(root, sessionId) {
+const CANCELLABLE = new Set(["pending", "waiting"]);
+
+/** The session's stop buttons and the status line they report to; `done` runs after a stop took effect. */
+function sessionStops(sessionId, status, done) {
+  return h("div", { class: "toolbar session-stops", "aria-label": "Stop this session" },
+    Object.entries(SESSION_STOPS).map(([verb, stop]) => h("button", { type: "button", id: `session-${verb}`,
+      class: stop.danger ? "danger" : null,
+      onclick: async () => { if (await stopSession(verb, sessionId, {}, status)) done(); } }, stop.label)));
+}
+
+async function timeline(root, sessionId, app) {
+  const status = h("p", { class: "status", role: "status", id: "session-stop-status" });
+  const body = h("div", {});
+  const operator = app.may("operator");
   const section = h("section", { class: "views" },
     h("div", { class: "conversation-head" },
       h("h2", {}, "Session ", h("code", {}, sessionId)),
       h("a", { href: `#/chat/${enc(sessionId)}` }, "chat"),
       h("a", { href: `#/events/${enc(sessionId)}` }, "live events"),
-      openBox()));
+      openBox()),
+    operator ? sessionStops(sessionId, status, () => load()) : null,
+    operator ? status : null,
+    body);
   root.append(section);
-  let view;
-  try {
-    view = await get(`/api/execution/${enc(sessionId)}/timeline`);
-  } catch (error) {
-    const text = error instanceof ApiError && error.status === 404
-      ? "No execution in this session (yet)." : error.message;
-    section.append(h("p", { class: "empty" }, text));
-    return;
+
+  function cancelButton(c) {
+    if (!operator || !CANCELLABLE.has(c.current_status)) return null;
+    return h("button", { type: "button", class: "danger small cancel-execution", dataset: { execution: c.execution_id },
+      onclick: async () => { if (await cancelExecution(c.execution_id, {}, status)) load(); } }, "Cancel");
   }
-  section.append(
+
+  async function load() {
+    let view;
+    try {
+      view = await get(`/api/execution/${enc(sessionId)}/timeline`);
+    } catch (error) {
+      const text = error instanceof ApiError && error.status === 404
+        ? "No execution in this session (yet)." : error.message;
+      body.replaceChildren(h("p", { class: "empty" }, text));
+      return;
+    }
+    body.replaceChildren(...await timelineParts(view, cancelButton));
+  }
+
+  // Live: the observer announces each transition it has recorded (observation.execution_state), so a
+  // timeline read after that announcement already shows the transition.
+  let pending = null;
+  const stream = live({
+    session: sessionId,
+    subjects: "observation.execution_state",
+    onEvent: () => { if (!pending) pending = setTimeout(() => { pending = null; load(); }, 150); },
+  });
+  await load();
+  return () => { stream.close(); clearTimeout(pending); };
+}
+
+async function timelineParts(view, cancelButton) {
+  return [
     h("div", { class: "counts" },
       h("span", { class: "pill" }, plural(view.total_contracts, "execution")),
       h("span", { class: "pill allowed" }, `${view.terminal_contracts} ended`),
@@ -123,18 +166,19 @@ async function timeline(root, sessionId) {
     h("h3", {}, "Executions"),
     h("div", { class: "scroll" }, h("table", { class: "grid contracts" },
       h("thead", {}, h("tr", {}, h("th", {}, "execution"), h("th", {}, "action"), h("th", {}, "status"),
-        h("th", {}, "transitions"), h("th", {}, "in state since"))),
-      h("tbody", {}, view.contracts.map((c) => h("tr", {},
+        h("th", {}, "transitions"), h("th", {}, "in state since"), h("th", {}, ""))),
+      h("tbody", {}, view.contracts.map((c) => h("tr", { dataset: { execution: c.execution_id } },
         h("td", {}, executionLink(c.execution_id)),
         h("td", {}, c.action_summary, c.irreversible ? h("span", { class: "pill denied" }, "irreversible") : null),
         h("td", {}, statusPill(c.current_status)),
         h("td", {}, String(c.transition_count)),
-        h("td", { class: "muted" }, when(c.entered_at))))))),
+        h("td", { class: "muted" }, when(c.entered_at)),
+        h("td", {}, cancelButton(c))))))),
     h("h3", {}, "State machine"),
     await diagram(view.transitions,
       `Counts: the ${plural(view.transitions.length, "transition")} of this session's ${plural(view.total_contracts, "execution")}.`),
     h("h3", {}, "Transitions"),
-    transitionsTable(view.transitions, true));
+    transitionsTable(view.transitions, true)];
 }
 
 async function execution(root, executionId) {
@@ -180,6 +224,6 @@ async function execution(root, executionId) {
 export async function render(root, app, params) {
   const kind = location.hash.replace(/^#\/?/, "").split("/")[0];
   if (kind === "executions" && params[0]) return execution(root, params[0]);
-  if (params[0]) return timeline(root, params[0]);
+  if (params[0]) return timeline(root, params[0], app);
   return list(root);
 }
