@@ -203,3 +203,32 @@ async def test_an_operator_cancels_one_waiting_execution_from_the_agents_page(
     async with full_stack.client("viewer") as http:
         view = (await http.get(f"/v1/actions/{execution_id}?wait=30&until=terminal")).json()
     assert view["consequence_label"] == "CANCELLED"
+
+
+async def test_an_agents_suggestion_appears_on_the_open_board_and_confirming_it_creates_the_object(
+    full_stack: FullStack, page: Page, tmp_path: Path
+) -> None:
+    topic = f"Hermes {uuid.uuid4().hex[:6]}"
+    await sign_in(page, full_stack, "operator")
+    await page.goto(full_stack.url + "/#/cos")
+    await expect(page.locator("#co-suggestions")).to_be_visible()
+
+    async with full_stack.client("operator") as http:
+        said = await http.post(
+            f"/v1/sessions/suggest-{uuid.uuid4().hex[:8]}/messages",
+            json={"text": f"remember this: the {topic} project starts in March"},
+        )
+        assert said.status_code == 202, said.text
+    suggestion_id = f"{said.json()['turn_id']}:co"
+
+    suggestion = page.locator(f"#co-suggestions article[data-suggestion='{suggestion_id}']")
+    await expect(suggestion).to_contain_text(topic)
+    await page.screenshot(path=tmp_path / "cos-suggestion.png", full_page=True)
+    await suggestion.locator("button.ok").click()
+    await expect(page.locator("#cos-status")).to_contain_text("suggestion confirmed")
+    await expect(suggestion).to_have_count(0)
+    await expect(card_in(page, "emerging", topic)).to_be_visible()
+
+    async with full_stack.client("operator") as http:
+        decided = (await http.get("/v1/cos/suggestions", params={"status": "confirmed"})).json()
+    assert suggestion_id in {s["suggestion_id"] for s in decided}

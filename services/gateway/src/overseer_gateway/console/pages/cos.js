@@ -1,8 +1,9 @@
 // Cognitive Objects: a board with a column per lifecycle state. Each card offers only the triggers
 // legal from its status (the COL's own state machine, `GET /v1/cos/topology`), so an illegal move is
-// never a button. Search with `q` (any language), create a CO, and decide the agent's suggestions.
+// never a button. Search with `q` (any language), create a CO, and decide the agent's suggestions. The
+// board and the suggestions follow the COL live: what it records appears without a reload.
 
-import { get, post } from "../api.js";
+import { get, live, post } from "../api.js";
 import { h } from "../dom.js";
 import { useStyles } from "./manage.js";
 
@@ -99,10 +100,11 @@ export async function render(root, app) {
   }
   section.append(status, board);
 
+  let loadSuggestions = async () => {};
   if (writer) {
     const list = h("div", { id: "co-suggestions" });
     section.append(h("h3", {}, "Suggestions from the agent"), list);
-    const loadSuggestions = async () => {
+    loadSuggestions = async () => {
       let pending;
       try {
         pending = await get("/v1/cos/suggestions?status=pending");
@@ -134,6 +136,15 @@ export async function render(root, app) {
     };
     loadSuggestions();
   }
+
+  // The COL's own events: each is announced after the COL recorded it, so a read after it sees it.
+  let pending = null;
+  const stream = live({
+    subjects: "co.created,co.updated,co.transitioned,co.suggestion_recorded,co.suggestion_decided",
+    onEvent: () => {
+      if (!pending) pending = setTimeout(() => { pending = null; load(); loadSuggestions(); }, 150);
+    },
+  });
   await load();
-  return undefined;
+  return () => { stream.close(); clearTimeout(pending); };
 }
