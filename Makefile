@@ -16,10 +16,12 @@ $(UV):
 	.uv/bin/pip install --quiet 'uv>=0.5'
 
 # shell.run runs in a bubblewrap jail (docs/executor.md): Debian's bubblewrap, installed only when bwrap is missing.
-# The console's browser tests (tests/e2e/browser/) drive Debian's chromium, installed only when it is missing.
+# The console's browser tests (tests/e2e/browser/) drive Debian's chromium, installed only when it is missing,
+# with a font that has Chinese glyphs (the agent and the Cognitive Objects speak Chinese too).
 system-deps:
 	@command -v bwrap >/dev/null 2>&1 || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y bubblewrap; }
 	@test -x /usr/bin/chromium || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
+	@dpkg -s fonts-wqy-zenhei >/dev/null 2>&1 || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y fonts-wqy-zenhei; }
 
 # Sync again when any package's metadata or the lock file changes.
 $(STAMP): $(UV) uv.lock pyproject.toml $(wildcard libs/*/pyproject.toml services/*/pyproject.toml) cli/pyproject.toml | system-deps
