@@ -68,3 +68,40 @@ async def test_until_start_returns_methods_answer_503_starting_and_health_answer
         with contextlib.suppress(Exception):
             await starting
         await runtime.stop()
+
+
+class Failing(Service):
+    """A started service with one method that fails inside and one that echoes."""
+
+    name = "observer"
+
+    def rpc(self) -> RpcTable:
+        return RpcTable().method("echo", Echo, self.echo).method("broken", Echo, self.broken)
+
+    async def echo(self, request: Echo) -> str:
+        return request.text
+
+    async def broken(self, request: Echo) -> str:
+        raise TypeError(f"cannot handle {request.text}")
+
+
+async def test_a_refusal_a_failure_inside_a_service_and_nobody_answering_stay_apart(stack: Stack) -> None:
+    service = Failing()
+    async with stack.runtime(service):
+        with pytest.raises(RpcError) as failed:
+            await stack.rpc("observer", "broken", {"text": "this"})
+        assert (failed.value.status, failed.value.detail) == (
+            500,
+            "observer failed: TypeError: cannot handle this",
+        )
+        with pytest.raises(RpcError) as unsendable:
+            await stack.rpc("observer", "echo", {"text": 2**70})
+        assert unsendable.value.status == 422
+        assert "cannot be sent" in unsendable.value.detail
+        with pytest.raises(RpcError) as refused:
+            await stack.rpc("observer", "echo", {"text": 5})
+        assert refused.value.status == 422
+    with pytest.raises(RpcError) as unreachable:
+        await stack.rpc("observer", "echo", {"text": "anyone?"}, timeout=0.5)
+    assert unreachable.value.status in (503, 504)
+    assert "observer" in unreachable.value.detail

@@ -227,3 +227,36 @@ async def test_a_malformed_execution_id_in_a_path_is_422_on_the_fast_path_and_in
             f"/v1/approvals/{execution_id}", json={"decision": "approve", "args_hash": "h"}
         )
     assert_problem(decided, 422, "path execution_id: String should match pattern")
+
+
+@pytest.mark.parametrize(
+    ("path", "parameter"),
+    [
+        ("/v1/audit?after=507309067194173095936&limit=817", "after"),
+        ("/v1/cos?offset=211298730314255237120", "offset"),
+        ("/v1/audit?after=9007199254740992", "after"),  # one beyond what every JSON reader holds exactly
+    ],
+)
+async def test_an_integer_parameter_beyond_its_bound_is_422_naming_it(
+    gateway: LiveGateway, path: str, parameter: str
+) -> None:
+    async with gateway.client("admin") as client:
+        problem = assert_problem(await client.get(path), 422)
+    assert parameter in problem["detail"]
+
+
+@pytest.mark.parametrize(
+    ("path", "parameter"),
+    [
+        ("/v1/cos?q=launch%00plan", "q"),
+        ("/v1/memory?q=%00", "q"),
+        ("/v1/sessions?limit=5&x%00y=1", "x\x00y"),
+        ("/v1/audit?after=-1&note=a%00", "note"),
+    ],
+)
+async def test_a_nul_character_in_a_query_parameter_is_422_naming_it(
+    gateway: LiveGateway, path: str, parameter: str
+) -> None:
+    async with gateway.client("admin") as client:
+        problem = assert_problem(await client.get(path), 422, "NUL")
+    assert repr(parameter) in problem["detail"]

@@ -18,6 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
+import nats.errors
 import orjson
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -138,7 +139,8 @@ class RpcServer:
             return orjson.dumps({"ok": False, "status": 422, "detail": "the request is not JSON"})
         except Exception as exc:
             log.exception("%s: rpc failed", self.service)
-            return orjson.dumps({"ok": False, "status": 500, "detail": f"{type(exc).__name__}: {exc}"})
+            detail = f"{self.service} failed: {type(exc).__name__}: {exc}"
+            return orjson.dumps({"ok": False, "status": 500, "detail": detail})
 
 
 def json_default(obj: Any) -> Any:
@@ -159,14 +161,21 @@ async def rpc_request(
     *,
     subjects: Subjects | None = None,
 ) -> Any:
-    """Ask ``service`` over NATS request/reply; raises :class:`RpcError` for its refusals and for no answer."""
+    """Ask ``service`` over NATS request/reply; raises :class:`RpcError` for its refusals and for no answer.
+
+    Three failures stay apart, so a caller never reads one as another: a request that cannot be
+    encoded (422: a value JSON cannot carry, such as an integer beyond 64 bits, is the asker's error),
+    no answer in time (504) or nobody to answer (503, ``not reachable``), and the service's own
+    refusal or failure (its status: 4xx, or 500 when the method failed)."""
     try:
-        reply = await nc.request(
-            (subjects or Subjects()).rpc(service, method), orjson.dumps(payload or {}), timeout=timeout
-        )
+        body = orjson.dumps(payload or {})
+    except TypeError as exc:
+        raise RpcError(422, f"the request to {service} cannot be sent: {exc}") from exc
+    try:
+        reply = await nc.request((subjects or Subjects()).rpc(service, method), body, timeout=timeout)
     except TimeoutError as exc:
         raise RpcError(504, f"{service} did not answer {method} within {timeout}s") from exc
-    except Exception as exc:  # no responders, disconnected
+    except nats.errors.Error as exc:  # no responders, disconnected, a permissions violation
         raise RpcError(503, f"{service} is not reachable: {type(exc).__name__}") from exc
     answer = orjson.loads(reply.data)
     if not answer.get("ok"):

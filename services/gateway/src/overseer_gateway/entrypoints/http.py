@@ -23,7 +23,7 @@ from overseer_gateway.entrypoints.bus_guard import BusGuard
 from overseer_gateway.entrypoints.context import Gateway
 from overseer_gateway.entrypoints.docs import problem_media_types
 from overseer_gateway.entrypoints.fast_actions import FastActions
-from overseer_gateway.entrypoints.limits import RequestBodyGuard
+from overseer_gateway.entrypoints.limits import QueryGuard, RequestBodyGuard
 from overseer_gateway.settings import GatewaySettings
 
 DESCRIPTION = """\
@@ -73,6 +73,7 @@ def build_app(gateway: Gateway, settings: GatewaySettings, *, telemetry: bool) -
     app.include_router(routes_console.router)
     app.mount("/console", routes_console.assets(), name="console")
     app.add_middleware(RequestBodyGuard, max_bytes=settings.max_body_bytes, max_depth=settings.max_json_depth)
+    app.add_middleware(QueryGuard)
 
     return app
 

@@ -35,6 +35,7 @@ from overseer_gateway.entrypoints.answers import json_response, passed_on
 from overseer_gateway.entrypoints.auth import require
 from overseer_gateway.entrypoints.context import gateway_of
 from overseer_gateway.entrypoints.docs import READ, READ_ONE, WRITE, problems
+from overseer_gateway.entrypoints.limits import MAX_QUERY_INT
 from overseer_gateway.entrypoints.schemas import (
     CoCreateRequest,
     CognitiveObjectView,
@@ -82,7 +83,7 @@ async def list_cos(
     ),
     active: bool = Query(False, description="leave out archived objects"),
     limit: int = Query(100, ge=1, le=1000),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=MAX_QUERY_INT),
 ) -> Response:
     payload = {"status": status, "domain": domain, "type": type, "q": q, "active": active}
     return await ask_col(request, "list", {**payload, "limit": limit, "offset": offset})

@@ -13,6 +13,7 @@ from overseer_gateway.entrypoints.answers import json_response, passed_on
 from overseer_gateway.entrypoints.auth import require
 from overseer_gateway.entrypoints.context import gateway_of
 from overseer_gateway.entrypoints.docs import READ, READ_ONE, WRITE, problems
+from overseer_gateway.entrypoints.limits import MAX_QUERY_INT
 from overseer_gateway.entrypoints.schemas import (
     AuditRecord,
     AuditVerification,
@@ -107,7 +108,9 @@ async def transitions(
 )
 async def audit(
     request: Request,
-    after: int = Query(-1, ge=-1, description="answer records with an index greater than this"),
+    after: int = Query(
+        -1, ge=-1, le=MAX_QUERY_INT, description="answer records with an index greater than this"
+    ),
     limit: int = Query(100, ge=1, le=1000),
     _: Caller = Depends(require(Role.OPERATOR)),
 ) -> Response:
