@@ -27,7 +27,7 @@ import tomllib
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -73,7 +73,7 @@ class NatsSettings(Section):
 class TelemetrySettings(Section):
     """``[telemetry]``: where spans go (see :mod:`overseer_runtime.tracing`)."""
 
-    exporter: str
+    exporter: Literal["none", "console", "file", "otlp"]
 
 
 def _parse_scalar(text: str) -> Any:

@@ -190,6 +190,7 @@ class Runtime:
                 await self.nc.drain()
         await self.reader.close()
         self.store.close()
+        tracing.shutdown_tracing()
         self._stopped.set()
 
     async def wait_stopped(self) -> None:

@@ -5,17 +5,22 @@ of the message; events emitted while handling it store the current context
 in their headers, and the relay publishes those headers. So one action's
 spans, across every service it passes, join into one trace.
 
-Exporters (``[telemetry] exporter``): ``console``, ``file`` (one JSON line
-per span in ``<home>/traces/<service>.jsonl``), or ``none``. With ``none``
-no SDK span is made at all (every handled message would pay for one), but
-the W3C context is still carried: each handled event gets a fresh span id
-under the incoming trace id, so traces stay joinable the day an exporter is
-switched on.
+Exporters (``[telemetry] exporter``, or the standard ``OTEL_TRACES_EXPORTER``):
+``otlp`` (to any OpenTelemetry collector, Jaeger or Tempo: HTTP/protobuf, or
+gRPC with ``OTEL_EXPORTER_OTLP_PROTOCOL=grpc``; the endpoint, headers and
+timeouts come from the standard ``OTEL_EXPORTER_OTLP_*`` variables, sampling
+from ``OTEL_TRACES_SAMPLER``/``OTEL_TRACES_SAMPLER_ARG``, spans sent in
+batches), ``console``, ``file`` (one JSON line per span in
+``<home>/traces/<service>.jsonl``), or ``none``. With ``none`` no SDK span is
+made at all (every handled message would pay for one), but the W3C context
+is still carried: each handled event gets a fresh span id under the incoming
+trace id, so traces stay joinable the day an exporter is switched on.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -29,6 +34,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
     ConsoleSpanExporter,
     SimpleSpanProcessor,
     SpanExporter,
@@ -39,8 +45,10 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 _propagator = TraceContextTextMapPropagator()
 _ids = random.Random()  # span and trace ids need to be unique, not secret (as in the OTel SDK)
 _tracer: trace.Tracer = trace.get_tracer("overseer")
+_provider: TracerProvider | None = None
 # True while an exporter is configured: spans go through the OpenTelemetry SDK.
 _sdk = False
+EXPORTERS = ("none", "console", "file", "otlp")
 # The light path's current (trace id, span id), as hex strings.
 _light: ContextVar[tuple[str, str] | None] = ContextVar("overseer_trace", default=None)
 
@@ -75,9 +83,39 @@ class JsonLinesSpanExporter(SpanExporter):
         return SpanExportResult.SUCCESS
 
 
+def otlp_exporter() -> SpanExporter:
+    """The OTLP exporter ``OTEL_EXPORTER_OTLP_PROTOCOL`` names (``http/protobuf`` unless ``grpc``); each
+    reads its endpoint, headers, compression and timeout from the standard ``OTEL_EXPORTER_OTLP_*``."""
+    protocol = (
+        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+        or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        or "http/protobuf"
+    )
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+
+        return GrpcExporter()
+    if protocol != "http/protobuf":
+        raise ValueError(f"OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' or 'grpc', not {protocol!r}")
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+
+    return HttpExporter()
+
+
+def exporter_named(configured: str) -> str:
+    """The exporter in force: ``OTEL_TRACES_EXPORTER`` when set (the standard variable), else ``configured``."""
+    exporter = os.environ.get("OTEL_TRACES_EXPORTER") or configured
+    if exporter not in EXPORTERS:
+        raise ValueError(f"telemetry exporter: one of {', '.join(EXPORTERS)}, not {exporter!r}")
+    return exporter
+
+
 def setup_tracing(service: str, exporter: str, home: Path) -> None:
-    global _tracer, _sdk
-    _sdk = exporter in ("console", "file")
+    """Spans for ``service`` to ``exporter`` (see the module's documentation); the sampler is the
+    SDK's, from ``OTEL_TRACES_SAMPLER`` (a parent's decision is followed, so a trace is whole or absent)."""
+    global _tracer, _sdk, _provider
+    exporter = exporter_named(exporter)
+    _sdk = exporter != "none"
     if not _sdk:
         return
     provider = TracerProvider(resource=Resource.create({"service.name": f"overseer-{service}"}))
@@ -87,7 +125,21 @@ def setup_tracing(service: str, exporter: str, home: Path) -> None:
         provider.add_span_processor(
             SimpleSpanProcessor(JsonLinesSpanExporter(home / "traces" / f"{service}.jsonl"))
         )
+    else:
+        # In batches, from a thread of the SDK's own: a handled event never waits for the collector.
+        provider.add_span_processor(BatchSpanProcessor(otlp_exporter()))
+    _provider = provider
     _tracer = provider.get_tracer("overseer")
+
+
+def shutdown_tracing() -> None:
+    """Send the spans still batched (at most a few seconds), then stop exporting."""
+    global _provider, _sdk, _tracer
+    if _provider is not None:
+        _provider.shutdown()
+    _provider = None
+    _sdk = False
+    _tracer = trace.get_tracer("overseer")
 
 
 def _parse_traceparent(headers: Mapping[str, str] | None) -> str | None:
@@ -143,6 +195,12 @@ def span(name: str, attributes: dict[str, Any] | None = None) -> AbstractContext
         current = _light.get()
         return _LightSpan(current[0] if current else None)
     return _tracer.start_as_current_span(name, attributes=attributes or {})  # type: ignore[return-value]
+
+
+def set_attribute(name: str, value: str | int | float | bool) -> None:
+    """An attribute on the current span (nothing without an exporter: there is no span to hold it)."""
+    if _sdk:
+        trace.get_current_span().set_attribute(name, value)
 
 
 def current_headers() -> dict[str, str]:

@@ -24,6 +24,7 @@ from overseer_gateway.entrypoints.context import Gateway
 from overseer_gateway.entrypoints.docs import problem_media_types
 from overseer_gateway.entrypoints.fast_actions import FastActions
 from overseer_gateway.entrypoints.limits import QueryGuard, RequestBodyGuard
+from overseer_gateway.entrypoints.trace_context import HttpTraceContext
 from overseer_gateway.settings import GatewaySettings
 
 DESCRIPTION = """\
@@ -79,10 +80,11 @@ def build_app(gateway: Gateway, settings: GatewaySettings, *, telemetry: bool) -
 
 
 def build_asgi(gateway: Gateway, app: ASGIApp, settings: GatewaySettings) -> ASGIApp:
-    """What uvicorn serves: writes refused while the bus is down (:class:`BusGuard`), then
+    """What uvicorn serves: each request a span continuing the caller's trace (:class:`HttpTraceContext`),
+    writes refused while the bus is down (:class:`BusGuard`), then
     ``POST /v1/actions`` and ``GET /v1/actions/{id}`` on a fast path, the rest (and whatever the fast
     path is not sure of) by ``app``."""
     fast = FastActions(
         app, gateway, max_body_bytes=settings.max_body_bytes, max_json_depth=settings.max_json_depth
     )
-    return BusGuard(fast, gateway.bus_connected)
+    return HttpTraceContext(BusGuard(fast, gateway.bus_connected))
