@@ -26,6 +26,7 @@ from overseer_gateway.domain.access import Caller
 from overseer_gateway.domain.approvals import card_of
 from overseer_gateway.domain.chat import MessageLimits
 from overseer_gateway.domain.patterns import SubjectFilter
+from overseer_runtime.metrics import merge_expositions, up_exposition
 from overseer_runtime.rpc import RpcError
 from overseer_runtime.unit_of_work import Emit
 
@@ -215,6 +216,17 @@ class InMemoryPeers:
             name: self.status if name == SERVICE else ("ok" if name in self.running else "down")
             for name in SERVICES
         }
+
+    async def metrics(self) -> str:
+        """What each service's ``metrics`` method answers, merged, with who answered."""
+        texts: dict[str, str | None] = {}
+        for name in SERVICES:
+            try:
+                texts[name] = str((await self.ask(name, "metrics"))["exposition"])
+            except RpcError:
+                texts[name] = None
+        answered = {name: text is not None for name, text in texts.items()}
+        return merge_expositions([*(t for t in texts.values() if t is not None), up_exposition(answered)])
 
 
 # What the executor's ``approvals.get`` answers for an approval card waiting for a person.

@@ -53,6 +53,7 @@ class OverseerSettings(Section):
 
     home: str
     log_level: str
+    log_format: Literal["text", "json"]
 
 
 class NatsSettings(Section):

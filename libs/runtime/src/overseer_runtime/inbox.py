@@ -61,6 +61,7 @@ class Inbox:
         js: JetStreamContext,
         dead_letter_subject: str,
         nak_delay: float,
+        dead_lettered: Callable[[], None] = lambda: None,
     ) -> None:
         self.service = service
         self.store = store
@@ -70,6 +71,7 @@ class Inbox:
         self._js = js
         self._dead_letter_subject = dead_letter_subject
         self._nak_delay = nak_delay
+        self._dead_lettered = dead_lettered
 
     def on_batch(self, consumer: str, wanted: tuple[str, ...]) -> OnBatch:
         """The batch callback of ``consumer``, which asked for the subjects ``wanted``."""
@@ -195,6 +197,7 @@ class Inbox:
         log.warning("%s: dead-lettering %s#%s: %s", self.service, meta.stream, meta.sequence.stream, reason)
         try:
             await self._js.publish(self._dead_letter_subject, msg.data, headers=headers, timeout=5.0)
+            self._dead_lettered()
         except Exception as exc:
             log.error("%s: dead-letter publish failed: %s", self.service, exc)
             await msg.nak(delay=self._nak_delay * 4)

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 from typing import Any
 
 import orjson
+from pythonjsonlogger.json import JsonFormatter
 
+from overseer_runtime import tracing
 from overseer_runtime.config import LOCAL_NATS_URL, Settings, load_settings
 from overseer_runtime.credentials import credentials_for
 from overseer_runtime.home import private_umask
@@ -27,12 +30,31 @@ from overseer_runtime.store import EventStore
 log = logging.getLogger("overseer.runtime")
 
 
+class TraceIds(logging.Filter):
+    """Puts the trace and span ids of the event or request being handled on each record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        ids = tracing.current_ids()
+        record.trace_id, record.span_id = ids if ids is not None else (None, None)
+        return True
+
+
 def configure_logging(settings: Settings, service: str) -> None:
-    logging.basicConfig(
-        level=settings.overseer.log_level.upper(),
-        stream=sys.stderr,
-        format=f"%(asctime)s {service} %(levelname)s %(name)s: %(message)s",
-    )
+    """Records to stderr at ``[overseer] log_level``: lines of text, or JSON objects (``log_format =
+    "json"`` or ``OVERSEER_LOG_FORMAT=json``) carrying ``service``, ``trace_id`` and ``span_id``."""
+    handler = logging.StreamHandler(sys.stderr)
+    if (os.environ.get("OVERSEER_LOG_FORMAT") or settings.overseer.log_format) == "json":
+        handler.addFilter(TraceIds())
+        handler.setFormatter(
+            JsonFormatter(
+                "%(asctime)s %(levelname)s %(name)s %(message)s %(trace_id)s %(span_id)s",
+                rename_fields={"levelname": "level", "name": "logger", "asctime": "time"},
+                static_fields={"service": service},
+            )
+        )
+    else:
+        handler.setFormatter(logging.Formatter(f"%(asctime)s {service} %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=settings.overseer.log_level.upper(), handlers=[handler])
 
 
 async def serve(service: Service, settings: Settings | None = None) -> None:

@@ -94,7 +94,8 @@ def validation_detail(exc: ValidationError) -> str:
 
 
 class RpcServer:
-    """Answers ``service``'s RPC methods and ``health`` on ``nc``; the methods only once :meth:`open`.
+    """Answers ``service``'s RPC methods, ``health`` and ``metrics`` on ``nc``; its own methods only once
+    :meth:`open`.
 
     ``spawn`` runs each answer as a task of its own, so one slow method does not hold up the others.
     """
@@ -105,9 +106,13 @@ class RpcServer:
         self._spawn = spawn
         self.open = False  # the service's start() returned: methods other than health answer
 
-    async def serve(self, nc: Client, methods: Mapping[str, RpcMethod], health: RpcMethod) -> None:
-        """Subscribe to ``health`` (always answered) and to each of ``methods`` (answered once open)."""
-        await self._subscribe(nc, "health", health, gated=False)
+    async def serve(
+        self, nc: Client, methods: Mapping[str, RpcMethod], always: Mapping[str, RpcMethod]
+    ) -> None:
+        """Subscribe to the ``always`` methods (``health``, ``metrics``: answered while the service is
+        still starting) and to each of ``methods`` (answered once open)."""
+        for name, method in always.items():
+            await self._subscribe(nc, name, method, gated=False)
         for name, method in methods.items():
             await self._subscribe(nc, name, method, gated=True)
 

@@ -39,6 +39,7 @@ from overseer_runtime.config import LOCAL_NATS_URL, Settings, load_settings
 from overseer_runtime.consumer import DurablePullConsumer
 from overseer_runtime.credentials import NatsCredential, credentials_for
 from overseer_runtime.inbox import Inbox
+from overseer_runtime.metrics import ServiceMetrics
 from overseer_runtime.provisioning import consumer_plan
 from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.relay import OutboxRelay, PubAckPublisher
@@ -93,10 +94,12 @@ class Runtime:
         self.started_at = time.time()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopped = asyncio.Event()
+        self.metrics = ServiceMetrics(service.name)
         self.transactions = TransactionRunner(
             Emitter(service.name, self.store, self.subjects, self.projections),
             publish=self._publish_committed,
             spawn=self.spawn,
+            observe=self.metrics.committed,
         )
         self.rpc_server = RpcServer(service.name, self.subjects, self.spawn)
 
@@ -119,7 +122,9 @@ class Runtime:
         self.spawn(self.relay.run())
         # RPC is served before the service's start() (its recovery) has run: until then every
         # method but health answers a retryable 503.
-        await self.rpc_server.serve(self.nc, self.service.rpc().methods(), self._health_rpc)
+        await self.rpc_server.serve(
+            self.nc, self.service.rpc().methods(), {"health": self._health_rpc, "metrics": self._metrics_rpc}
+        )
         await self.service.start(self)
         self.rpc_server.open = True
         self._build_consumers()
@@ -140,6 +145,7 @@ class Runtime:
             js=self.js,
             dead_letter_subject=self.subjects.dlq(self.service.name),
             nak_delay=nats.nak_delay_seconds,
+            dead_lettered=self.metrics.dead_lettered,
         )
         for plan in consumer_plan(self.service.name, self.service.subscriptions(), self.subjects):
             consumer = DurablePullConsumer(
@@ -241,6 +247,17 @@ class Runtime:
 
     async def _health_rpc(self, payload: dict[str, Any]) -> dict[str, Any]:
         return await self.health(detailed=bool(payload.get("detailed", True)))
+
+    async def _metrics_rpc(self, _: dict[str, Any]) -> dict[str, str]:
+        return {"exposition": await self.metrics_exposition()}
+
+    async def metrics_exposition(self) -> str:
+        """This process's Prometheus metrics, its consumers' lag and relay backlog read now."""
+        health = await self.health(detailed=True)
+        self.metrics.observe(
+            {name: consumer["lag"] for name, consumer in health["consumers"].items()}, health["relay_backlog"]
+        )
+        return self.metrics.exposition()
 
     async def health(self, detailed: bool = True) -> dict[str, Any]:
         consumers: dict[str, Any] = {}

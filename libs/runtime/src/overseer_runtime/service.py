@@ -18,6 +18,7 @@ from nats.js import JetStreamContext
 from overseer_events.envelope import Envelope, EventData
 from overseer_events.subjects import Subjects
 from overseer_runtime.config import Settings
+from overseer_runtime.metrics import ServiceMetrics
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.rpc import RpcTable
@@ -94,6 +95,13 @@ class Host(Protocol):
 
     def status(self) -> str:
         """``starting``, ``ok`` or ``degraded``."""
+
+    @property
+    def metrics(self) -> ServiceMetrics:
+        """The service's Prometheus metrics (a service may register its own in ``metrics.registry``)."""
+
+    async def metrics_exposition(self) -> str:
+        """This process's metrics as Prometheus text, read now."""
 
 
 class Service:

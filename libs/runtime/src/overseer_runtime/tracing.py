@@ -203,6 +203,16 @@ def set_attribute(name: str, value: str | int | float | bool) -> None:
         trace.get_current_span().set_attribute(name, value)
 
 
+def current_ids() -> tuple[str, str] | None:
+    """The current (trace id, span id) as hex, for a log record; None outside any handled event or request."""
+    if not _sdk:
+        return _light.get()
+    context = trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return None
+    return format(context.trace_id, "032x"), format(context.span_id, "016x")
+
+
 def current_headers() -> dict[str, str]:
     """The current trace context as W3C headers (``traceparent``), for an event being emitted."""
     if not _sdk:

@@ -44,6 +44,8 @@ T = TypeVar("T")
 AfterCommit = Callable[[], Awaitable[None] | None]
 Publish = Callable[[Sequence[OutboxEntry]], Awaitable[None]]
 Spawn = Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]]
+# A commit's events: those it took in (handled), those it put out (emitted).
+Observe = Callable[[Sequence[Envelope], Sequence[Envelope]], None]
 
 # A write the store refuses (is_unwritable) is tried again after a random wait of up to
 # 50 ms, 100 ms, 200 ms … and at most STORE_RETRY_MAX seconds (exponential backoff, full jitter).
@@ -216,13 +218,17 @@ class TransactionRunner:
     """Runs units of work, and what follows their commit.
 
     ``publish`` hands what a commit appended to the relay; ``spawn`` runs after-commit work that
-    is a coroutine as a background task.
+    is a coroutine as a background task; ``observe``, when given, is told each commit's incoming and
+    emitted events (the service's metrics).
     """
 
-    def __init__(self, emitter: Emitter, *, publish: Publish, spawn: Spawn) -> None:
+    def __init__(
+        self, emitter: Emitter, *, publish: Publish, spawn: Spawn, observe: Observe | None = None
+    ) -> None:
         self.emitter = emitter
         self._publish = publish
         self._spawn = spawn
+        self._observe = observe
         # Queries that wait for a read model to reach a state wait on the aggregate they ask about:
         # a commit wakes only the waiters of the aggregates it touched (no thundering herd).
         self.change_waiters = Waiters()
@@ -278,6 +284,10 @@ class TransactionRunner:
         """What follows the commit of ``units``: publish, wake the waiters, start the after-commit work."""
         if any(u.emitted for u in units):
             await self._publish([entry for u in units for entry in u.appended])
+        if self._observe is not None:
+            self._observe(
+                [u.incoming for u in units if u.incoming is not None], [e for u in units for e in u.emitted]
+            )
         if self.change_waiters:
             self._wake_changed(units)
         for uow in units:

@@ -31,6 +31,7 @@ from overseer_gateway.application.ports import GatewayUnit
 from overseer_gateway.domain.chat import MessageLimits
 from overseer_gateway.entrypoints.http import build_app, build_asgi
 from overseer_gateway.settings import GatewaySettings
+from overseer_runtime import tracing
 from overseer_runtime.service import Host, Service
 from overseer_runtime.store import Projection
 from overseer_runtime.unit_of_work import UnitOfWork
@@ -109,13 +110,13 @@ class GatewayService(Service):
         self.message_limits = MessageLimits(settings.max_message_chars, settings.max_attachments)
         home = runtime.settings.home
         self.sandbox = str((home / str(runtime.settings.section("tools")["sandbox"])).resolve())
-        telemetry = runtime.settings.telemetry.exporter != "none"
+        telemetry = tracing.exporter_named(runtime.settings.telemetry.exporter) != "none"
         self.app = build_app(self, settings, telemetry=telemetry)
         self.host = settings.host
         sock = _bind(self.host, settings.port)
         self.port = int(sock.getsockname()[1])
         config = uvicorn.Config(
-            build_asgi(self, self.app, settings),
+            build_asgi(self, self.app, settings, runtime.metrics),
             loop="none",
             lifespan="off",
             log_level=settings.log_level,

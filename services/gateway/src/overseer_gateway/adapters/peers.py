@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from overseer_events.subjects import SERVICES
+from overseer_runtime.metrics import merge_expositions, up_exposition
 from overseer_runtime.rpc import RpcError
 from overseer_runtime.service import Host
 
@@ -42,3 +43,20 @@ class Peers:
 
         states = await asyncio.gather(*(one(s) for s in SERVICES))
         return dict(zip(SERVICES, states, strict=True))
+
+    async def metrics(self) -> str:
+        """Every service's Prometheus metrics on one page, with ``overseer_service_up`` for each (0: it did
+        not answer in time, and its series are missing from this scrape)."""
+
+        async def one(service: str) -> str | None:
+            if service == self.own:
+                return await self.runtime.metrics_exposition()
+            try:
+                answer = await self.ask(service, "metrics", {}, timeout=self.health_timeout)
+            except RpcError:
+                return None
+            return str(answer["exposition"])
+
+        texts = await asyncio.gather(*(one(s) for s in SERVICES))
+        answered = {service: text is not None for service, text in zip(SERVICES, texts, strict=True)}
+        return merge_expositions([*(text for text in texts if text is not None), up_exposition(answered)])

@@ -73,6 +73,11 @@ class Peers(Protocol):
         or ``down`` (no answer)."""
         ...
 
+    async def metrics(self) -> str:
+        """Every service's Prometheus metrics merged into one text exposition, with
+        ``overseer_service_up`` saying which services answered."""
+        ...
+
 
 class Callers(Protocol):
     """Who a bearer token stands for; compared in constant time, so timing reveals nothing."""

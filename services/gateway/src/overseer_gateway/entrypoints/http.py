@@ -23,9 +23,10 @@ from overseer_gateway.entrypoints.bus_guard import BusGuard
 from overseer_gateway.entrypoints.context import Gateway
 from overseer_gateway.entrypoints.docs import problem_media_types
 from overseer_gateway.entrypoints.fast_actions import FastActions
+from overseer_gateway.entrypoints.http_observation import HttpObservation
 from overseer_gateway.entrypoints.limits import QueryGuard, RequestBodyGuard
-from overseer_gateway.entrypoints.trace_context import HttpTraceContext
 from overseer_gateway.settings import GatewaySettings
+from overseer_runtime.metrics import ServiceMetrics
 
 DESCRIPTION = """\
 The way people and other agents reach Overseer, a human decision firewall for AI agents.
@@ -79,12 +80,14 @@ def build_app(gateway: Gateway, settings: GatewaySettings, *, telemetry: bool) -
     return app
 
 
-def build_asgi(gateway: Gateway, app: ASGIApp, settings: GatewaySettings) -> ASGIApp:
-    """What uvicorn serves: each request a span continuing the caller's trace (:class:`HttpTraceContext`),
-    writes refused while the bus is down (:class:`BusGuard`), then
-    ``POST /v1/actions`` and ``GET /v1/actions/{id}`` on a fast path, the rest (and whatever the fast
-    path is not sure of) by ``app``."""
+def build_asgi(
+    gateway: Gateway, app: ASGIApp, settings: GatewaySettings, metrics: ServiceMetrics | None = None
+) -> ASGIApp:
+    """What uvicorn serves: each request observed (a span continuing the caller's trace, and counted in
+    ``metrics``, a registry of its own when none is given: :class:`HttpObservation`), writes refused
+    while the bus is down (:class:`BusGuard`), then ``POST /v1/actions`` and ``GET /v1/actions/{id}``
+    on a fast path, the rest (and whatever the fast path is not sure of) by ``app``."""
     fast = FastActions(
         app, gateway, max_body_bytes=settings.max_body_bytes, max_json_depth=settings.max_json_depth
     )
-    return HttpTraceContext(BusGuard(fast, gateway.bus_connected))
+    return HttpObservation(BusGuard(fast, gateway.bus_connected), metrics or ServiceMetrics("gateway"))

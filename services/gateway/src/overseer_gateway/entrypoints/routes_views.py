@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request
-from fastapi.responses import Response
+from fastapi.responses import PlainTextResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from overseer_events.views import ExecutionSnapshot, ExecutionTimeline, StateMachineTopology, TransitionRecord
 from overseer_gateway.domain.access import Caller, Role
@@ -25,6 +26,15 @@ router = APIRouter()
 
 Identifier = Annotated[str, Path(min_length=1, max_length=128)]
 
+METRICS_EXAMPLE = """\
+# HELP overseer_verdicts_total The firewall's verdicts, by permission level and decision
+# TYPE overseer_verdicts_total counter
+overseer_verdicts_total{decision="allow",level="AUTO",service="firewall"} 42.0
+# HELP overseer_service_up Whether the service answered for its metrics
+# TYPE overseer_service_up gauge
+overseer_service_up{service="executor"} 1.0
+"""
+
 # The order /healthz lists the services in.
 HEALTH_ORDER = ("gateway", "reasoning", "executor", "col", "firewall", "observer")
 
@@ -41,6 +51,24 @@ async def healthz(request: Request) -> Response:
     services = {name: states.get(name, "down") for name in HEALTH_ORDER}
     ok = all(state == "ok" for state in services.values())
     return json_response({"status": "ok" if ok else "degraded", "services": services}, 200 if ok else 503)
+
+
+@router.get(
+    "/metrics",
+    response_class=PlainTextResponse,
+    responses={
+        200: {"content": {"text/plain": {"example": METRICS_EXAMPLE}}, "description": "Prometheus text"},
+        **problems(*READ),
+    },
+    tags=["health"],
+    summary="Every service's Prometheus metrics on one page (viewer token, as a scraper's bearer token)",
+)
+async def metrics(request: Request, _: Caller = Depends(require(Role.VIEWER))) -> Response:
+    """Events handled and emitted, dead letters, consumer lag and relay backlog per service, the
+    firewall's verdicts, approval latency, action durations by tool, HTTP requests by route and status,
+    and ``overseer_service_up`` for each service (0: it did not answer this scrape)."""
+    text = await gateway_of(request).peers.metrics()
+    return PlainTextResponse(text, media_type=CONTENT_TYPE_LATEST)
 
 
 async def ask(request: Request, service: str, method: str, payload: dict[str, Any] | None = None) -> Response:
