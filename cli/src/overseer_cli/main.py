@@ -78,12 +78,15 @@ def nats_config(
     store: Annotated[Path, typer.Option(help="nats-server's JetStream store directory")] = Path(
         "/data/jetstream"
     ),
+    monitor_port: Annotated[
+        int | None, typer.Option(help="serve nats-server's monitoring (its /healthz) on this port")
+    ] = None,
 ) -> None:
     """Write one nkey per credential (DIR/keys/<user>.nk, once) and nats-server.conf with their
     permissions: hand each service only its own seed file."""
     from overseer_runtime.launcher import write_server_config
 
-    config = write_server_config(directory, host=host, port=port, store_dir=store)
+    config = write_server_config(directory, host=host, port=port, store_dir=store, monitor_port=monitor_port)
     typer.echo(f"{config} (seeds in {directory / 'keys'})")
 
 

@@ -145,13 +145,16 @@ def server_config(
     )
 
 
-def write_server_config(directory: Path, *, host: str, port: int, store_dir: Path) -> Path:
+def write_server_config(
+    directory: Path, *, host: str, port: int, store_dir: Path, monitor_port: int | None = None
+) -> Path:
     """The keys (created once) and the server configuration under ``directory``, for a nats-server
-    that is not started from here (a container). Returns the configuration's path."""
+    that is not started from here (a container; ``monitor_port`` serves its ``/healthz``). Returns the
+    configuration's path."""
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     keyring = Keyring.load_or_create(directory / "keys")
     config = directory / "nats-server.conf"
-    write_private(config, server_config(port, store_dir, keyring, host=host))
+    write_private(config, server_config(port, store_dir, keyring, monitor_port=monitor_port, host=host))
     return config
 
 

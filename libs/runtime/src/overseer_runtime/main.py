@@ -1,8 +1,10 @@
-"""A service as a process: ``python -m overseer_<name> [run|rebuild|provision]``.
+"""A service as a process: ``python -m overseer_<name> [run|rebuild|provision|health]``.
 
 ``run`` serves until SIGTERM or SIGINT, then drains and stops; ``rebuild`` replays the service's
 local store into its read models; ``provision`` creates the streams and the service's durable
-consumers, as the provisioner (a deployment's one-shot job; ``overseer up`` does it itself).
+consumers, as the provisioner (a deployment's one-shot job; ``overseer up`` does it itself);
+``health`` asks the running service, with its own credential, whether it is ready (exit 0) or not
+(exit 1): a container's healthcheck.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ import orjson
 from pythonjsonlogger.json import JsonFormatter
 
 from overseer_runtime import tracing
+from overseer_runtime.bus import connect
 from overseer_runtime.config import LOCAL_NATS_URL, Settings, load_settings
 from overseer_runtime.credentials import credentials_for
 from overseer_runtime.home import private_umask
 from overseer_runtime.permissions import PROVISIONER
 from overseer_runtime.provisioning import provision_at
+from overseer_runtime.rpc import RpcError, rpc_request
 from overseer_runtime.runtime import Runtime
 from overseer_runtime.service import Service
 from overseer_runtime.store import EventStore
@@ -96,8 +100,33 @@ async def provision_service(service: Service, settings: Settings | None = None) 
     )
 
 
+async def ready(service: Service, settings: Settings) -> bool:
+    """Whether the running ``service`` answers that it is ready, asked with its own credential."""
+    try:
+        nc = await connect(
+            settings.nats_url or LOCAL_NATS_URL,
+            name=f"overseer-{service.name}-health",
+            credential=credentials_for(settings, service.name),
+            connect_timeout=2.0,
+            reconnect=False,
+        )
+    except Exception as exc:  # no server, refused credential: not ready, and say why
+        print(f"{service.name}: NATS: {exc!r}", file=sys.stderr)
+        return False
+    try:
+        answer = await rpc_request(
+            nc, service.name, "health", {"detailed": False}, timeout=2.0, subjects=settings.subjects
+        )
+        return bool(answer.get("ready"))
+    except RpcError as exc:
+        print(f"{service.name}: {exc.detail}", file=sys.stderr)
+        return False
+    finally:
+        await nc.close()
+
+
 def run_service(service: Service) -> None:
-    """Entry point of ``python -m overseer_<name> [run|rebuild|provision]``."""
+    """Entry point of ``python -m overseer_<name> [run|rebuild|provision|health]``."""
     private_umask()
     settings = load_settings()
     configure_logging(settings, service.name)
@@ -108,8 +137,10 @@ def run_service(service: Service) -> None:
     if command == "provision":
         asyncio.run(provision_service(service, settings))
         return
+    if command == "health":
+        raise SystemExit(0 if asyncio.run(ready(service, settings)) else 1)
     if command != "run":
-        raise SystemExit(f"usage: python -m overseer_{service.name} [run|rebuild|provision]")
+        raise SystemExit(f"usage: python -m overseer_{service.name} [run|rebuild|provision|health]")
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX

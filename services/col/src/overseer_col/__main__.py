@@ -1,4 +1,4 @@
-"""``python -m overseer_col [run|rebuild|provision]``: the Cognitive Object Layer service."""
+"""``python -m overseer_col [run|rebuild|provision|health]``: the Cognitive Object Layer service."""
 
 from overseer_col.bootstrap import ColService
 from overseer_runtime.main import run_service

@@ -1,4 +1,4 @@
-"""``python -m overseer_executor [run|rebuild|provision]``."""
+"""``python -m overseer_executor [run|rebuild|provision|health]``."""
 
 from overseer_executor.bootstrap import ExecutorService
 from overseer_runtime.main import run_service

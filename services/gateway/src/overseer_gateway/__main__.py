@@ -1,4 +1,4 @@
-"""``python -m overseer_gateway [run|rebuild|provision]``: the gateway service (REST and WebSocket)."""
+"""``python -m overseer_gateway [run|rebuild|provision|health]``: the gateway service (REST and WebSocket)."""
 
 from overseer_gateway.bootstrap import GatewayService
 from overseer_runtime.main import run_service
