@@ -254,6 +254,22 @@ class InMemoryCallers:
 
 
 # -- the gateway as the routes see it -------------------------------------------------------------
+class InMemoryTools:
+    """:class:`KnownTools`: ``names`` registered (None: the executor cannot say); ``registered`` become
+    known once the gateway asks afresh, as a tool an MCP server just added."""
+
+    def __init__(self, names: frozenset[str] | None, registered: frozenset[str] = frozenset()) -> None:
+        self.known = names
+        self.registered = registered
+        self.asked: list[bool] = []
+
+    async def names(self, *, fresh: bool = False) -> frozenset[str] | None:
+        self.asked.append(fresh)
+        if fresh and self.known is not None:
+            self.known = self.known | self.registered
+        return self.known
+
+
 @dataclass
 class FakeGateway:
     """``entrypoints.context.Gateway`` made of the in-memory ports."""
@@ -261,6 +277,7 @@ class FakeGateway:
     tokens: InMemoryCallers
     store: InMemoryGateway = field(default_factory=InMemoryGateway)
     peers: InMemoryPeers = field(default_factory=InMemoryPeers)
+    tools: InMemoryTools = field(default_factory=lambda: InMemoryTools(None))
     max_wait: float = 60.0
     connected: bool = True
     sockets: set[WebSocket] = field(default_factory=set)

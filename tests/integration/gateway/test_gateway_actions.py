@@ -178,14 +178,33 @@ async def test_deciding_on_an_execution_without_a_card_is_404_and_wrong_words_42
     assert not_a_word.status_code == 422
 
 
-async def test_an_unknown_tool_is_held_for_a_person_not_refused(gateway: LiveGateway) -> None:
-    execution_id = await propose(
-        gateway, session_id="act-unknown", tool="weather.forecast", args={"city": "Oslo"}
-    )
-    view = await settle(gateway, execution_id)
-    assert view["consequence_label"] == "WAITING"
-    card = await card_for(gateway, execution_id)
-    assert card["level"] == "CONFIRM"
+async def test_a_tool_nobody_registered_is_refused_with_the_registered_ones_and_nothing_is_proposed(
+    gateway: LiveGateway,
+) -> None:
+    async with gateway.client("agent") as client:
+        listed = await client.get("/v1/tools")
+        # charset in the content type: FastAPI's path, not the fast path
+        refused = await client.post(
+            "/v1/actions",
+            content=b'{"session_id": "act-unknown", "tool": "weather.forecast", "args": {"city": "Oslo"}}',
+            headers={"content-type": "application/json; charset=utf-8"},
+        )
+        misspelt = await client.post(
+            "/v1/actions",
+            json={"session_id": "act-unknown", "tool": "email.sned", "args": mail("x@example.com")},
+        )
+    assert listed.status_code == 200, listed.text
+    registered = {tool["name"] for tool in listed.json()}
+    assert {"fs.list", "fs.read", "fs.write", "email.send"} <= registered
+    assert refused.status_code == 422, refused.text
+    assert refused.headers["content-type"] == PROBLEM
+    assert "unknown tool 'weather.forecast'" in refused.json()["detail"]
+    assert "email.send" in refused.json()["detail"]  # no close name: every registered one is listed
+    assert misspelt.status_code == 422, misspelt.text
+    assert misspelt.json()["closest"][0] == "email.send"
+    async with gateway.client("viewer") as client:
+        timeline = await client.get("/api/execution/act-unknown/timeline")
+    assert timeline.status_code == 404  # nothing was ever proposed in the session
 
 
 async def test_waiting_on_an_unknown_execution_is_404_after_the_wait(gateway: LiveGateway) -> None:

@@ -105,14 +105,17 @@ async def test_a_proposal_with_wrong_types_or_a_malformed_tool_is_422_naming_the
     assert problem["errors"][0]["loc"][0] == "body"
 
 
-async def test_a_well_formed_unknown_tool_is_accepted_for_the_firewall_to_judge(gateway: LiveGateway) -> None:
+async def test_a_tool_nobody_registered_is_refused_at_once_naming_the_closest_registered_ones(
+    gateway: LiveGateway,
+) -> None:
+    before = gateway.service.runtime.store.count("local")
     async with gateway.client("agent") as client:
         response = await client.post(
-            "/v1/actions", json={"session_id": "fast-unknown", "tool": "weather.forecast", "args": {}}
+            "/v1/actions", json={"session_id": "fast-unknown", "tool": "fs.lst", "args": {}}
         )
-    assert response.status_code == 202, response.text
-    assert response.headers["content-type"] == "application/json"
-    assert set(response.json()) == {"execution_id"}
+    problem = assert_problem(response, 422, "unknown tool 'fs.lst': did you mean 'fs.list'")
+    assert problem["closest"][0] == "fs.list"
+    assert gateway.service.runtime.store.count("local") == before  # nothing proposed
 
 
 async def test_a_body_over_the_limit_is_413_whether_declared_or_chunked(gateway: LiveGateway) -> None:

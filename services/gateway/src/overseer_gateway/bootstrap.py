@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 import uvicorn
 from fastapi import FastAPI, WebSocket
 
+from overseer_gateway.adapters.known_tools import ExecutorTools
 from overseer_gateway.adapters.live_stream import LiveStream
 from overseer_gateway.adapters.peers import Peers
 from overseer_gateway.adapters.responses import RecordedResponses, SqliteResponses
@@ -59,6 +60,7 @@ class GatewayService(Service):
         self.settings: GatewaySettings
         self.tokens: TokenRegistry
         self.peers: Peers
+        self.tools: ExecutorTools
         self.live: LiveStream
         self.sockets: set[WebSocket] = set()
         self.max_wait: float
@@ -98,6 +100,7 @@ class GatewayService(Service):
             timeout=settings.rpc_timeout_seconds,
             health_timeout=settings.health_timeout_seconds,
         )
+        self.tools = ExecutorTools(self.peers, ttl=settings.tools_cache_seconds)
         self.live = LiveStream(
             runtime.nc,
             runtime.js,

@@ -31,6 +31,7 @@ class GatewaySettings(Section):
     max_json_depth: int
     max_wait_seconds: float = Field(ge=0)
     rpc_timeout_seconds: float = Field(gt=0)
+    tools_cache_seconds: float = Field(gt=0)
     health_timeout_seconds: float = Field(gt=0)
     ws_queue_size: int = Field(gt=0)
     ws_slow_client_seconds: float = Field(gt=0)

@@ -79,6 +79,16 @@ class Peers(Protocol):
         ...
 
 
+class KnownTools(Protocol):
+    """The tools the executor has registered (built-in and every MCP server's), by name."""
+
+    async def names(self, *, fresh: bool = False) -> frozenset[str] | None:
+        """The registered tool names, kept a short while; ``fresh`` asks the executor again now (at most
+        once a second). None when the executor cannot say (it is not answering): nothing is refused then,
+        and the firewall holds what it does not know."""
+        ...
+
+
 class Callers(Protocol):
     """Who a bearer token stands for; compared in constant time, so timing reveals nothing."""
 

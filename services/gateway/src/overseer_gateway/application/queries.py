@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from overseer_events.catalogue import Principal
-from overseer_gateway.application.ports import Peers
+from overseer_gateway.application.ports import KnownTools, Peers
 from overseer_gateway.domain.approvals import ApprovalCard
+from overseer_gateway.domain.tools import closest_tools, unknown_tool
 from overseer_runtime.rpc import RpcError
 
 
@@ -92,3 +93,23 @@ def question_from(answer: dict[str, Any], execution_id: str) -> OpenQuestion:
     )
     key = f"{kind}@{requested_at}" if requested_at is not None else kind
     return OpenQuestion(card, key, answer.get("session_id"))
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownTool:
+    """Why a proposal's tool is refused, and the registered tools closest to it."""
+
+    detail: str
+    closest: list[str]
+
+
+async def unregistered_tool(tools: KnownTools, tool: str) -> UnknownTool | None:
+    """None when the executor has registered ``tool`` (or cannot say: the firewall then holds what it does
+    not know); else why not. A name missing from the kept list is asked about again before it is refused,
+    so a tool an MCP server registered a moment ago is accepted."""
+    for fresh in (False, True):
+        names = await tools.names(fresh=fresh)
+        if names is None or tool in names:
+            return None
+    assert names is not None
+    return UnknownTool(unknown_tool(tool, names), closest_tools(tool, names))

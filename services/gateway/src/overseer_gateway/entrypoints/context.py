@@ -7,7 +7,7 @@ from typing import Protocol
 from starlette.requests import HTTPConnection
 from starlette.websockets import WebSocket
 
-from overseer_gateway.application.ports import Callers, LiveEvents, Peers, Transactions
+from overseer_gateway.application.ports import Callers, KnownTools, LiveEvents, Peers, Transactions
 from overseer_gateway.domain.chat import MessageLimits
 
 
@@ -20,6 +20,11 @@ class Gateway(Transactions, Protocol):
 
     @property
     def peers(self) -> Peers: ...
+
+    @property
+    def tools(self) -> KnownTools:
+        """The tools the executor has registered, by name (a proposal naming another is refused)."""
+        ...
 
     @property
     def live(self) -> LiveEvents: ...

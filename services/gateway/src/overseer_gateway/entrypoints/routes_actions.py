@@ -18,11 +18,12 @@ from overseer_gateway.application.queries import (
     consequence_when_settled,
     open_question,
     pending_approvals,
+    unregistered_tool,
 )
 from overseer_gateway.domain.access import Caller, Role
 from overseer_gateway.domain.actions import ID, ID_MAX
 from overseer_gateway.domain.approvals import Refusal
-from overseer_gateway.entrypoints.answers import json_response
+from overseer_gateway.entrypoints.answers import json_response, passed_on
 from overseer_gateway.entrypoints.auth import require
 from overseer_gateway.entrypoints.context import Gateway, gateway_of
 from overseer_gateway.entrypoints.docs import READ, READ_ONE, WRITE, problems
@@ -33,6 +34,7 @@ from overseer_gateway.entrypoints.schemas import (
     ApprovalItem,
     DecisionRecorded,
     DecisionRequest,
+    ToolView,
 )
 
 router = APIRouter()
@@ -53,6 +55,9 @@ ExecutionId = Annotated[
 
 # The work of the two hot endpoints, shared with their fast path (fast_actions.py).
 async def accept_action(gateway: Gateway, body: ActionRequest, caller: Caller) -> dict[str, str]:
+    unknown = await unregistered_tool(gateway.tools, body.tool)
+    if unknown is not None:
+        raise ProblemError(422, unknown.detail, closest=unknown.closest)
     command = ProposeAction(**dict(body))
     execution_id = await gateway.execute(lambda unit: propose_action(unit, command, caller))
     return {"execution_id": execution_id}
@@ -81,8 +86,9 @@ async def settled_view(gateway: Gateway, execution_id: str, wait: float, until: 
 async def propose(
     request: Request, body: ActionRequest, caller: Caller = Depends(require(Role.AGENT))
 ) -> Response:
-    """Publishes ``execution.proposed`` with the agent principal as proposer. The firewall decides:
-    an unknown tool is held for a person (CONFIRM), never run blindly."""
+    """Publishes ``execution.proposed`` with the agent principal as proposer, for the firewall to judge.
+    A tool the executor has not registered is refused at once (422, with the registered tools closest
+    to the name given in ``closest``): it could never run."""
     return json_response(await accept_action(gateway_of(request), body, caller), 202)
 
 
@@ -105,6 +111,17 @@ async def consequence(
     _: Caller = Depends(require(Role.VIEWER)),
 ) -> Response:
     return json_response(await settled_view(gateway_of(request), execution_id, wait, until))
+
+
+@router.get(
+    "/v1/tools",
+    response_model=list[ToolView],
+    responses=problems(*READ),
+    tags=["actions"],
+    summary="The tools an agent may propose: each registered tool with its argument schema",
+)
+async def tools(request: Request, _: Caller = Depends(require(Role.VIEWER))) -> Response:
+    return await passed_on(gateway_of(request).peers, "executor", "tools.list")
 
 
 @router.get(

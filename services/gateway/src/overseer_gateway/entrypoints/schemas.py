@@ -184,6 +184,41 @@ class ActionAccepted(Answer):
     execution_id: str
 
 
+# ------------------------------------------------------------------- tools --
+class ToolView(Answer):
+    """A tool an agent may propose: registered by the executor, built in or from an MCP server."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "email.send",
+                    "description": "Send an e-mail",
+                    "input_schema": {
+                        "type": "object",
+                        "properties": {"to": {"type": "string"}, "subject": {"type": "string"}},
+                        "required": ["to", "subject"],
+                    },
+                    "irreversible": True,
+                    "idempotent": False,
+                    "level": "APPROVE",
+                    "time_limit_seconds": 30.0,
+                    "source": "builtin",
+                }
+            ]
+        }
+    )
+
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=dict, description="JSON Schema of the arguments")
+    irreversible: bool = False
+    idempotent: bool = False
+    level: str | None = Field(default=None, description="the level the tool declares for itself, if any")
+    time_limit_seconds: float | None = None
+    source: str | None = Field(default=None, description="`builtin`, or the MCP server it comes from")
+
+
 # --------------------------------------------------------------- approvals --
 class ApprovalItem(Answer):
     """One open question for a person: an approval, or a reconciliation (outcome unknown after a crash)."""
