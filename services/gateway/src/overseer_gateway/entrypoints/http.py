@@ -16,6 +16,7 @@ from overseer_gateway.entrypoints import (
     routes_console,
     routes_controls,
     routes_cos,
+    routes_docs,
     routes_views,
     routes_ws,
 )
@@ -60,7 +61,7 @@ def build_app(gateway: Gateway, settings: GatewaySettings, *, telemetry: bool) -
         title="Overseer gateway",
         version="1.0.0",
         description=DESCRIPTION,
-        docs_url="/docs",
+        docs_url=None,  # served offline by routes_docs
         redoc_url=None,
         telemetry=None if telemetry else {"tracing": False, "metrics": False, "logs": False},
     )
@@ -73,6 +74,7 @@ def build_app(gateway: Gateway, settings: GatewaySettings, *, telemetry: bool) -
     app.include_router(routes_controls.router)
     app.include_router(routes_ws.router)
     app.include_router(routes_console.router)
+    routes_docs.install(app)
     app.mount("/console", routes_console.assets(), name="console")
     app.add_middleware(RequestBodyGuard, max_bytes=settings.max_body_bytes, max_depth=settings.max_json_depth)
     app.add_middleware(QueryGuard)

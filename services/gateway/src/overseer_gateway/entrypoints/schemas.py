@@ -576,6 +576,15 @@ class CoCreateRequest(CoBody):
 class CoPatchRequest(CoBody):
     """Metadata to change; give only what changes (``null`` clears an optional field)."""
 
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"title": "准备技术分享 (slides)", "description": "Thursday, room 3", "domain_tag": "work"}
+            ]
+        },
+    )
+
     title: str | None = Field(default=None, min_length=1, max_length=TITLE_MAX_CHARS)
     description: str | None = Field(default=None, max_length=DESCRIPTION_MAX_CHARS)
     semantic_type: str | None = Field(default=None, max_length=TAG_MAX_CHARS)
@@ -601,6 +610,10 @@ class CoPatchRequest(CoBody):
 
 
 class TransitionRequest(CoBody):
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"trigger": "clarify", "reason": "scope agreed"}]}
+    )
+
     trigger: str = Field(
         min_length=1, max_length=64, examples=["clarify"], description="one of the CO machine's triggers"
     )
@@ -608,6 +621,15 @@ class TransitionRequest(CoBody):
 
 
 class LinkRequest(CoBody):
+    """Link one execution or one memory to the CO (exactly one of the two)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"execution_id": "01a20acc-25d3-7332-a57c-80272a6567c5"}, {"memory_id": "t-42:m1"}]
+        },
+    )
+
     execution_id: str | None = Field(default=None, min_length=1, max_length=ID_MAX_CHARS)
     memory_id: str | None = Field(default=None, min_length=1, max_length=ID_MAX_CHARS)
 
@@ -619,6 +641,8 @@ class LinkRequest(CoBody):
 
 
 class SuggestionDecisionRequest(CoBody):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"decision": "confirm"}]})
+
     decision: Literal["confirm", "dismiss"]
 
 
