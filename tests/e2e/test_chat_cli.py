@@ -146,11 +146,13 @@ async def test_joining_a_session_shows_where_it_stands_and_a_refused_message_lea
     assert "you › hello" in again.stdout
 
 
-async def test_overseer_demo_yes_plays_the_worked_example_through_chat_once(full_stack: FullStack) -> None:
+async def test_overseer_demo_yes_plays_the_worked_example_through_chat_and_every_run_is_a_new_invite(
+    full_stack: FullStack,
+) -> None:
     done = await full_stack.cli("demo", "--yes", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
-    assert 'You say to the agent: "send a meeting invite to bob@example.com"' in out
+    assert 'You say to the agent: "send a meeting invite to bob@example.com about the ' in out
     assert "Approval needed" in out
     assert "approve recorded for" in out
     assert "firewall.verdict_issued" in out  # every event of the session, live
@@ -164,8 +166,13 @@ async def test_overseer_demo_yes_plays_the_worked_example_through_chat_once(full
     (mail,) = mails_of_turn(full_stack, view["turn_id"])
     assert mail["To"] == "bob@example.com"
     again = await full_stack.cli("demo", "--yes", timeout=120)
-    assert again.returncode == 1  # the same invitation is not sent twice, and the demo says so
-    assert "already sent this very invitation once" in again.stdout
+    assert again.returncode == 0, again.stdout + again.stderr  # each run is a new invitation
+    second = re.search(r"session (demo-[0-9a-f]{12})", again.stdout)
+    assert second is not None, again.stdout
+    second_view = await session_view(full_stack, second.group(1))
+    assert CONSEQUENCE in replies(second_view)[-1]
+    (second_mail,) = mails_of_turn(full_stack, second_view["turn_id"])
+    assert second_mail["Subject"] != mail["Subject"]
     assert len(mails_of_turn(full_stack, view["turn_id"])) == 1
 
 

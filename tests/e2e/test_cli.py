@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 import sys
 from typing import Any
@@ -54,6 +55,11 @@ async def test_overseer_demo_as_an_external_agent_plays_the_worked_example_to_th
     assert "Meeting invite" in out
     assert "firewall.verdict_issued" in out
     assert "execution.transitioned" in out
+    again = await full_stack.cli("demo", "--agent", "external", "--yes", timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr  # a new invitation, not a duplicate
+    assert "human-confirmed" in again.stdout
+    subjects = re.findall(r"Subject: (Meeting invite: [^\n│]+)", out + again.stdout)
+    assert len(set(subjects)) == 2, subjects
 
 
 async def test_approvals_list_shows_the_card_and_approve_decides_it(full_stack: FullStack) -> None:

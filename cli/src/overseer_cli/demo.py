@@ -17,7 +17,8 @@ import asyncio
 import contextlib
 import email
 import email.policy
-import time
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +34,77 @@ from overseer_cli.live import follow
 from overseer_cli.render import agent_says, approval_card, consequence_panel, event_line
 from overseer_events.ids import uuid7
 
-REQUEST = "send a meeting invite to bob@example.com"
-"""What the person says to the agent in the chat demo."""
+TOPICS = (
+    "project sync",
+    "budget review",
+    "roadmap planning",
+    "design review",
+    "retrospective",
+    "hiring plan",
+)
+FIRST_SLOT = 9 * 60  # 09:00
+SLOT_MINUTES = 30
+SLOTS_A_DAY = 16  # 09:00 to 16:30
 
-INVITE = {
-    "to": "bob@example.com",
-    "subject": "Meeting invite: project sync",
-    "body": "Hi Bob,\n\nshall we meet tomorrow at 10:00 to go through the project?\n\nBest regards",
-}
+
+@dataclass(frozen=True, slots=True)
+class Invite:
+    """One run's invitation: a topic and a time slot. Every run on a stack is a new invitation, as a
+    person would send it (an irreversible call is sent once: the same mail twice is refused)."""
+
+    topic: str
+    when: datetime
+
+    @classmethod
+    def numbered(cls, run: int, today: date) -> Invite:
+        """The ``run``-th invitation from ``today``: the next working days' half-hour slots, in turn."""
+        day, slot = divmod(run, SLOTS_A_DAY)
+        meeting_day = today
+        for _ in range(day + 1):  # the (day + 1)-th working day after today
+            meeting_day += timedelta(days=1)
+            while meeting_day.weekday() >= 5:
+                meeting_day += timedelta(days=1)
+        minutes = FIRST_SLOT + slot * SLOT_MINUTES
+        return cls(
+            TOPICS[run % len(TOPICS)], datetime.combine(meeting_day, time(minutes // 60, minutes % 60))
+        )
+
+    @property
+    def slot(self) -> str:
+        return f"{self.when:%A %-d %B} at {self.when:%H:%M}"
+
+    @property
+    def request(self) -> str:
+        """What the person says to the agent in the chat demo."""
+        return f"send a meeting invite to bob@example.com about the {self.topic} on {self.slot}"
+
+    @property
+    def args(self) -> dict[str, str]:
+        """The call an external agent proposes."""
+        return {
+            "to": "bob@example.com",
+            "subject": f"Meeting invite: {self.topic}, {self.slot}",
+            "body": f"Hi Bob,\n\nshall we meet on {self.slot} for the {self.topic}?\n\nBest regards",
+        }
+
+
+def next_invite(home: Path) -> Invite:
+    """This run's invitation: the runs so far on this stack are counted in ``OVERSEER_HOME/demo-runs``."""
+    counter = home / "demo-runs"
+    try:
+        run = int(counter.read_text().strip() or 0)
+    except (OSError, ValueError):
+        run = 0
+    with contextlib.suppress(OSError):
+        counter.write_text(f"{run + 1}\n")
+    return Invite.numbered(run, date.today())
+
+
+def explain(view: dict[str, Any]) -> str:
+    """Why a call ended without a person being asked, in the executor's and the firewall's words."""
+    label = view.get("consequence_label")
+    why = view.get("error_message") or view.get("result") or "no reason given"
+    return f"The call was not held for approval: it ended {label} ({why})."
 
 
 class Demo:
@@ -52,10 +116,12 @@ class Demo:
         self.yes = yes
         self.wait = wait
         self.session = f"demo-{uuid7()[-12:]}"
+        self.invite = next_invite(target.home)
         self.agent = token_for(target, "agent")
         self.operator = token_for(target, "operator")
         self.viewer = token_for(target, "viewer")
         self.quiet = False
+        self.rejected = False  # the person turned the call down (the demo went as asked)
         self.held: list[dict[str, Any]] = []
         self.events: list[dict[str, Any]] = []
 
@@ -79,11 +145,11 @@ class Demo:
             self.console.print(event_line(message))
 
     async def run(self) -> dict[str, Any]:
-        started = time.time()
+        started = datetime.now().timestamp()
         async with httpx.AsyncClient(base_url=self.target.url, timeout=self.wait + 10) as http:
             await self.check_health(http)
             self.console.print(Rule(f"The worked example, as an external agent — session {self.session}"))
-            self.console.print('The agent says: "send a meeting invite to bob@example.com"\n')
+            self.console.print(f'The agent says: "{self.invite.request}"\n')
             watcher_target = Target(self.target.url, self.viewer, self.target.home)
             connected = asyncio.Event()
             watcher = asyncio.create_task(
@@ -98,7 +164,8 @@ class Demo:
                 with contextlib.suppress(BaseException):
                     await watcher
         self.console.print(consequence_panel(view))
-        self.show_mail(started)
+        if view.get("consequence_label") == "SUCCESS":
+            self.show_mail(started)
         return view
 
     async def check_health(self, http: httpx.AsyncClient) -> None:
@@ -108,10 +175,10 @@ class Demo:
         proposal = {
             "session_id": self.session,
             "tool": "email.send",
-            "args": INVITE,
+            "args": self.invite.args,
             "irreversible": True,
             "confidence": 0.9,
-            "summary": "send a meeting invite to bob@example.com",
+            "summary": f"send a meeting invite about the {self.invite.topic} to bob@example.com",
         }
         accepted = await self.request(http, "POST", "/v1/actions", self.agent, json=proposal)
         execution_id = accepted["execution_id"]
@@ -119,9 +186,7 @@ class Demo:
             http, "GET", f"/v1/actions/{execution_id}", self.agent, params={"wait": self.wait}
         )
         if view.get("consequence_label") != "WAITING":
-            self.console.print(
-                f"[yellow]The firewall did not hold the call: {view.get('consequence_label')}[/]"
-            )
+            self.console.print(f"[yellow]{explain(view)}[/]")
             return dict(view)
         pending = await self.request(
             http, "GET", "/v1/approvals", self.operator, params={"status": "pending"}
@@ -145,6 +210,7 @@ class Demo:
             for message in self.held:
                 self.console.print(event_line(message))
             self.held.clear()
+        self.rejected = not approve
         decision = {"decision": "approve" if approve else "reject", "args_hash": card["args_hash"]}
         if not approve:
             decision["comment"] = "rejected in the demo"
@@ -174,24 +240,27 @@ class ChatDemo:
         self.yes = yes
         self.wait = wait
         self.session = f"demo-{uuid7()[-12:]}"
+        self.invite = next_invite(target.home)
 
     async def run(self) -> tuple[Chat, dict[str, Any]]:
         """The chat that played it (its decisions) and the session's final view."""
-        started = time.time()
+        started = datetime.now().timestamp()
+        request = self.invite.request
         async with Chat(
             self.target, self.console, session=self.session, yes=self.yes, wait=self.wait, verbose=True
         ) as chat:
             self.console.print(Rule(f"The worked example, through chat — session {self.session}"))
-            self.console.print(f'You say to the agent: "{REQUEST}"\n')
-            view = await chat.say(REQUEST)
-        show_mail(self.console, self.target.home, started)
+            self.console.print(f'You say to the agent: "{request}"\n')
+            view = await chat.say(request)
         reply = last_reply(view)
+        if chat.approved:
+            show_mail(self.console, self.target.home, started)
         if reply:
             self.console.print(Panel(agent_says(reply), title="The agent's reply", border_style="magenta"))
         if reply and "duplicate" in reply and not chat.approved:
             self.console.print(
-                "[yellow]This stack already sent this very invitation once, and the executor sends an "
-                "irreversible call only once. Try `overseer chat` and invite someone else.[/]"
+                "[yellow]The executor refused the call as a duplicate: this stack already sent this very "
+                "mail once, and an irreversible call is sent only once.[/]"
             )
         return chat, view
 
@@ -201,7 +270,10 @@ def show_mail(console: Console, home: Path, since: float) -> None:
     mail_dir = home / "mail"
     found = newest_mail(mail_dir, "bob@example.com", since)
     if found is None:
-        console.print(f"[bright_black]No mail to bob@example.com in {mail_dir} (a remote stack?)[/]")
+        console.print(
+            f"[bright_black]No mail to bob@example.com in {mail_dir}: this stack sends mail to another "
+            "SMTP server than its own sink ([tools.email] in overseer.toml).[/]"
+        )
         return
     message = email.message_from_bytes(found.read_bytes(), policy=email.policy.default)
     body = message.get_body(preferencelist=("plain",))

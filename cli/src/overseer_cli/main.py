@@ -413,9 +413,10 @@ def demo(
     if agent is DemoAgent.external:
         from overseer_cli.demo import Demo
 
-        view = asyncio.run(Demo(resolve(url, token, "agent"), console, yes=yes, wait=wait).run())
-        if view.get("consequence_label") not in ("SUCCESS", "REJECTED"):
-            raise typer.Exit(1)
+        external = Demo(resolve(url, token, "agent"), console, yes=yes, wait=wait)
+        view = asyncio.run(external.run())
+        if view.get("consequence_label") != "SUCCESS" and not external.rejected:
+            raise typer.Exit(1)  # neither sent nor turned down by the person: the demo said why
         return
     from overseer_cli.chat import last_reply
     from overseer_cli.demo import ChatDemo
