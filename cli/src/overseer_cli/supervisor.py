@@ -12,7 +12,6 @@ no process behind.
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import json
 import os
 import signal
@@ -36,7 +35,7 @@ from overseer_runtime.bus import connect
 from overseer_runtime.config import NatsSettings, Settings, load_settings
 from overseer_runtime.credentials import Keyring, NatsCredential, credentials_for, keys_dir
 from overseer_runtime.home import private_umask, secure_home
-from overseer_runtime.launcher import EmbeddedNats, free_port, reachable
+from overseer_runtime.launcher import EmbeddedNats, StoreInUse, die_with_parent, free_port, reachable
 from overseer_runtime.permissions import PROVISIONER, READER
 from overseer_runtime.provisioning import Subscription, provision_at
 from overseer_runtime.rpc import rpc_request
@@ -52,16 +51,6 @@ START_ORDER = ("observer", "col", "firewall", "executor", "reasoning", "gateway"
 def port_in_use(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         return sock.connect_ex((host, port)) == 0
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child
-    """Linux: deliver SIGTERM to this child when the supervisor dies, however it dies."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
-    os.setsid()
 
 
 @dataclass
@@ -112,7 +101,7 @@ class Child:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            self.argv, env=self.env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+            self.argv, env=self.env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent
         )
         log.close()
         self.restarts.started()
@@ -386,6 +375,15 @@ def run_stack(
     settings = load_settings()
     gateway = settings.typed("gateway", GatewaySettings)
     stack = Stack(settings, host or gateway.host, port or gateway.port, nats_url)
+    # Before anything starts: a taken port would otherwise show only as a gateway that never gets ready.
+    if port_in_use(stack.host, stack.port):
+        print(
+            f"Port {stack.port} on {stack.host} is taken by another program, so the gateway cannot listen "
+            f"there. Choose another: `overseer up --port {stack.port + 1}` (or OVERSEER_GATEWAY__PORT="
+            f"{stack.port + 1}, or [gateway] port in overseer.toml).",
+            file=sys.stderr,
+        )
+        return 2
     private_umask()  # every file the stack writes under OVERSEER_HOME is owner-only
     secure_home(stack.home)
     ensure_tokens_file(stack.home)  # the gateway's own writer: one definition of tokens.json
@@ -399,7 +397,11 @@ def run_stack(
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        url = stack.start_nats()
+        try:
+            url = stack.start_nats()
+        except StoreInUse as exc:
+            print(f"Not starting: {exc}.", file=sys.stderr)
+            return 2
         await stack.provision(url)
         stack.build_children(url)
         stack.write_stack_file(url)

@@ -9,9 +9,12 @@ cannot forge a verdict or an approval. There is no anonymous access.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -23,7 +26,9 @@ from overseer_runtime.credentials import Keyring, NatsCredential, keys_dir
 from overseer_runtime.home import write_private
 from overseer_runtime.permissions import PROVISIONER, READER, USERS, permissions_for
 
-__all__ = ["PROVISIONER", "READER", "EmbeddedCluster", "EmbeddedNats", "Keyring"]
+__all__ = ["PROVISIONER", "READER", "EmbeddedCluster", "EmbeddedNats", "Keyring", "StoreInUse"]
+
+PR_SET_PDEATHSIG = 1
 
 
 def nats_server_binary() -> str:
@@ -47,8 +52,35 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def die_with_parent() -> None:  # pragma: no cover - runs in the child, between fork and exec
+    """Linux: SIGTERM this process when the process that started it dies, however it dies (kill -9
+    included: the kernel delivers it), so nothing it started outlives it; and a session of its own, so
+    a Ctrl-C in the terminal reaches it only through its owner, which stops it in order."""
+    with contextlib.suppress(OSError):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    os.setsid()
+
+
+class StoreInUse(RuntimeError):
+    """Another live nats-server holds the JetStream store this one would open."""
+
+
+def holder_of(store_dir: Path) -> int | None:
+    """The pid of a live nats-server that holds ``store_dir`` (its pid file says so), else None."""
+    pid_file = store_dir.parent / "nats-server.pid"
+    try:
+        pid = int(pid_file.read_text().strip())
+        os.kill(pid, 0)
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return None
+    return pid if b"nats-server" in command else None
+
+
 def spawn_server(config: Path) -> subprocess.Popen[bytes]:
-    """nats-server with ``config``, logging next to it, in its own session (Ctrl-C reaches it through its owner).
+    """nats-server with ``config``, logging next to it, dying with the process that started it
+    (:func:`die_with_parent`).
 
     The embedded server runs with ``GOMAXPROCS=1`` unless the environment says otherwise: it
     shares the machine with six Python services, each bound to one core by its interpreter,
@@ -60,10 +92,10 @@ def spawn_server(config: Path) -> subprocess.Popen[bytes]:
     log = (config.parent / "nats-server.log").open("ab")
     try:
         return subprocess.Popen(
-            [nats_server_binary(), "-c", str(config)],
+            [nats_server_binary(), "-c", str(config), "--pid", str(config.parent / "nats-server.pid")],
             stdout=log,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
+            preexec_fn=die_with_parent,
             env={"GOMAXPROCS": "1", **os.environ},
         )
     finally:
@@ -173,7 +205,16 @@ class EmbeddedNats:
         return f"nats://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 15.0) -> EmbeddedNats:
+        """Start the server; :class:`StoreInUse` when another live nats-server holds this home's store
+        (two servers on one JetStream store would corrupt it)."""
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        holder = holder_of(self.dir / "jetstream")
+        if holder is not None:
+            raise StoreInUse(
+                f"a nats-server (pid {holder}) already serves this stack's store {self.dir / 'jetstream'}: "
+                f"another `overseer up` on this OVERSEER_HOME is running (stop it), or one that died left "
+                f"it behind (`kill {holder}`)"
+            )
         config = self.dir / "nats-server.conf"
         write_private(config, server_config(self.port, self.dir / "jetstream", self.keyring))
         self.process = spawn_server(config)
@@ -249,7 +290,7 @@ class EmbeddedCluster:
             [nats_server_binary(), "-c", str(config)],
             stdout=log,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
+            preexec_fn=die_with_parent,
         )
 
     def start(self, timeout: float = 20.0) -> EmbeddedCluster:

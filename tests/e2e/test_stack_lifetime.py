@@ -1,0 +1,93 @@
+"""`overseer up` in a newcomer's first hour: a taken port is named at once, the stack dies with its
+supervisor however it dies (nothing is left holding the store), and a second stack on a home whose
+server still lives refuses to open the same store."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from overseer_runtime.launcher import free_port
+from tests.e2e.test_overseer_up import overseer_up, processes_with_home
+
+pytestmark = pytest.mark.slow
+
+
+def wait_healthy(proc: subprocess.Popen[str], port: int, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise AssertionError("the stack did not get healthy")
+
+
+def wait_gone(home: Path, timeout: float = 20.0) -> list[int]:
+    """The processes of ``home``'s stack still alive after ``timeout`` (none, when all went)."""
+    deadline = time.monotonic() + timeout
+    while (left := processes_with_home(home)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def test_a_taken_port_is_named_at_once_and_nothing_starts(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        started = time.monotonic()
+        proc, _ = overseer_up(home, port)
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 2, out
+    assert time.monotonic() - started < 15  # not the minute a gateway that never gets ready would take
+    assert f"Port {port} on 127.0.0.1 is taken" in out
+    assert f"overseer up --port {port + 1}" in out
+    assert processes_with_home(home) == []
+
+
+def test_killing_the_supervisor_with_sigkill_takes_nats_server_and_every_service_with_it(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    port = free_port()
+    proc, _ = overseer_up(home, port)
+    try:
+        wait_healthy(proc, port)
+        assert len(processes_with_home(home)) >= 8
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        assert wait_gone(home) == []
+    finally:
+        for pid in processes_with_home(home):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_second_stack_on_a_home_whose_server_lives_refuses_to_open_its_store(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    port = free_port()
+    first, _ = overseer_up(home, port)
+    try:
+        wait_healthy(first, port)
+        second, _ = overseer_up(home, free_port())
+        out, _ = second.communicate(timeout=60)
+        assert second.returncode == 2, out
+        assert "Not starting: a nats-server (pid" in out
+        assert "already serves this stack's store" in out
+        assert first.poll() is None  # the first stack is untouched
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=60)
+    assert wait_gone(home) == []
