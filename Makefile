@@ -4,29 +4,41 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 UV     := .uv/bin/uv
+# What running needs (the services and the CLI), and on top of it what testing, linting and
+# benchmarking need (the dev and peers groups): `make run` installs only the first.
+RUN_STAMP := $(VENV)/.installed-run
 STAMP  := $(VENV)/.installed
 # uv uses this machine's Python and never downloads one.
 export UV_PYTHON := $(shell command -v $(PYTHON))
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: run test test-unit test-integration bench lint fmt typecheck clean install system-deps lock
+.PHONY: run test test-unit test-integration bench lint fmt typecheck clean install system-deps test-system-deps lock
 
 $(UV):
 	$(PYTHON) -m venv .uv
 	.uv/bin/pip install --quiet 'uv>=0.5'
 
 # shell.run runs in a bubblewrap jail (docs/executor.md): Debian's bubblewrap, installed only when bwrap is missing.
-# The console's browser tests (tests/e2e/browser/) drive Debian's chromium, installed only when it is missing,
-# with a font that has Chinese glyphs (the agent and the Cognitive Objects speak Chinese too).
 system-deps:
 	@command -v bwrap >/dev/null 2>&1 || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y bubblewrap; }
+
+# The console's browser tests (tests/e2e/browser/) drive Debian's chromium, installed only when it is missing,
+# with a font that has Chinese glyphs (the agent and the Cognitive Objects speak Chinese too).
+test-system-deps: system-deps
 	@test -x /usr/bin/chromium || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 	@dpkg -s fonts-wqy-zenhei >/dev/null 2>&1 || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y fonts-wqy-zenhei; }
 
-# Sync again when any package's metadata or the lock file changes.
-$(STAMP): $(UV) uv.lock pyproject.toml $(wildcard libs/*/pyproject.toml services/*/pyproject.toml) cli/pyproject.toml | system-deps
-	$(UV) sync --frozen --all-packages
-	touch $(STAMP)
+PACKAGES := uv.lock pyproject.toml $(wildcard libs/*/pyproject.toml services/*/pyproject.toml) cli/pyproject.toml
+
+# Sync again when any package's metadata or the lock file changes. --inexact: neither removes what the
+# other installed, so `make run` after `make test` keeps the test tools, and the other way round.
+$(RUN_STAMP): $(UV) $(PACKAGES) | system-deps
+	$(UV) sync --frozen --all-packages --no-default-groups --inexact
+	touch $(RUN_STAMP)
+
+$(STAMP): $(UV) $(PACKAGES) | test-system-deps
+	$(UV) sync --frozen --all-packages --inexact
+	touch $(STAMP) $(RUN_STAMP)
 
 # After editing a pyproject.toml: resolve again and write uv.lock.
 lock: $(UV)
@@ -34,7 +46,7 @@ lock: $(UV)
 
 install: $(STAMP)
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(VENV)/bin/overseer up
 
 # Every tier that needs no Docker engine: unit, integration, e2e.
