@@ -106,6 +106,51 @@ def test_rebuild_replays_the_store_into_fresh_read_models(store: EventStore) -> 
     assert texts == [f"m{v}" for v in range(1, 6)]
 
 
+class SeenMessagesWithLength(SeenMessages):
+    """The next version of the read model: a column more, filled from the same events."""
+
+    ddl = """
+    CREATE TABLE IF NOT EXISTS seen_messages (
+        event_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, text TEXT NOT NULL, length INTEGER NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS replies (event_id TEXT PRIMARY KEY, in_reply_to TEXT NOT NULL);
+    """
+
+    def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
+        if isinstance(event.data, MessageReceived):
+            conn.execute(
+                "INSERT INTO seen_messages VALUES (?, ?, ?, ?)",
+                (event.event_id, event.data.session_id, event.data.text, len(event.data.text)),
+            )
+
+
+def test_read_models_of_another_schema_are_rebuilt_from_the_events_when_the_store_opens(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "service.db"
+    store = EventStore(path)
+    assert store.create_projections([SeenMessages()]) is not None  # a new store: built, from nothing
+    events = [message("a", v, "x" * v) for v in range(1, 4)]
+    with store.transaction() as conn:
+        store.append(events, subjects=["s"] * 3)
+        for event in events:
+            SeenMessages().apply(conn, event)
+    store.close()
+
+    reopened = EventStore(path)
+    assert reopened.create_projections([SeenMessages()]) is None  # the same schema: kept as it is
+    reopened.close()
+
+    upgraded = EventStore(path)
+    report = upgraded.create_projections([SeenMessagesWithLength()])
+    assert report is not None
+    assert report["events"] == 3
+    lengths = [r[0] for r in upgraded.conn.execute("SELECT length FROM seen_messages ORDER BY rowid")]
+    assert lengths == [1, 2, 3]
+    assert upgraded.create_projections([SeenMessagesWithLength()]) is None
+    upgraded.close()
+
+
 def test_ten_concurrent_writers_of_one_version_one_wins(tmp_path: Path) -> None:
     path = tmp_path / "shared.db"
     EventStore(path).close()

@@ -23,6 +23,7 @@ instead of treating them as the event's fault.
 from __future__ import annotations
 
 import errno
+import hashlib
 import logging
 import os
 import sqlite3
@@ -450,36 +451,68 @@ class EventStore:
         return {c: int(s) for c, s in self.conn.execute("SELECT consumer, stream_seq FROM tracking")}
 
     # -- read models ---------------------------------------------------------
-    def create_projections(self, projections: Sequence[Projection]) -> None:
+    def create_projections(self, projections: Sequence[Projection]) -> dict[str, Any] | None:
+        """Create the read models; rebuild them all from the stored events when their schema is not the
+        one this store's read models were built with (a new version added a column or a table), so a
+        store from an earlier version opens with its read models whole. The rebuild's counts, or None.
+
+        Rebuilt together, never one alone: a read model may read another's tables while it applies an
+        event, and a replay of them all in order sees each as it was then."""
+        fingerprint = schema_fingerprint(projections)
         with self.transaction() as conn:
-            for projection in projections:
-                projection.create(conn)
+            conn.execute(_META_DDL)
+            row = conn.execute("SELECT value FROM store_meta WHERE key = 'read_models'").fetchone()
+            if row is not None and row[0] == fingerprint:
+                for projection in projections:
+                    projection.create(conn)
+                return None
+            return self._rebuild(conn, projections, fingerprint)
 
     def rebuild(self, projections: Sequence[Projection]) -> dict[str, Any]:
         """Drop the read models, replay every stored event into them, and report counts."""
+        with self.transaction() as conn:
+            conn.execute(_META_DDL)
+            return self._rebuild(conn, projections, schema_fingerprint(projections))
+
+    def _rebuild(
+        self, conn: sqlite3.Connection, projections: Sequence[Projection], fingerprint: str
+    ) -> dict[str, Any]:
         started = time.perf_counter()
         applied = skipped = 0
-        with self.transaction() as conn:
-            for projection in projections:
-                projection.drop(conn)
-                projection.create(conn)
-            cursor = conn.execute("SELECT body FROM events ORDER BY position")
-            while rows := cursor.fetchmany(10_000):
-                for (body,) in rows:
-                    try:
-                        event = decode(body)
-                    except Exception:
-                        skipped += 1
-                        continue
-                    for projection in projections:
-                        projection.apply(conn, event)
-                    applied += 1
+        for projection in projections:
+            projection.drop(conn)
+            projection.create(conn)
+        cursor = conn.execute("SELECT body FROM events ORDER BY position")
+        while rows := cursor.fetchmany(10_000):
+            for (body,) in rows:
+                try:
+                    event = decode(body)
+                except Exception:
+                    skipped += 1
+                    continue
+                for projection in projections:
+                    projection.apply(conn, event)
+                applied += 1
+        conn.execute(
+            "INSERT INTO store_meta (key, value) VALUES ('read_models', ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (fingerprint,),
+        )
         return {
             "events": applied,
             "skipped": skipped,
             "projections": [p.name for p in projections],
             "seconds": round(time.perf_counter() - started, 3),
         }
+
+
+_META_DDL = "CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+
+
+def schema_fingerprint(projections: Sequence[Projection]) -> str:
+    """What the read models' schema is: each one's name and DDL (its class where it has no DDL), hashed."""
+    described = sorted(f"{p.name}\n{getattr(p, 'ddl', None) or type(p).__qualname__}" for p in projections)
+    return hashlib.sha256("\n\n".join(described).encode()).hexdigest()
 
 
 _COLUMNS = (
