@@ -12,10 +12,16 @@ from pathlib import Path
 from overseer_events.envelope import Envelope
 from overseer_observer.adapters.read_models import (
     ExecutionObservations,
+    ReaderExecutions,
     ReaderSessions,
     SqliteObservationReader,
 )
-from overseer_observer.application.ports import FoldedObservations, ObservationReader, SessionReader
+from overseer_observer.application.ports import (
+    ExecutionLists,
+    FoldedObservations,
+    ObservationReader,
+    SessionReader,
+)
 from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.store import EventStore
 from tests.fakes.observer import InMemoryObservations
@@ -41,6 +47,9 @@ class ObserverBackend:
     async def sessions(self) -> SessionReader:
         raise NotImplementedError
 
+    async def lists(self) -> ExecutionLists:
+        raise NotImplementedError
+
     async def close(self) -> None:
         pass
 
@@ -54,6 +63,9 @@ class FakeObserver(ObserverBackend):
         self.observations.fold_event(event)
 
     async def sessions(self) -> SessionReader:
+        return self.observations
+
+    async def lists(self) -> ExecutionLists:
         return self.observations
 
 
@@ -73,10 +85,16 @@ class SqliteObserver(ObserverBackend):
         with self.store.transaction() as conn:
             self.projection.apply(conn, event)
 
-    async def sessions(self) -> SessionReader:
+    async def reader(self) -> ReadModelReader:
         if self._reader is None:
             self._reader = await ReadModelReader(self.path).open()
-        return ReaderSessions(self._reader)
+        return self._reader
+
+    async def sessions(self) -> SessionReader:
+        return ReaderSessions(await self.reader())
+
+    async def lists(self) -> ExecutionLists:
+        return ReaderExecutions(await self.reader())
 
     async def close(self) -> None:
         if self._reader is not None:

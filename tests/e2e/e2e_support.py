@@ -41,9 +41,10 @@ class FullStack:
         return env
 
     async def cli(
-        self, *args: str, stdin: str | None = None, timeout: float = 60.0
+        self, *args: str, stdin: str | None = None, timeout: float = 60.0, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """``overseer <args>`` as a separate process (a real client of the running stack)."""
+        """``overseer <args>`` as a separate process (a real client of the running stack), in ``env``
+        (default: :meth:`cli_env`)."""
         import asyncio
 
         process = await asyncio.create_subprocess_exec(
@@ -51,7 +52,7 @@ class FullStack:
             "-m",
             "overseer_cli.main",
             *args,
-            env=self.cli_env(),
+            env=env or self.cli_env(),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

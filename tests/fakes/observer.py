@@ -16,15 +16,17 @@ from overseer_events.catalogue import ContractCreated, ExecutionProposed, Execut
 from overseer_events.envelope import Envelope
 from overseer_events.views import TransitionRecord
 from overseer_observer.application.ports import (
+    ExecutionLists,
     Folded,
     FoldedObservations,
     ObservationReader,
     SessionReader,
 )
 from overseer_observer.domain.contract import ObservedContract, ObservedEvent, observe
+from overseer_observer.domain.listing import ExecutionQuery
 
 
-class InMemoryObservations(ObservationReader, SessionReader, FoldedObservations):
+class InMemoryObservations(ObservationReader, SessionReader, FoldedObservations, ExecutionLists):
     """Each contract's latest picture and every transition record, folded in the order events come."""
 
     def __init__(self) -> None:
@@ -66,6 +68,23 @@ class InMemoryObservations(ObservationReader, SessionReader, FoldedObservations)
     async def session_transitions(self, session_id: str) -> list[TransitionRecord]:
         ids = {c.execution_id for c in self.contracts.values() if c.session_id == session_id}
         return sorted((r for r in self.records if r.execution_id in ids), key=lambda r: r.timestamp)
+
+    # -- ExecutionLists ------------------------------------------------------------------
+    async def executions(self, query: ExecutionQuery) -> list[ObservedContract]:
+        def wanted(c: ObservedContract) -> bool:
+            after = query.after
+            return (
+                query.session_id in (None, c.session_id)
+                and query.status in (None, c.status)
+                and query.tool in (None, c.tool)
+                and (query.since is None or c.created_at >= query.since)
+                and (after is None or (c.created_at, c.execution_id) < (after.created_at, after.execution_id))
+            )
+
+        newest_first = sorted(
+            self.contracts.values(), key=lambda c: (c.created_at, c.execution_id), reverse=True
+        )
+        return [c for c in newest_first if wanted(c)][: query.limit]
 
     # -- FoldedObservations --------------------------------------------------------------
     def folded(self, event_id: str) -> Folded | None:

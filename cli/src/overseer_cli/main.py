@@ -449,9 +449,10 @@ _mount_co()
 
 
 def _mount_controls() -> None:
-    from overseer_cli.control_commands import mount
+    from overseer_cli import control_commands, executions
 
-    mount(app)
+    control_commands.mount(app)
+    executions.mount(app)
 
 
 _mount_controls()

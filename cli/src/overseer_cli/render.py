@@ -250,7 +250,9 @@ def approval_card(item: dict[str, Any], home: Path | None = None) -> Panel:
 
 def approvals_table(items: list[dict[str, Any]]) -> Table:
     table = Table(title=f"{len(items)} pending")
-    for column in ("execution", "kind", "session", "tool", "arguments", "level", "requested by", "at"):
+    # Ids whole: they are what `approve` and `reject` take (narrow terminals fold them, never cut them).
+    table.add_column("execution", overflow="fold", min_width=36)
+    for column in ("kind", "session", "tool", "arguments", "level", "requested by", "at"):
         table.add_column(column)
     for item in items:
         table.add_row(

@@ -121,3 +121,36 @@ async def test_healthz_is_ok_when_all_six_are_up(gateway: LiveGateway) -> None:
         "status": "ok",
         "services": {s: "ok" for s in ("gateway", "reasoning", "executor", "col", "firewall", "observer")},
     }
+
+
+async def test_executions_are_listed_newest_first_filtered_and_paged(gateway: LiveGateway) -> None:
+    first = await run_one(gateway, "listed-1")
+    second = await run_one(gateway, "listed-1")
+    other = await run_one(gateway, "listed-2")
+    mine = await get(gateway, "/v1/executions", session="listed-1")
+    assert [item["execution_id"] for item in mine["items"]] == [second, first]
+    assert mine["next"] is None
+    assert {(item["tool"], item["status"], item["session_id"]) for item in mine["items"]} == {
+        ("fs.list", "completed", "listed-1")
+    }
+    newest = await get(gateway, "/v1/executions", limit=1)
+    assert [item["execution_id"] for item in newest["items"]] == [other]
+    following = await get(gateway, "/v1/executions", limit=1, cursor=newest["next"])
+    assert [item["execution_id"] for item in following["items"]] == [second]
+    completed = await get(gateway, "/v1/executions", status="completed", tool="fs.list", since=0)
+    assert {first, second, other} <= {item["execution_id"] for item in completed["items"]}
+    assert (await get(gateway, "/v1/executions", tool="email.send", session="listed-1"))["items"] == []
+
+
+async def test_a_bad_executions_query_is_422_naming_the_parameter(gateway: LiveGateway) -> None:
+    async with gateway.client("viewer") as client:
+        for params, named in [
+            ({"status": "finished"}, "status"),
+            ({"limit": 0}, "limit"),
+            ({"since": -1}, "since"),
+            ({"cursor": "not-a-cursor"}, "cursor"),
+        ]:
+            answer = await client.get("/v1/executions", params=params)
+            assert answer.status_code == 422, (params, answer.text)
+            assert answer.headers["content-type"] == "application/problem+json"
+            assert named in answer.json()["detail"], answer.json()

@@ -133,7 +133,7 @@ async def test_seed002_worked_example_is_projected_from_events_over_nats(stack: 
 
 async def test_sqlite_read_models_answer_exactly_what_the_pure_fold_answers(stack: Stack) -> None:
     folded = FoldedExample(STEPS)
-    expected = ExecutionObserver(folded, folded, ChangeFeed(), clock=lambda: NOW)
+    expected = ExecutionObserver(folded, folded, ChangeFeed(), folded, clock=lambda: NOW)
     async with stack.runtime(observer_service()) as runtime:
         await ExamplePublisher(stack).publish(*STEPS)
         await all_recorded(runtime, len(STEPS))

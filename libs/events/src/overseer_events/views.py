@@ -156,3 +156,47 @@ class ExecutionConsequenceView(ObservationModel):
         if not self.is_still_pending:
             return True
         return not until_terminal and self.consequence_label == "WAITING"
+
+
+class ExecutionSummary(ObservationModel):
+    """One execution in a list (``GET /v1/executions``): what it did, in which session, how it stands."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        json_schema_extra={
+            "examples": [
+                {
+                    "execution_id": "01a20ace-cf97-700a-bcb7-a875eece0fc4",
+                    "session_id": "demo-7c1f0e2a9b3d",
+                    "tool": "email.send",
+                    "action_summary": "email.send → bob@example.com",
+                    "status": "completed",
+                    "irreversible": True,
+                    "created_at": 1763780000.5,
+                    "entered_at": 1763780005.7,
+                    "transition_count": 4,
+                    "result": "sent to bob@example.com",
+                    "error_message": None,
+                }
+            ]
+        },
+    )
+
+    execution_id: str
+    session_id: str
+    tool: str | None
+    action_summary: str
+    status: str
+    irreversible: bool
+    created_at: float
+    entered_at: float
+    transition_count: int
+    result: str | None
+    error_message: str | None
+
+
+class ExecutionPage(ObservationModel):
+    """A page of executions, newest first; ``next`` continues after the last one (None: no more)."""
+
+    items: list[ExecutionSummary]
+    next: str | None

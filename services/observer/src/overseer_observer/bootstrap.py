@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 from overseer_observer.adapters.read_models import (
     ExecutionObservations,
+    ReaderExecutions,
     ReaderSessions,
     SqliteObservationReader,
 )
@@ -55,5 +56,6 @@ class ObserverService(Service):
             SqliteObservationReader(runtime.store.conn),
             ReaderSessions(runtime.reader),
             runtime.wait_for_change,
+            ReaderExecutions(runtime.reader),
             self.clock,
         )

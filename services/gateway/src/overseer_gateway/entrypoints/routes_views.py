@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request
 from fastapi.responses import PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from overseer_events.views import ExecutionSnapshot, ExecutionTimeline, StateMachineTopology, TransitionRecord
+from overseer_events.views import (
+    ExecutionPage,
+    ExecutionSnapshot,
+    ExecutionTimeline,
+    StateMachineTopology,
+    TransitionRecord,
+)
 from overseer_gateway.domain.access import Caller, Role
 from overseer_gateway.entrypoints.answers import json_response, passed_on
 from overseer_gateway.entrypoints.auth import require
@@ -111,6 +117,42 @@ async def timeline(
     request: Request, session_id: Identifier, _: Caller = Depends(require(Role.VIEWER))
 ) -> Response:
     return await ask(request, "observer", "timeline", {"session_id": session_id})
+
+
+ExecutionState = Literal["pending", "running", "waiting", "completed", "failed", "rejected", "cancelled"]
+
+
+@router.get(
+    "/v1/executions",
+    response_model=ExecutionPage,
+    responses=problems(*READ, 422),
+    tags=["observation"],
+    summary="What happened: every execution, newest first, filtered and paged",
+)
+async def executions(
+    request: Request,
+    session: Annotated[
+        str | None, Query(min_length=1, max_length=128, description="only this session's")
+    ] = None,
+    status: Annotated[ExecutionState | None, Query(description="only executions in this state now")] = None,
+    tool: Annotated[
+        str | None, Query(min_length=1, max_length=128, description="only calls of this tool")
+    ] = None,
+    since: Annotated[
+        float | None, Query(ge=0, le=1e11, description="only executions proposed at or after (Unix seconds)")
+    ] = None,
+    cursor: Annotated[
+        str | None, Query(min_length=3, max_length=200, description="the `next` of the previous page")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    _: Caller = Depends(require(Role.VIEWER)),
+) -> Response:
+    """Each execution's session, tool, one-line summary, state and outcome. ``next`` continues after the
+    page's last execution (executions proposed meanwhile come before the first page, never inside a
+    later one); ``null`` on the last page."""
+    payload = {"session_id": session, "status": status, "tool": tool, "since": since, "cursor": cursor}
+    request_body = {k: v for k, v in payload.items() if v is not None} | {"limit": limit}
+    return await ask(request, "observer", "executions.list", request_body)
 
 
 @router.get(

@@ -18,6 +18,7 @@ from overseer_events.envelope import Envelope
 from overseer_events.views import TransitionRecord
 from overseer_observer.application.ports import Folded
 from overseer_observer.domain.contract import ObservedContract, observe
+from overseer_observer.domain.listing import ExecutionQuery
 from overseer_runtime.projection import SqlProjection
 from overseer_runtime.readers import ReadModelReader
 
@@ -69,9 +70,11 @@ class ExecutionObservations(SqlProjection):
         result           TEXT,
         error_message    TEXT,
         was_suspended    INTEGER NOT NULL,
-        confirmed        INTEGER NOT NULL
+        confirmed        INTEGER NOT NULL,
+        tool             TEXT
     );
     CREATE INDEX IF NOT EXISTS observed_contracts_by_session ON observed_contracts (session_id, created_at);
+    CREATE INDEX IF NOT EXISTS observed_contracts_by_time ON observed_contracts (created_at, execution_id);
     CREATE TABLE IF NOT EXISTS observed_transitions (
         execution_id           TEXT    NOT NULL,
         sequence_number        INTEGER NOT NULL,
@@ -187,3 +190,32 @@ class ReaderSessions:
     async def session_transitions(self, session_id: str) -> list[TransitionRecord]:
         rows = await self.reader.fetch_all(_SESSION_TRANSITIONS, (session_id,))
         return [_transition(tuple(row.values())) for row in rows]
+
+
+class ReaderExecutions:
+    """The :class:`~overseer_observer.application.ports.ExecutionLists` on the read-only reader."""
+
+    def __init__(self, reader: ReadModelReader) -> None:
+        self.reader = reader
+
+    async def executions(self, query: ExecutionQuery) -> list[ObservedContract]:
+        where: list[str] = []
+        params: list[Any] = []
+        for column, value in (
+            ("session_id", query.session_id),
+            ("status", query.status),
+            ("tool", query.tool),
+        ):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if query.since is not None:
+            where.append("created_at >= ?")
+            params.append(query.since)
+        if query.after is not None:
+            where.append("(created_at < ? OR (created_at = ? AND execution_id < ?))")
+            params += [query.after.created_at, query.after.created_at, query.after.execution_id]
+        sql = _SELECT_CONTRACT + (f" WHERE {' AND '.join(where)}" if where else "")
+        sql += " ORDER BY created_at DESC, execution_id DESC LIMIT ?"
+        rows = await self.reader.fetch_all(sql, (*params, query.limit))
+        return [_contract(tuple(row.values())) for row in rows]

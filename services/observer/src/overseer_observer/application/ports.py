@@ -23,6 +23,7 @@ from typing import Protocol
 
 from overseer_events.views import TransitionRecord
 from overseer_observer.domain.contract import ObservedContract
+from overseer_observer.domain.listing import ExecutionQuery
 
 Folded = tuple[ObservedContract, TransitionRecord | None]
 # Sleeps until a commit touches the execution (True) or the timeout runs out (False).
@@ -49,3 +50,11 @@ class FoldedObservations(Protocol):
     """The contract (and the transition record, for a transition) the fold of an event wrote."""
 
     def folded(self, event_id: str) -> Folded | None: ...
+
+
+class ExecutionLists(Protocol):
+    """Every observed execution, filtered and paged, read by the read-only reader."""
+
+    async def executions(self, query: ExecutionQuery) -> list[ObservedContract]:
+        """Up to ``query.limit`` executions matching ``query``, newest first, after ``query.after``."""
+        ...

@@ -4,18 +4,26 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from overseer_events.views import (
     ExecutionConsequenceView,
+    ExecutionPage,
     ExecutionSnapshot,
     ExecutionTimeline,
     StateMachineTopology,
     TransitionRecord,
 )
-from overseer_observer.application.ports import ObservationReader, SessionReader, WaitForChange
+from overseer_observer.application.ports import (
+    ExecutionLists,
+    ObservationReader,
+    SessionReader,
+    WaitForChange,
+)
 from overseer_observer.domain import views
 from overseer_observer.domain.contract import ObservedContract
 from overseer_observer.domain.errors import UnknownExecution, UnknownSession
+from overseer_observer.domain.listing import ExecutionQuery, Position, summary
 
 
 class ExecutionObserver:
@@ -26,10 +34,12 @@ class ExecutionObserver:
         executions: ObservationReader,
         sessions: SessionReader,
         wait_for_change: WaitForChange,
+        lists: ExecutionLists,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.executions = executions
         self.sessions = sessions
+        self.lists = lists
         self.wait_for_change = wait_for_change
         self.clock = clock
 
@@ -54,6 +64,14 @@ class ExecutionObserver:
             raise UnknownSession(session_id)
         transitions = await self.sessions.session_transitions(session_id)
         return views.timeline(session_id, contracts, transitions, self.clock())
+
+    async def executions_page(self, query: ExecutionQuery) -> ExecutionPage:
+        """A page of executions, newest first, and the cursor of the next one (None when it was the last)."""
+        found = await self.lists.executions(replace(query, limit=query.limit + 1))
+        page = found[: query.limit]
+        last = page[-1] if len(found) > query.limit else None
+        next_cursor = Position(last.created_at, last.execution_id).cursor() if last else None
+        return ExecutionPage(items=[summary(contract) for contract in page], next=next_cursor)
 
     def consequence(self, execution_id: str) -> ExecutionConsequenceView:
         return views.consequence_view(self._contract(execution_id))

@@ -45,6 +45,7 @@ class ObservedContract:
     was_suspended: bool
     # False while only the proposal is known; the executor's execution.contract_created makes it True.
     confirmed: bool
+    tool: str | None = None  # the tool called (None for an action that calls none)
 
     @property
     def action_summary(self) -> str:
@@ -86,6 +87,7 @@ def observe_proposal(
         error_message=None,
         was_suspended=False,
         confirmed=False,
+        tool=proposal.tool,
     )
 
 
@@ -113,6 +115,7 @@ def observe_creation(current: ObservedContract | None, created: ContractCreated)
         error_message=None,
         was_suspended=False,
         confirmed=True,
+        tool=created.tool,
     )
     if current is None:
         return contract
@@ -130,6 +133,7 @@ def observe_creation(current: ObservedContract | None, created: ContractCreated)
         co_id=contract.co_id,
         created_at=contract.created_at,
         confirmed=True,
+        tool=contract.tool,
     )
 
 

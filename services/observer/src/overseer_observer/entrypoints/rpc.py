@@ -12,8 +12,10 @@ from typing import Literal, Protocol
 
 from pydantic import Field, StrictFloat, StrictInt
 
+from overseer_events.machines import ExecutionStatus
 from overseer_events.views import (
     ExecutionConsequenceView,
+    ExecutionPage,
     ExecutionSnapshot,
     ExecutionTimeline,
     StateMachineTopology,
@@ -21,6 +23,7 @@ from overseer_events.views import (
 )
 from overseer_observer.application.queries import ExecutionObserver
 from overseer_observer.domain.errors import UnknownExecution, UnknownSession
+from overseer_observer.domain.listing import ExecutionQuery, Position
 from overseer_runtime.rpc import NoArguments, RpcError, RpcRequest, RpcTable
 
 MAX_WAIT_SECONDS = 60.0
@@ -44,6 +47,34 @@ class ConsequenceRequest(RpcRequest):
     until: Literal["settled", "terminal"] = "settled"
 
 
+MAX_PAGE = 500
+
+
+class ExecutionsRequest(RpcRequest):
+    """Filters (each optional), where a previous page ended (``cursor``), and a page's size."""
+
+    session_id: str | None = Field(default=None, min_length=1, max_length=128)
+    status: ExecutionStatus | None = None
+    tool: str | None = Field(default=None, min_length=1, max_length=128)
+    since: StrictFloat | StrictInt | None = Field(default=None, ge=0, le=1e11)
+    cursor: str | None = Field(default=None, min_length=3, max_length=200)
+    limit: StrictInt = Field(default=50, ge=1, le=MAX_PAGE)
+
+    def query(self) -> ExecutionQuery:
+        try:
+            after = Position.parse(self.cursor) if self.cursor is not None else None
+        except ValueError as exc:
+            raise RpcError(422, f"cursor: {exc}") from None
+        return ExecutionQuery(
+            limit=self.limit,
+            session_id=self.session_id,
+            status=self.status.value if self.status is not None else None,
+            tool=self.tool,
+            since=float(self.since) if self.since is not None else None,
+            after=after,
+        )
+
+
 class ConsequencesRequest(RpcRequest):
     session_id: str = Id
     execution_ids: list[str] | None = None  # only these of the session's executions
@@ -65,6 +96,7 @@ def rpc(observer: RunningObserver) -> RpcTable:
         .method("consequence", ConsequenceRequest, methods.consequence)
         .method("consequences", ConsequencesRequest, methods.consequences)
         .method("topology", NoArguments, methods.topology)
+        .method("executions.list", ExecutionsRequest, methods.executions_list)
     )
 
 
@@ -106,3 +138,6 @@ class _Methods:
 
     async def topology(self, _: NoArguments) -> StateMachineTopology:
         return self.observer.queries.topology()
+
+    async def executions_list(self, r: ExecutionsRequest) -> ExecutionPage:
+        return await self.observer.queries.executions_page(r.query())
