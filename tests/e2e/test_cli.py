@@ -6,6 +6,7 @@ import asyncio
 import re
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -129,7 +130,9 @@ async def test_tail_json_streams_the_sessions_events(full_stack: FullStack) -> N
         stderr=asyncio.subprocess.PIPE,
     )
     try:
-        await asyncio.sleep(1.0)  # connected (since=0 would replay what it missed anyway)
+        assert process.stderr is not None
+        async with asyncio.timeout(20):  # a quiet stack says so rather than nothing
+            assert "waiting for events" in (await process.stderr.readline()).decode()
         async with full_stack.client("agent") as agent:
             await agent.post("/v1/actions", json={"session_id": "cli-tail", "tool": "fs.list", "args": {}})
         assert process.stdout is not None
@@ -155,3 +158,63 @@ async def test_an_unreachable_gateway_is_one_clear_line(full_stack: FullStack) -
     assert failed.returncode == 1
     assert "cannot reach the gateway" in failed.stderr
     assert "Traceback" not in failed.stderr
+
+
+async def test_approve_takes_the_short_id_other_commands_print_when_it_names_one_approval(
+    full_stack: FullStack,
+) -> None:
+    execution_id = await propose_mail(full_stack, "cli-prefix", "dora@example.com")
+    approved = await full_stack.cli("approvals", "approve", execution_id[:13])
+    assert approved.returncode == 0, approved.stdout + approved.stderr
+    assert f"approve recorded for {execution_id}" in approved.stdout
+    assert (await outcome(full_stack, execution_id))["consequence_label"] == "SUCCESS"
+
+
+async def test_a_prefix_of_several_pending_approvals_is_refused_naming_them(full_stack: FullStack) -> None:
+    first = await propose_mail(full_stack, "cli-prefix-2", "erin@example.com")
+    second = await propose_mail(full_stack, "cli-prefix-3", "fred@example.com")
+    shared = next(n for n in range(len(first), 0, -1) if first[:n] == second[:n])
+    refused = await full_stack.cli("approvals", "reject", first[:shared])
+    assert refused.returncode == 1
+    assert "give more of it" in refused.stderr
+    assert first in refused.stderr
+    assert second in refused.stderr
+    for execution_id in (first, second):
+        rejected = await full_stack.cli("approvals", "reject", execution_id)
+        assert rejected.returncode == 0, rejected.stderr
+
+
+async def test_version_names_the_package_version(full_stack: FullStack) -> None:
+    shown = await full_stack.cli("--version")
+    assert shown.returncode == 0
+    assert shown.stdout.startswith("overseer ")
+
+
+async def test_policy_show_replay_and_edit_from_a_file(full_stack: FullStack, tmp_path: Path) -> None:
+    shown = await full_stack.cli("policy", "show", "--json")
+    assert shown.returncode == 0, shown.stderr
+    policy = orjson.loads(shown.stdout)
+    assert policy["tools"]["email.send"]["effective"] == "APPROVE"
+    table = await full_stack.cli("policy", "show")
+    assert "email.send" in table.stdout
+    assert "APPROVE" in table.stdout
+
+    current = tmp_path / "admin.json"
+    current.write_bytes(orjson.dumps(policy["admin"]))
+    replayed = await full_stack.cli("policy", "replay", str(current))
+    assert replayed.returncode == 0, replayed.stderr
+    assert "0 of " in replayed.stdout
+
+    stricter = dict(policy["admin"], defaults={**policy["admin"]["defaults"], "fs.list": "CONFIRM"})
+    candidate = tmp_path / "stricter.json"
+    candidate.write_bytes(orjson.dumps(stricter))
+    saved = await full_stack.cli("policy", "edit", str(candidate), "--yes")
+    assert saved.returncode == 0, saved.stdout + saved.stderr
+    assert f"version {policy['admin']['version'] + 1}" in saved.stdout
+    restored = await full_stack.cli("policy", "edit", str(current), "--yes")
+    assert restored.returncode == 0, restored.stderr
+    broken = tmp_path / "broken.toml"
+    broken.write_text("defaults = [", encoding="utf-8")
+    refused = await full_stack.cli("policy", "replay", str(broken))
+    assert refused.returncode == 1
+    assert "is not valid TOML" in refused.stderr

@@ -1,4 +1,4 @@
-"""``overseer demo``: seed 003's worked example, a meeting invite to bob@example.com, against a running stack.
+"""``overseer demo``: the worked example, a meeting invite to bob@example.com, against a running stack.
 
 By default it is played through chat (:class:`ChatDemo`): the person asks Overseer's own agent
 to "send a meeting invite to bob@example.com"; the agent proposes ``email.send`` (irreversible,

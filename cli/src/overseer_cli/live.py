@@ -48,8 +48,10 @@ async def follow(
     on_notice: Callable[[str], None] = lambda text: None,
     connected: asyncio.Event | None = None,
     max_reconnects: int | None = None,
+    on_connected: Callable[[], None] = lambda: None,
 ) -> None:
-    """Deliver every message to ``on_message``; after a drop, reconnect with ``since`` = the last seq seen."""
+    """Deliver every message to ``on_message``; after a drop, reconnect with ``since`` = the last seq seen.
+    ``on_connected`` is called each time the stream opens, before its events."""
     last = since
     attempts = 0
     ever_connected = False
@@ -59,6 +61,7 @@ async def follow(
         try:
             async with connect(url, additional_headers=headers, max_size=8 << 20, open_timeout=10) as ws:
                 attempts = 0
+                on_connected()
                 ever_connected = True
                 if connected is not None:
                     connected.set()

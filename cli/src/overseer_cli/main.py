@@ -30,6 +30,24 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
+
+def _version(shown: bool) -> None:
+    if shown:
+        from importlib.metadata import version
+
+        typer.echo(f"overseer {version('overseer-cli')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")
+    ] = False,
+) -> None:
+    """Overseer: a human decision firewall for AI agents."""
+
+
 Url = Annotated[
     str | None, typer.Option("--url", help="gateway URL (env OVERSEER_URL; default: the local stack)")
 ]
@@ -145,8 +163,27 @@ def tail(
     def notice(text: str) -> None:
         errors.print(f"[yellow]{text}[/]")
 
+    said = False
+
+    def waiting() -> None:
+        # Once, on stderr: a quiet stack is not a broken one, and --json's stdout stays events only.
+        nonlocal said
+        if not said:
+            errors.print(f"[bright_black]connected to {target.url}, waiting for events… (Ctrl-C stops)[/]")
+        said = True
+
     try:
-        asyncio.run(follow(target, show, subjects=subject, session=session, since=since, on_notice=notice))
+        asyncio.run(
+            follow(
+                target,
+                show,
+                subjects=subject,
+                session=session,
+                since=since,
+                on_notice=notice,
+                on_connected=waiting,
+            )
+        )
     except KeyboardInterrupt:
         pass
 
@@ -154,7 +191,7 @@ def tail(
 @app.command()
 @friendly
 def timeline(session_id: str, url: Url = None, token: Token = None) -> None:
-    """A session's transitions as a table (seed 002 ExecutionTimeline)."""
+    """A session's executions and every transition they went through, as tables."""
     with Gateway(resolve(url, token, "viewer")) as gateway:
         console.print(render.timeline_table(gateway.get(f"/api/execution/{session_id}/timeline")))
 
@@ -178,9 +215,20 @@ def _pending(gateway: Gateway) -> list[dict[str, Any]]:
 
 
 def _find(gateway: Gateway, execution_id: str) -> dict[str, Any]:
-    for item in _pending(gateway):
+    """The pending approval whose execution id is ``execution_id`` or begins with it (the short ids
+    `tail` and `timeline` print do), when exactly one does."""
+    items = _pending(gateway)
+    for item in items:
         if item["execution_id"] == execution_id:
             return item
+    matching = [item for item in items if item["execution_id"].startswith(execution_id)]
+    if len(matching) == 1:
+        return matching[0]
+    if matching:
+        ids = ", ".join(item["execution_id"] for item in matching)
+        raise CliError(
+            f"{execution_id} is the beginning of {len(matching)} pending approvals' ids ({ids}): give more of it"
+        )
     raise CliError(f"no pending approval for execution {execution_id}; see `overseer approvals list`")
 
 
@@ -449,10 +497,11 @@ _mount_co()
 
 
 def _mount_controls() -> None:
-    from overseer_cli import control_commands, executions
+    from overseer_cli import control_commands, executions, policy_commands
 
     control_commands.mount(app)
     executions.mount(app)
+    policy_commands.mount(app)
 
 
 _mount_controls()

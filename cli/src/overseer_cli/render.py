@@ -321,18 +321,42 @@ def consequence_panel(view: dict[str, Any]) -> Panel:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
-    for key in (
-        "execution_id",
-        "action_type",
-        "result",
-        "error_message",
-        "has_side_effects",
-        "was_suspended",
-        "is_still_pending",
-        "total_duration_ms",
-    ):
-        grid.add_row(key, str(view.get(key)))
-    return Panel(Group(headline, grid), title="Consequence view (seed 002)", border_style="green")
+    rows = (
+        ("execution", view.get("execution_id")),
+        ("result", view.get("result")),
+        ("error", view.get("error_message")),
+        ("side effects", yes_no(view.get("has_side_effects"))),
+        ("waited for a person", yes_no(view.get("was_suspended"))),
+        ("still pending", yes_no(view.get("is_still_pending"))),
+        ("took", duration(view.get("total_duration_ms"))),
+    )
+    for label, value in rows:
+        if value not in (None, ""):
+            grid.add_row(label, str(value))
+    return Panel(
+        Group(headline, grid), title="What happened (the execution's consequence view)", border_style="green"
+    )
+
+
+def yes_no(value: Any) -> str | None:
+    """A flag as people say it; None when the view does not say."""
+    return None if value is None else ("yes" if value else "no")
+
+
+def duration(milliseconds: Any) -> str | None:
+    """``850 ms``, ``10.7 s``, ``2 min 57 s``, ``1 h 4 min``; None when unknown."""
+    if not isinstance(milliseconds, int | float):
+        return None
+    if milliseconds < 1000:
+        return f"{milliseconds:.0f} ms"
+    seconds = milliseconds / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, seconds = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
 
 
 # ---------------------------------------------------------------------- chat --

@@ -97,7 +97,7 @@ def rpc(
 
 
 def contract_view(contract: ExecutionContract) -> dict[str, Any]:
-    """A contract as JSON for ``contract.get`` (seed 003 fields plus the bound verdict)."""
+    """A contract as JSON for ``contract.get`` (every field of the execution contract, plus the verdict it is bound to)."""
     verdict = contract.verdict
     return {
         "execution_id": contract.execution_id,

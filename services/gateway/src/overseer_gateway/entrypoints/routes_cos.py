@@ -1,4 +1,4 @@
-"""``/v1/cos…``: the user's Cognitive Objects (seed 000) over REST; the col service does the work.
+"""``/v1/cos…``: the user's Cognitive Objects (the long-lived things a person works on) over REST; the col service does the work.
 
 Reads are RPC queries to the col service (``overseer.rpc.col.<method>``).
 Writes become the gateway's own ``co.command.*`` events (the col service
@@ -176,7 +176,7 @@ async def patch_co(request: Request, co_id: CoId, body: CoPatchRequest, caller: 
     summary="Fire a lifecycle trigger; 409 for an illegal one, listing the legal triggers",
 )
 async def transition_co(request: Request, co_id: CoId, body: TransitionRequest, caller: Operator) -> Response:
-    """Triggers (seed 000 §4.2): clarify, wait, resume, block, unblock, achieve, archive, reactivate.
+    """Triggers: clarify, wait, resume, block, unblock, achieve, archive, reactivate.
     The transition is recorded with actor ``user`` and the given reason."""
     command = CoTransitionCommand(
         command_id=uuid7(), co_id=co_id, trigger=body.trigger, reason=body.reason, actor="user"

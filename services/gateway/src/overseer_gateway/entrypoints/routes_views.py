@@ -87,7 +87,7 @@ async def ask(request: Request, service: str, method: str, payload: dict[str, An
     response_model=StateMachineTopology,
     responses=problems(*READ),
     tags=["observation"],
-    summary="The execution state machine (seed 002 StateMachineTopology)",
+    summary="The execution state machine: its seven states and the transitions between them",
 )
 async def topology(request: Request, _: Caller = Depends(require(Role.VIEWER))) -> Response:
     return await ask(request, "observer", "topology")
@@ -98,7 +98,7 @@ async def topology(request: Request, _: Caller = Depends(require(Role.VIEWER))) 
     response_model=ExecutionSnapshot,
     responses=problems(*READ_ONE),
     tags=["observation"],
-    summary="One contract's current state (seed 002 ExecutionSnapshot)",
+    summary="One execution's current state, constraints and outcome",
 )
 async def snapshot(
     request: Request, execution_id: Identifier, _: Caller = Depends(require(Role.VIEWER))
@@ -111,7 +111,7 @@ async def snapshot(
     response_model=ExecutionTimeline,
     responses=problems(*READ_ONE),
     tags=["observation"],
-    summary="A session's contracts and transitions in time order (seed 002 ExecutionTimeline)",
+    summary="A session's executions and their transitions, in time order",
 )
 async def timeline(
     request: Request, session_id: Identifier, _: Caller = Depends(require(Role.VIEWER))
@@ -160,7 +160,7 @@ async def executions(
     response_model=list[TransitionRecord],
     responses=problems(*READ_ONE),
     tags=["observation"],
-    summary="Every transition of one contract (seed 002 TransitionRecord)",
+    summary="Every transition of one execution",
 )
 async def transitions(
     request: Request, execution_id: Identifier, _: Caller = Depends(require(Role.VIEWER))

@@ -1,6 +1,6 @@
 """Request and response bodies of the REST API, with the examples the OpenAPI document shows.
 
-Observation bodies (seed 002) are produced by the observer and passed through
+Observation bodies are produced by the observer and passed through
 untouched; the models here document them field for field. Models of answers
 allow extra fields: services may add fields, never rename or drop them.
 """
@@ -307,7 +307,7 @@ class DecisionRecorded(Answer):
 
 
 # ------------------------------------------------------------- observation --
-# Seed 002's models are the observer's contract, shared from overseer_events.views.
+# The observation models are the observer's contract, shared from overseer_events.views.
 # ---------------------------------------------------------- audit, policy --
 class AuditRecord(Answer):
     index: int
@@ -533,7 +533,7 @@ def _not_blank(value: str | None) -> str | None:
 
 
 class CoCreateRequest(CoBody):
-    """Seed 000's user-given fields; the CO starts EMERGING, ``created_by`` is the caller's role."""
+    """The fields a person gives; the CO starts EMERGING, ``created_by`` is the caller's role."""
 
     model_config = ConfigDict(
         extra="forbid",
@@ -648,7 +648,7 @@ class SuggestionDecisionRequest(CoBody):
 
 # Answers: documented; the col may add fields.
 class CoTransitionRecord(Answer):
-    """One status transition of a CO (its ``co.transitioned``); an execution's is seed 002's ``TransitionRecord``."""
+    """One status transition of a CO (its ``co.transitioned``); an execution's is a ``TransitionRecord``."""
 
     from_: str = Field(alias="from")
     to: str
@@ -665,7 +665,7 @@ class ExecutionReport(Answer):
 
 
 class CognitiveObjectView(Answer):
-    """Seed 000 §2.2, every field; one CO also carries its ``execution_reports``."""
+    """A Cognitive Object, every field; one CO also carries its ``execution_reports``."""
 
     co_id: str
     title: str

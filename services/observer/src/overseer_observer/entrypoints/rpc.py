@@ -1,6 +1,6 @@
 """Request/reply methods (``overseer.rpc.observer.<method>``): the gateway and reasoning ask.
 
-Answers are seed 002's models as JSON; an unknown execution or session is a 404. Each request is
+Answers are the observation models of ``overseer_events.views`` as JSON; an unknown execution or session is a 404. Each request is
 a pydantic model, validated by the runtime (422 with the validation message).
 """
 
