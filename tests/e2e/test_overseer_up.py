@@ -51,6 +51,7 @@ def overseer_up(home: Path, port: int) -> tuple[subprocess.Popen[str], dict[str,
     """``overseer up`` on ``home`` and ``port`` as a child process (its output piped), and its environment."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERSEER_", "NATS_"))}
     env["OVERSEER_HOME"] = str(home)
+    env["XDG_STATE_HOME"] = str(home.parent / "state")  # where `up` records its home: the test's own
     overseer = Path(sys.executable).with_name("overseer")
     proc = subprocess.Popen(
         [str(overseer), "up", "--port", str(port)],

@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -91,3 +92,48 @@ def test_a_second_stack_on_a_home_whose_server_lives_refuses_to_open_its_store(t
         first.send_signal(signal.SIGINT)
         first.communicate(timeout=60)
     assert wait_gone(home) == []
+
+
+def test_the_cli_finds_the_running_stack_from_any_folder_and_says_which_home_it_looked_in(
+    tmp_path: Path,
+) -> None:
+    home, state, elsewhere = tmp_path / "home", tmp_path / "state", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERSEER_", "NATS_", "XDG_"))}
+    overseer = str(Path(sys.executable).with_name("overseer"))
+    stack = subprocess.Popen(
+        [overseer, "up", "--port", str(port)],
+        env=env | {"OVERSEER_HOME": str(home), "XDG_STATE_HOME": str(state)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_healthy(stack, port)
+        # No OVERSEER_HOME, another folder: the home `overseer up` recorded for this user is found.
+        found = subprocess.run(
+            [overseer, "approvals", "list", "--json"],
+            env=env | {"XDG_STATE_HOME": str(state)},
+            cwd=elsewhere,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert found.returncode == 0, found.stderr
+        assert found.stdout.strip().startswith("[")
+        status = subprocess.run(
+            [overseer, "status"], env=env | {"XDG_STATE_HOME": str(state)}, cwd=elsewhere, capture_output=True,
+            text=True, timeout=60,
+        )  # fmt: skip
+        assert status.returncode == 0, status.stdout + status.stderr
+        # Another user (no record), another folder: nothing runs there, and it says where it looked.
+        lost = subprocess.run(
+            [overseer, "status"], env=env | {"XDG_STATE_HOME": str(tmp_path / "nobody"), "COLUMNS": "400"}, cwd=elsewhere,
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert lost.returncode == 1
+        assert f"No stack is running in {elsewhere / '.overseer'} (it has no stack.json)" in lost.stdout
+    finally:
+        stack.send_signal(signal.SIGINT)
+        stack.communicate(timeout=60)

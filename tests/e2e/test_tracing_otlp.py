@@ -121,6 +121,7 @@ def test_one_action_is_one_trace_across_the_services_exported_over_otlp(
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERSEER_", "NATS_", "OTEL_"))}
         env |= {
             "OVERSEER_HOME": str(home),
+            "XDG_STATE_HOME": str(tmp_path / "state"),
             "OTEL_TRACES_EXPORTER": "otlp",
             "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
             "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,

@@ -66,8 +66,9 @@ def friendly(fn: Callable[P, R]) -> Callable[P, R]:
 def gateway_unreachable(target: Target, exc: httpx.HTTPError) -> CliError:
     """The refusal of a command whose gateway does not answer at all."""
     return CliError(
-        f"cannot reach the gateway at {target.url} ({type(exc).__name__}). "
-        "Is the stack running? Start it with `overseer up` (or `make run`)."
+        f"cannot reach the gateway at {target.url} ({type(exc).__name__}). Is the stack of {target.home} "
+        "running? Start it with `overseer up` (or `make run`), or set OVERSEER_HOME to the home of the one "
+        "that runs."
     )
 
 

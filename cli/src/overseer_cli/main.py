@@ -18,7 +18,7 @@ import orjson
 import typer
 from rich.prompt import Prompt
 
-from overseer_cli import render
+from overseer_cli import homes, render
 from overseer_cli.client import CliError, Gateway, Target, console, errors, friendly, resolve
 
 app = typer.Typer(
@@ -46,6 +46,7 @@ def _options(
     ] = False,
 ) -> None:
     """Overseer: a human decision firewall for AI agents."""
+    homes.settle()
 
 
 Url = Annotated[

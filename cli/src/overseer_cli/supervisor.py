@@ -26,6 +26,7 @@ from typing import Any
 
 from nats.errors import Error as NatsError
 
+from overseer_cli import homes
 from overseer_events.subjects import SERVICES, Subjects
 from overseer_executor.settings import ToolsSettings
 from overseer_gateway.adapters.tokens import ensure_tokens_file
@@ -386,6 +387,7 @@ def run_stack(
         return 2
     private_umask()  # every file the stack writes under OVERSEER_HOME is owner-only
     secure_home(stack.home)
+    homes.record(stack.home)  # so the CLI finds this stack from any folder
     ensure_tokens_file(stack.home)  # the gateway's own writer: one definition of tokens.json
     configured_smtp = settings.typed("tools", ToolsSettings).smtp_port
     stack.smtp_port = (
@@ -464,8 +466,10 @@ def print_status() -> int:
     status = collect_status()
     console = Console()
     if not status["running"]:
+        home = load_settings().home.resolve()
         console.print(
-            "[red]No stack is running[/red] (no stack.json under OVERSEER_HOME). Start one with `overseer up`."
+            f"[red]No stack is running[/red] in {home} (it has no stack.json). Start one with `overseer up`, "
+            "or set OVERSEER_HOME to the home of the stack that runs."
         )
         return 1
     if status.get("bus_error"):
