@@ -137,3 +137,24 @@ def test_the_cli_finds_the_running_stack_from_any_folder_and_says_which_home_it_
     finally:
         stack.send_signal(signal.SIGINT)
         stack.communicate(timeout=60)
+
+
+def test_a_misspelt_setting_stops_the_start_at_once_naming_the_setting_meant(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERSEER_", "NATS_"))}
+    env |= {"OVERSEER_HOME": str(home), "OVERSEER_GATEWAY__PROT": "9000", "XDG_STATE_HOME": str(tmp_path)}
+    started = time.monotonic()
+    refused = subprocess.run(
+        [str(Path(sys.executable).with_name("overseer")), "up"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert time.monotonic() - started < 15
+    assert (
+        "gateway.prot: unknown setting (set by OVERSEER_GATEWAY__PROT); did you mean 'port'?"
+        in refused.stderr
+    )
+    assert processes_with_home(home) == []

@@ -33,7 +33,14 @@ from overseer_gateway.adapters.tokens import ensure_tokens_file
 from overseer_gateway.domain.access import Role
 from overseer_gateway.settings import GatewaySettings
 from overseer_runtime.bus import connect
-from overseer_runtime.config import NatsSettings, Settings, load_settings
+from overseer_runtime.config import (
+    ConfigurationError,
+    NatsSettings,
+    Section,
+    Settings,
+    check_configuration,
+    load_settings,
+)
 from overseer_runtime.credentials import Keyring, NatsCredential, credentials_for, keys_dir
 from overseer_runtime.home import private_umask, secure_home
 from overseer_runtime.launcher import EmbeddedNats, StoreInUse, die_with_parent, free_port, reachable
@@ -238,6 +245,28 @@ class Stack:
             with_stack.unlink()
 
 
+def configuration_models() -> dict[str, type[Section]]:
+    """Every section of the stack's configuration and the model that reads it."""
+    from overseer_col.settings import ColSettings
+    from overseer_executor.settings import ExecutorSettings, McpSettings
+    from overseer_firewall.settings import FirewallSettings
+    from overseer_reasoning.settings import ReasoningSettings
+    from overseer_runtime.config import NatsSettings, OverseerSettings, TelemetrySettings
+
+    return {
+        "overseer": OverseerSettings,
+        "nats": NatsSettings,
+        "telemetry": TelemetrySettings,
+        "gateway": GatewaySettings,
+        "executor": ExecutorSettings,
+        "tools": ToolsSettings,
+        "mcp": McpSettings,
+        "reasoning": ReasoningSettings,
+        "col": ColSettings,
+        "firewall": FirewallSettings,
+    }
+
+
 def stack_services() -> list[Service]:
     """The six services, as declared by their packages (``overseer_<name>.bootstrap``)."""
     import importlib
@@ -374,6 +403,11 @@ def run_stack(
 ) -> int:
     """Run the whole stack in the foreground until Ctrl-C / SIGTERM; returns the exit code."""
     settings = load_settings()
+    try:  # every section and key, before anything starts: a typo is one message, not a service that never starts
+        check_configuration(settings, configuration_models())
+    except ConfigurationError as exc:
+        print(f"Not starting: {exc}", file=sys.stderr)
+        return 2
     gateway = settings.typed("gateway", GatewaySettings)
     stack = Stack(settings, host or gateway.host, port or gateway.port, nats_url)
     # Before anything starts: a taken port would otherwise show only as a gateway that never gets ready.

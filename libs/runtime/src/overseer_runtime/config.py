@@ -11,7 +11,10 @@ Values from the environment are parsed as TOML scalars when they look like
 one (``true``, ``3``, ``1.5``), else kept as strings.
 
 A section is read typed with :meth:`Settings.typed` and a frozen pydantic model that declares no
-defaults: they are overseer.toml's, written once. The platform's own sections are
+defaults: they are overseer.toml's, written once. :func:`check_configuration` checks the whole
+configuration against every section's model at once (``overseer up`` runs it before starting
+anything): an unknown section or key, or a value of the wrong type, is refused with where it was set
+and the nearest known name. The platform's own sections are
 :attr:`Settings.overseer`, :attr:`Settings.nats` and :attr:`Settings.telemetry`.
 
 The loader is hand-written rather than pydantic-settings: every section, a service's or a tool's
@@ -22,14 +25,17 @@ environment only to the fields of one model declared up front, and reads ``os.en
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import ErrorDetails
 
 from overseer_events.subjects import DEFAULT_NAMESPACE, Subjects
 
@@ -143,6 +149,77 @@ class Settings:
 
     def with_overrides(self, overrides: dict[str, Any]) -> Settings:
         return Settings(_merge(self.raw, overrides))
+
+
+class ConfigurationError(ValueError):
+    """Settings no section model accepts: every problem, each with where it was set and the nearest name."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("the configuration has problems:\n  " + "\n  ".join(problems))
+        self.problems = problems
+
+
+def check_configuration(
+    settings: Settings, models: Mapping[str, type[Section]], env: Mapping[str, str] | None = None
+) -> None:
+    """Every section and every key of ``settings`` is one that ``models`` declare, of the right type;
+    else :class:`ConfigurationError` listing each problem, where it was set (the environment variable,
+    else a configuration file) and the nearest known name for a misspelt one. Run before anything starts,
+    so a typo is one clear message rather than a service that never gets ready."""
+    env = os.environ if env is None else env
+    problems: list[str] = []
+    for section in sorted(settings.raw):
+        if section not in models:
+            problems.append(_unknown(section, None, list(models), env))
+            continue
+        try:
+            models[section].model_validate(settings.section(section))
+        except ValidationError as exc:
+            problems += [_problem(section, error, models[section], env) for error in exc.errors()]
+    if problems:
+        raise ConfigurationError(problems)
+
+
+def _where(path: str, env: Mapping[str, str]) -> str:
+    """Which environment variable set ``path`` (``OVERSEER_GATEWAY__PORT`` for ``gateway.port``), if one did."""
+    section, *keys = path.upper().split(".")
+    variable = f"OVERSEER_{section}" + "".join(f"__{key}" for key in keys)
+    if variable in env:
+        return f"set by {variable}"
+    prefix = variable + "__"
+    if any(name.startswith(prefix) for name in env):
+        return f"set by {prefix}… variables"
+    return "set in a configuration file"
+
+
+def _nearest(name: str, known: list[str]) -> str:
+    if not known:
+        return ""
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(sorted(known))}"
+
+
+def _unknown(section: str, key: str | None, known: list[str], env: Mapping[str, str]) -> str:
+    path = section if key is None else f"{section}.{key}"
+    what = "section" if key is None else "setting"
+    return f"{path}: unknown {what} ({_where(path, env)}){_nearest(key or section, known)}"
+
+
+def _problem(section: str, error: ErrorDetails, model: type[BaseModel], env: Mapping[str, str]) -> str:
+    location = [str(part) for part in error["loc"]]
+    path = ".".join([section, *location])
+    if error["type"] == "extra_forbidden":
+        parent: type[BaseModel] | None = model
+        for part in location[:-1]:  # a nested table: its own model's fields
+            annotation = (
+                parent.model_fields[part].annotation if parent and part in parent.model_fields else None
+            )
+            parent = (
+                annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+            )
+        known = list(parent.model_fields) if parent is not None else []
+        return f"{path}: unknown setting ({_where(path, env)}){_nearest(location[-1], known)}"
+    return f"{path}: {error['msg']}, not {error.get('input')!r} ({_where(path, env)})"
 
 
 def load_settings(env: dict[str, str] | None = None, overrides: dict[str, Any] | None = None) -> Settings:
