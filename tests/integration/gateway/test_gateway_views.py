@@ -144,12 +144,13 @@ async def test_executions_are_listed_newest_first_filtered_and_paged(gateway: Li
 
 async def test_a_bad_executions_query_is_422_naming_the_parameter(gateway: LiveGateway) -> None:
     async with gateway.client("viewer") as client:
-        for params, named in [
+        cases: list[tuple[dict[str, str | int], str]] = [
             ({"status": "finished"}, "status"),
             ({"limit": 0}, "limit"),
             ({"since": -1}, "since"),
             ({"cursor": "not-a-cursor"}, "cursor"),
-        ]:
+        ]
+        for params, named in cases:
             answer = await client.get("/v1/executions", params=params)
             assert answer.status_code == 422, (params, answer.text)
             assert answer.headers["content-type"] == "application/problem+json"
