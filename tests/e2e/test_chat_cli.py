@@ -109,6 +109,7 @@ async def test_the_repl_reads_messages_and_commands_and_answers_the_card_in_plac
             "/history",
             "/trace",
             "/memory frank",
+            "/usage",
             "/nonsense",
             "/quit",
         ]
@@ -125,6 +126,7 @@ async def test_the_repl_reads_messages_and_commands_and_answers_the_card_in_plac
     assert "steps" in out  # /trace: the turn's steps as a table
     assert "consolidate" in out
     assert "Memories matching 'frank'" in out
+    assert "Model usage" in out  # /usage: zeros, the offline planner plans here
     assert "unknown command /nonsense" in out
     assert "Traceback" not in out + done.stderr
     view = await session_view(full_stack, "chat-e2e-repl")

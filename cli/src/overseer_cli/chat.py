@@ -44,6 +44,7 @@ Type a message for the agent. Commands:
   /history         the dialogue so far
   /memory QUERY    what the agent remembers that matches QUERY (in this session)
   /trace [all]     the last turn's steps as a table (every kept turn's with "all")
+  /usage           the model calls and tokens of this session and of its last turn
   /help            this text
   /quit            leave (Ctrl-D too); the session stays and can be joined again: overseer chat SESSION"""
 
@@ -411,6 +412,9 @@ class Chat:
             view = await self.view() or {}
             turn = None if rest == "all" else view.get("turn_id")
             self.console.print(render.trace_table(list(view.get("trace") or []), turn))
+        elif name == "/usage":
+            view = await self.view() or {}
+            self.console.print(render.usage_table(dict(view.get("usage") or {})))
         else:
             self.error(f"unknown command {name}; /help lists them")
         return True

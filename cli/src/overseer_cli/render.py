@@ -499,3 +499,19 @@ def memory_table(items: list[dict[str, Any]], query: str) -> Table:
             f"{score:.2f}" if isinstance(score, int | float) else "",
         )
     return table
+
+
+def usage_table(usage: dict[str, Any]) -> Table:
+    """A session's model usage, and its last turn's (all zeros while the offline planner plans)."""
+    table = Table(title="Model usage")
+    for column in ("", "model calls", "prompt tokens", "completion tokens", "total tokens"):
+        table.add_column(column, justify="right" if column else "left")
+    for label, counts in (("this session", usage), ("its last turn", usage.get("last_turn") or {})):
+        table.add_row(
+            label,
+            *(
+                f"{int(counts.get(key, 0)):,}"
+                for key in ("model_calls", "prompt_tokens", "completion_tokens", "total_tokens")
+            ),
+        )
+    return table

@@ -250,7 +250,7 @@ def configuration_models() -> dict[str, type[Section]]:
     from overseer_col.settings import ColSettings
     from overseer_executor.settings import ExecutorSettings, McpSettings
     from overseer_firewall.settings import FirewallSettings
-    from overseer_reasoning.settings import ReasoningSettings
+    from overseer_reasoning.settings import LlmSettings, ReasoningSettings
     from overseer_runtime.config import NatsSettings, OverseerSettings, TelemetrySettings
 
     return {
@@ -262,6 +262,7 @@ def configuration_models() -> dict[str, type[Section]]:
         "tools": ToolsSettings,
         "mcp": McpSettings,
         "reasoning": ReasoningSettings,
+        "llm": LlmSettings,
         "col": ColSettings,
         "firewall": FirewallSettings,
     }
@@ -532,4 +533,15 @@ def print_status() -> int:
             str(h.get("events", "-")),
         )
     console.print(table)
+    planner = (status["services"].get("reasoning", {}).get("details") or {}).get("planner")
+    if planner:
+        details = status["services"]["reasoning"]["details"]
+        if planner == "model":
+            console.print(
+                f"The agent plans with the model {details.get('model')} at {details.get('base_url')}."
+            )
+        else:
+            console.print(
+                f"The agent plans offline, without a model: {details.get('why', 'none configured')}."
+            )
     return 0 if all_up else 1

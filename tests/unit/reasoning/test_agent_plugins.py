@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -12,14 +13,17 @@ from overseer_reasoning.application.plugins import (
     MEMORY,
     PLANNER,
     Completion,
+    Decision,
+    ModelCall,
     PluginError,
     PluginRegistry,
     Prompt,
     Usage,
 )
 from overseer_reasoning.domain.graph import Capabilities, ToolSpec, start_turn
+from overseer_reasoning.domain.model_plan import ModelAnswer
 from overseer_reasoning.domain.normalise import IncomingMessage
-from overseer_reasoning.domain.plan import FileRef, Intent, IntentKind, Plan, Reply
+from overseer_reasoning.domain.plan import FileRef, Intent, IntentKind, Reply
 from overseer_reasoning.domain.state import AgentState, MemoryItem, MemoryNote, Message, new_state
 
 
@@ -33,6 +37,12 @@ class EchoModel:
         return Completion(
             user_prompt.upper(), Usage(prompt_tokens=len(user_prompt.split()), completion_tokens=1)
         )
+
+    async def complete(
+        self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
+    ) -> tuple[ModelAnswer, ModelCall]:
+        text = str(messages[-1].get("content") or "").upper()
+        return ModelAnswer(text, (), "stop"), ModelCall("echo", len(messages), 1, 0.0)
 
     async def start(self) -> None:
         self.log.append("model started")
@@ -101,10 +111,10 @@ class ModelPlanner:
     def __init__(self, registry: PluginRegistry) -> None:
         self.registry = registry
 
-    async def next_plan(self, state: AgentState, tools: Sequence[ToolSpec]) -> Plan:
+    async def next_plan(self, state: AgentState, tools: Sequence[ToolSpec]) -> Decision:
         prompt = self.registry.get(CONTEXT).build_prompt(state, state.working_memory.items, tools, ())
         answer = await self.registry.get(LLM).call(prompt.system, prompt.user)
-        return Reply(answer.text)
+        return Decision(Reply(answer.text))
 
 
 def chat(text: str, files: tuple[FileRef, ...]) -> Intent:
@@ -126,7 +136,7 @@ async def test_in_memory_plugins_serve_a_turn_through_the_registry() -> None:
     recalled = await memory.recall("c", "when does bob meet")
     # The application fetches, then hands values to the pure graph: plan first, then run.
     state = new_state("c")
-    decided = await registry.get(PLANNER).next_plan(state, ())
+    decided = (await registry.get(PLANNER).next_plan(state, ())).plan
     assert isinstance(decided, Reply)
     run = start_turn(
         state,

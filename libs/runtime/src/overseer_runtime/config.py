@@ -151,6 +151,9 @@ class Settings:
         return Settings(_merge(self.raw, overrides))
 
 
+_LLM_VARIABLES = {"OPENAI_BASE_URL": "base_url", "OPENAI_API_KEY": "api_key", "OVERSEER_LLM_MODEL": "model"}
+
+
 class ConfigurationError(ValueError):
     """Settings no section model accepts: every problem, each with where it was set and the nearest name."""
 
@@ -241,6 +244,9 @@ def load_settings(env: dict[str, str] | None = None, overrides: dict[str, Any] |
     raw["overseer"]["home"] = str(home.resolve())
     if env.get("NATS_URL"):
         raw["nats"]["url"] = env["NATS_URL"]
+    for variable, key in _LLM_VARIABLES.items():  # the usual variables of an OpenAI-compatible client
+        if env.get(variable):
+            raw.setdefault("llm", {})[key] = env[variable]
     if overrides:
         raw = _merge(raw, overrides)
     return Settings(raw)

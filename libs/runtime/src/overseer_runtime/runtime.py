@@ -286,6 +286,7 @@ class Runtime:
             "consumer_lag": sum(c["lag"] or 0 for c in consumers.values()),
             "relay_backlog": self.relay.backlog() if hasattr(self, "relay") else self.store.relay_backlog(),
             "events": self.store.head(),
+            "details": self.service.health_details(),
         }
 
     def status(self) -> str:

@@ -115,6 +115,10 @@ class Service:
     def subscriptions(self) -> Sequence[Subscription]:
         return []
 
+    def health_details(self) -> dict[str, Any]:
+        """What the service adds to its health answer (``details``): how it runs (its planner, say)."""
+        return {}
+
     def handlers(self) -> HandlerTable[Any]:
         return HandlerTable(lambda uow: uow)
 

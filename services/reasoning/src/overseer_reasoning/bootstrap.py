@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from overseer_reasoning.adapters.agent_states import AgentStateLog, ReaderSessionViews, UnitAgentStates
 from overseer_reasoning.adapters.cognitive_objects import KnownObjects, ReaderObjects
 from overseer_reasoning.adapters.conversations import ConversationLog, ReaderConversationHistory
+from overseer_reasoning.adapters.llm import FirewallSafetyPrompt, ModelPlanner, OpenAICompatibleModel
 from overseer_reasoning.adapters.memory import MemoryIndex, ReaderMemory
 from overseer_reasoning.adapters.planners import OfflinePlanner
 from overseer_reasoning.adapters.tool_catalogue import RpcToolCatalogue
+from overseer_reasoning.application.plugins import PlanPlugin
 from overseer_reasoning.application.ports import ConversationHistory, SessionViews
 from overseer_reasoning.application.turns import Brain, ReasoningUnit, TurnDriver
 from overseer_reasoning.domain.intents import recognise_intent
 from overseer_reasoning.entrypoints import events
 from overseer_reasoning.entrypoints.rpc import rpc
-from overseer_reasoning.settings import ReasoningSettings
+from overseer_reasoning.settings import LlmSettings, ReasoningSettings
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.rpc import RpcTable
 from overseer_runtime.service import HandlerTable, Host, Service
@@ -36,6 +39,7 @@ class ReasoningService(Service):
         self.memories = MemoryIndex()
         self.objects = KnownObjects()
         self.col_enabled = False
+        self.planner_info: dict[str, str] = {"planner": "offline"}
         # Set by start(): no event is handled and no RPC answered before it returned.
         self.history: ConversationHistory
         self.views: SessionViews
@@ -53,6 +57,38 @@ class ReasoningService(Service):
 
     def rpc(self) -> RpcTable:
         return rpc(self)
+
+    async def _planner(self, runtime: Host) -> PlanPlugin:
+        """The model when ``[llm]`` names one and it answers now; else the offline planner (and the
+        health says which plans, and why)."""
+        llm = runtime.settings.typed("llm", LlmSettings)
+        if not llm.configured:
+            self.planner_info = {
+                "planner": "offline",
+                "why": "no model configured ([llm] base_url and model)",
+            }
+            return OfflinePlanner()
+        model = OpenAICompatibleModel(
+            base_url=llm.base_url,
+            api_key=llm.api_key,
+            model=llm.model,
+            timeout_seconds=llm.timeout_seconds,
+            deadline_seconds=llm.deadline_seconds,
+            max_retries=llm.max_retries,
+            temperature=llm.temperature,
+        )
+        if not await model.answers(llm.probe_seconds):
+            self.planner_info = {
+                "planner": "offline",
+                "why": f"the model server at {llm.base_url} did not answer",
+            }
+            return OfflinePlanner()
+        self.planner_info = {"planner": "model", "model": llm.model, "base_url": llm.base_url}
+        safety = FirewallSafetyPrompt(lambda: runtime.request("firewall", "prompt.system", timeout=2.0))
+        return ModelPlanner(model, safety)
+
+    def health_details(self) -> dict[str, Any]:
+        return dict(self.planner_info)
 
     def unit_for(self, uow: UnitOfWork) -> ReasoningUnit:
         """The reasoning service's ports in ``uow``'s transaction."""
@@ -74,7 +110,7 @@ class ReasoningService(Service):
             lambda: runtime.request("executor", "tools.list", timeout=2.0), ttl=settings.tools_cache_seconds
         )
         brain = Brain(
-            planner=OfflinePlanner(),
+            planner=await self._planner(runtime),
             memory=self.memory,
             catalogue=catalogue,
             recognise=recognise_intent,

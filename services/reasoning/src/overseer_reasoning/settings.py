@@ -18,3 +18,23 @@ class ReasoningSettings(Section):
     max_steps: int = Field(ge=1)
     # How long the executor's tool list is kept, in seconds.
     tools_cache_seconds: float = Field(ge=0)
+
+
+class LlmSettings(Section):
+    """``[llm]``: the model behind the agent's planner; with no ``base_url`` and ``model`` the offline
+    planner plans. ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` and ``OVERSEER_LLM_MODEL`` set the first three."""
+
+    base_url: str
+    api_key: str
+    model: str
+    # One request's timeout, and the whole call's deadline, retries included (then the agent asks the person).
+    timeout_seconds: float = Field(gt=0)
+    deadline_seconds: float = Field(gt=0)
+    max_retries: int = Field(ge=0, le=10)
+    temperature: float = Field(ge=0, le=2)
+    # How long the start waits for the server to answer before the offline planner serves instead.
+    probe_seconds: float = Field(gt=0)
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url and self.model)

@@ -475,7 +475,18 @@ class SessionView(Answer):
                     },
                     "trace": [],
                     "last_human_input": None,
-                    "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+                    "usage": {
+                        "model_calls": 2,
+                        "prompt_tokens": 812,
+                        "completion_tokens": 64,
+                        "total_tokens": 876,
+                        "last_turn": {
+                            "model_calls": 2,
+                            "prompt_tokens": 812,
+                            "completion_tokens": 64,
+                            "total_tokens": 876,
+                        },
+                    },
                 }
             ]
         },
@@ -499,7 +510,10 @@ class SessionView(Answer):
     )
     trace: list[dict[str, Any]] = Field(description="the turn's cognitive trace: one record per node step")
     last_human_input: str | None = None
-    usage: dict[str, int] = Field(description="model tokens the session used (0 with the embedded planner)")
+    usage: dict[str, Any] = Field(
+        description="the model calls and tokens the session used, and its last turn in `last_turn` "
+        "(zeros while the offline planner plans)"
+    )
 
 
 class MemoryHit(Answer):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from overseer_events.catalogue import (
@@ -77,8 +78,16 @@ class AgentStateLog(SqlProjection):
         session_id TEXT NOT NULL,
         answer     TEXT NOT NULL
     );
+    CREATE TABLE IF NOT EXISTS agent_usage (
+        session_id        TEXT NOT NULL,
+        turn_id           TEXT NOT NULL,
+        calls             INTEGER NOT NULL,
+        prompt_tokens     INTEGER NOT NULL,
+        completion_tokens INTEGER NOT NULL,
+        PRIMARY KEY (session_id, turn_id)
+    );
     """
-    tables = ("agent_states", "agent_inbox", "agent_cards", "agent_granting")
+    tables = ("agent_states", "agent_inbox", "agent_cards", "agent_granting", "agent_usage")
 
     def __init__(self) -> None:
         # The last state folded per session, with its version: folding a step reads the state its
@@ -166,6 +175,8 @@ class AgentStateLog(SqlProjection):
                 conn.execute("DELETE FROM agent_inbox WHERE message_id = ?", (taken.turn_id,))
             case {"node": "resume", "request_id": str(request_id)}:
                 conn.execute("DELETE FROM agent_granting WHERE request_id = ?", (request_id,))
+            case {"node": "planner", "calls": [_, *_] as calls}:
+                _count_usage(conn, taken.session_id, taken.turn_id, calls)
             case _:
                 pass
 
@@ -324,8 +335,17 @@ class ReaderSessionViews:
             "approval": card,
             "trace": _trace(state),
             "last_human_input": state.turn.last_human_input if state.turn else None,
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            "usage": await self._usage(session_id, row["turn_id"]),
         }
+
+    async def _usage(self, session_id: str, turn_id: str | None) -> dict[str, Any]:
+        """The model tokens the session used, and its last turn (zeros while the offline planner plans)."""
+        rows = await self.reader.fetch_all(
+            "SELECT turn_id, calls, prompt_tokens, completion_tokens FROM agent_usage WHERE session_id = ?",
+            (session_id,),
+        )
+        session = _tokens(rows)
+        return {**session, "last_turn": _tokens([r for r in rows if r["turn_id"] == turn_id])}
 
     async def _card(self, state: AgentState) -> dict[str, Any] | None:
         """The approval form of the call the turn waits on, when a person must decide it."""
@@ -363,3 +383,27 @@ def _trace(state: AgentState) -> list[dict[str, Any]]:
     """The running (or last) turn's steps, in order."""
     turn_id = state.turn.turn_id if state.turn else None
     return [record.model_dump(mode="json") for record in state.execution_trace if record.turn_id == turn_id]
+
+
+def _count_usage(conn: sqlite3.Connection, session_id: str, turn_id: str, calls: list[Any]) -> None:
+    """Add a planner step's model calls to its turn's usage."""
+    prompt = sum(int(call.get("prompt_tokens", 0)) for call in calls)
+    completion = sum(int(call.get("completion_tokens", 0)) for call in calls)
+    conn.execute(
+        "INSERT INTO agent_usage VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, turn_id) DO UPDATE SET"
+        " calls = calls + excluded.calls, prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
+        " completion_tokens = completion_tokens + excluded.completion_tokens",
+        (session_id, turn_id, len(calls), prompt, completion),
+    )
+
+
+def _tokens(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    prompt = sum(int(r["prompt_tokens"]) for r in rows)
+    completion = sum(int(r["completion_tokens"]) for r in rows)
+    calls = sum(int(r["calls"]) for r in rows)
+    return {
+        "model_calls": calls,
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from overseer_reasoning.application.plugins import Decision
 from overseer_reasoning.domain.graph import ToolSpec, usable_tools
 from overseer_reasoning.domain.offline_planner import plan_state
-from overseer_reasoning.domain.plan import Plan
 from overseer_reasoning.domain.state import AgentState
 
 
 class OfflinePlanner:
     """Plans with the deterministic offline planner; the tools offered are the registry's enabled ones."""
 
-    async def next_plan(self, state: AgentState, tools: Sequence[ToolSpec]) -> Plan:
-        return plan_state(state, [spec.name for spec in usable_tools(tools)])
+    async def next_plan(self, state: AgentState, tools: Sequence[ToolSpec]) -> Decision:
+        return Decision(plan_state(state, [spec.name for spec in usable_tools(tools)]))

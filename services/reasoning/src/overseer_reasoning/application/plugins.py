@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, cast, runtime_checkable
 
 from overseer_reasoning.domain.graph import ToolSpec
+from overseer_reasoning.domain.model_plan import ModelAnswer
 from overseer_reasoning.domain.plan import Plan
 from overseer_reasoning.domain.state import AgentState, MemoryItem, MemoryNote, Message
 
@@ -55,6 +56,24 @@ class Completion:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelCall:
+    """One call of a model, as it is recorded with the decision it led to (its cost)."""
+
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A planner's decision and the model calls it took (none for the offline planner)."""
+
+    plan: Plan
+    calls: tuple[ModelCall, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Prompt:
     """A prompt as a model takes it: the system part and the user part."""
 
@@ -71,6 +90,13 @@ class LLMPlugin(Protocol):
         """The model's answer to the prompt."""
         ...
 
+    async def complete(
+        self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
+    ) -> tuple[ModelAnswer, ModelCall]:
+        """The model's answer to a conversation in the chat format, offered ``tools`` (JSON-schema
+        functions), and what the call cost."""
+        ...
+
 
 @runtime_checkable
 class PlanPlugin(Protocol):
@@ -80,8 +106,9 @@ class PlanPlugin(Protocol):
     set the tone of a reply, never which kind of plan is returned.
     """
 
-    async def next_plan(self, state: AgentState, tools: Sequence[ToolSpec]) -> Plan:
-        """The next decision: a reply, a tool call among ``tools``, or a question to the person."""
+    async def next_plan(self, state: AgentState, tools: Sequence[ToolSpec]) -> Decision:
+        """The next decision: a reply, a tool call among ``tools``, or a question to the person, with
+        the model calls it took."""
         ...
 
 

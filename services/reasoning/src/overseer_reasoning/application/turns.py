@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
@@ -66,6 +66,7 @@ from overseer_reasoning.domain.steps import (
     Asked,
     Consolidated,
     Felt,
+    ModelCallRecord,
     Planned,
     Recalled,
     Selected,
@@ -341,7 +342,9 @@ class TurnDriver:
                 if state.current_turn().at_step_limit:
                     return Planned(plan=None)
                 tools = await brain.catalogue.tools()
-                return Planned(plan=await brain.planner.next_plan(planning_view(state), tools))
+                decision = await brain.planner.next_plan(planning_view(state), tools)
+                calls = tuple(ModelCallRecord(**asdict(call)) for call in decision.calls)
+                return Planned(plan=decision.plan, calls=calls)
             case Node.SELECT_TOOL:
                 planned = state.current_turn().plan
                 wanted = planned.tool if isinstance(planned, ToolCall) else None

@@ -58,6 +58,15 @@ class Recalled(_Input):
     objects: tuple[CoRef, ...] = ()
 
 
+class ModelCallRecord(_Input):
+    """What one model call cost: the model, its tokens, how long it took."""
+
+    model: str
+    prompt_tokens: int = Field(ge=0)
+    completion_tokens: int = Field(ge=0)
+    latency_ms: float = Field(ge=0)
+
+
 class Planned(_Input):
     """The planner's decision, as it returned it (before the emotional modulation).
 
@@ -66,6 +75,7 @@ class Planned(_Input):
 
     node: Literal["planner"] = "planner"
     plan: Plan | None = None
+    calls: tuple[ModelCallRecord, ...] = ()  # the model calls the decision took (none offline)
 
 
 class ToolSpecData(_Input):

@@ -1,0 +1,193 @@
+"""A model behind the agent: any server that speaks OpenAI's chat-completions API (OpenAI, vLLM, Ollama,
+llama.cpp's server), through the official ``openai`` client.
+
+:class:`OpenAICompatibleModel` is the :class:`~overseer_reasoning.application.plugins.LLMPlugin`. It
+streams every answer (the text arrives as it is written; the usage comes in the last chunk) and
+leaves retries to the client, which retries a 429 (honouring ``Retry-After``), a 5xx, a timeout and a
+dropped connection with jittered exponential backoff, ``max_retries`` times; the whole call, retries
+included, must finish within ``deadline_seconds``. When it cannot, :class:`ModelPlanner` asks the
+person how to go on rather than failing the turn silently (and never proposes a call it did not get).
+
+:class:`ModelPlanner` is the :class:`~overseer_reasoning.application.plugins.PlanPlugin` that plans with
+the model: the conversation and the registry's tools go in, one plan comes out
+(:mod:`overseer_reasoning.domain.model_plan` decides, failing safe).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import openai
+from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionMessageParam
+
+from overseer_reasoning.application.plugins import Completion, Decision, ModelCall, Usage
+from overseer_reasoning.domain.graph import ToolSpec, usable_tools
+from overseer_reasoning.domain.model_plan import (
+    ModelAnswer,
+    ModelToolCall,
+    messages_for,
+    plan_from,
+    tool_functions,
+)
+from overseer_reasoning.domain.plan import HumanRequest
+from overseer_reasoning.domain.state import AgentState
+
+log = logging.getLogger("overseer.reasoning.llm")
+
+OnDelta = Callable[[str], Awaitable[None]]
+
+
+class ModelUnavailable(Exception):
+    """The model did not answer within the deadline, retries included."""
+
+
+@dataclass
+class _Call:
+    """A function call assembled from stream deltas (its arguments arrive in pieces)."""
+
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class OpenAICompatibleModel:
+    """:class:`~overseer_reasoning.application.plugins.LLMPlugin` over an OpenAI-compatible server."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        model: str,
+        timeout_seconds: float,
+        deadline_seconds: float,
+        max_retries: int,
+        temperature: float,
+    ) -> None:
+        self.model = model
+        self.deadline = deadline_seconds
+        self.temperature = temperature
+        self.client = AsyncOpenAI(
+            base_url=base_url, api_key=api_key or "none", timeout=timeout_seconds, max_retries=max_retries
+        )
+
+    async def answers(self, timeout: float) -> bool:
+        """Whether the server answers at all (its model list), within ``timeout`` seconds."""
+        try:
+            await asyncio.wait_for(self.client.models.list(), timeout)
+        except (TimeoutError, openai.OpenAIError) as exc:
+            log.warning("the model server at %s does not answer: %r", self.client.base_url, exc)
+            return False
+        return True
+
+    async def call(self, system_prompt: str, user_prompt: str) -> Completion:
+        messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": user_prompt}]
+        answer, call = await self.complete(messages, ())
+        return Completion(answer.content, Usage(call.prompt_tokens, call.completion_tokens))
+
+    async def complete(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]],
+        on_delta: OnDelta | None = None,
+    ) -> tuple[ModelAnswer, ModelCall]:
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(self.deadline):
+                answer, usage = await self._stream(messages, tools, on_delta)
+        except (TimeoutError, openai.OpenAIError) as exc:
+            raise ModelUnavailable(f"{type(exc).__name__}: {exc}") from exc
+        latency_ms = (time.perf_counter() - started) * 1000
+        return answer, ModelCall(self.model, usage.prompt_tokens, usage.completion_tokens, latency_ms)
+
+    async def _stream(
+        self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]], on_delta: OnDelta | None
+    ) -> tuple[ModelAnswer, Usage]:
+        # The chat format and the tool schemas are built as plain dicts (the domain knows no client types).
+        stream = await self.client.chat.completions.create(
+            model=self.model,
+            messages=cast("list[ChatCompletionMessageParam]", list(messages)),
+            tools=cast("list[ChatCompletionFunctionToolParam]", list(tools)) if tools else openai.omit,
+            temperature=self.temperature,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        text: list[str] = []
+        calls: dict[int, _Call] = {}
+        finish: str | None = None
+        usage = Usage()
+        async for chunk in stream:
+            if chunk.usage is not None:
+                usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+            for choice in chunk.choices:
+                finish = choice.finish_reason or finish
+                delta = choice.delta
+                if delta.content:
+                    text.append(delta.content)
+                    if on_delta is not None:
+                        await on_delta(delta.content)
+                for piece in delta.tool_calls or ():
+                    call = calls.setdefault(piece.index, _Call())
+                    if piece.function is not None:
+                        call.name += piece.function.name or ""
+                        call.arguments.append(piece.function.arguments or "")
+        tool_calls = tuple(ModelToolCall(c.name, "".join(c.arguments)) for _, c in sorted(calls.items()))
+        return ModelAnswer("".join(text), tool_calls, finish), usage
+
+
+SafetyPrompt = Callable[[], Awaitable[str]]
+
+
+class ModelPlanner:
+    """:class:`~overseer_reasoning.application.plugins.PlanPlugin` that plans with a model.
+
+    ``safety_prompt`` gives the firewall's safety prompt, which goes into every planning prompt.
+    """
+
+    def __init__(self, model: OpenAICompatibleModel, safety_prompt: SafetyPrompt) -> None:
+        self.model = model
+        self.safety_prompt = safety_prompt
+
+    async def next_plan(self, state: AgentState, tools: Sequence[ToolSpec]) -> Decision:
+        offered = usable_tools(tools)
+        language = state.semantic_input.language if state.semantic_input else "en"
+        messages = messages_for(state, await self.safety_prompt())
+        try:
+            answer, call = await self.model.complete(messages, tool_functions(offered))
+        except ModelUnavailable as exc:
+            log.warning("the model did not answer a plan: %s", exc)
+            why = {"en": "The model did not answer in time.", "zh": "模型没有及时回答。"}[language]
+            ask = {"en": " Shall I try again?", "zh": "要我再试一次吗？"}[language]
+            return Decision(HumanRequest(kind="confirm", message=why + ask, options=("yes", "no")))
+        return Decision(plan_from(answer, offered, language), (call,))
+
+
+class FirewallSafetyPrompt:
+    """The firewall's safety prompt (``prompt.system``: the levels in force and the constraints learned
+    from people's answers), asked at most every ``ttl`` seconds; the last one known when the firewall
+    does not answer (none before the first answer)."""
+
+    def __init__(self, ask: Callable[[], Awaitable[Any]], ttl: float = 30.0) -> None:
+        self.ask = ask
+        self.ttl = ttl
+        self._prompt = ""
+        self._until = float("-inf")
+
+    async def __call__(self) -> str:
+        now = time.monotonic()
+        if now < self._until:
+            return self._prompt
+        try:
+            answer = await self.ask()
+        except Exception as exc:  # the firewall is restarting: plan with the last prompt known
+            log.warning("the firewall's safety prompt is not available: %s", exc)
+            self._until = now + 2.0
+            return self._prompt
+        self._prompt = str(answer.get("prompt") or "") if isinstance(answer, dict) else ""
+        self._until = now + self.ttl
+        return self._prompt

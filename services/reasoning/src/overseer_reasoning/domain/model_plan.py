@@ -1,0 +1,127 @@
+"""What a language model is shown and how its answer becomes a plan, failing safe.
+
+The model sees the agent's instructions (with the firewall's safety prompt), the dialogue so far
+and the registry's tools as JSON-schema functions. Its answer becomes one :data:`~.plan.Plan`:
+
+* one call of a known tool with arguments that are a JSON object → a :class:`~.plan.ToolCall`
+  (the firewall judges it like any agent's);
+* text and no call → a :class:`~.plan.Reply`;
+* anything else (an answer cut off at the token limit, arguments that are not JSON, a tool nobody
+  registered, several calls at once, nothing at all) → a :class:`~.plan.HumanRequest` that says
+  what went wrong and asks the person how to go on. An answer the agent cannot read is never
+  turned into a tool call.
+
+Function names may not hold dots, so ``email.send`` is offered as ``email__send``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from overseer_reasoning.domain.graph import ToolSpec
+from overseer_reasoning.domain.plan import HumanRequest, Language, Plan, Reply, ToolCall
+from overseer_reasoning.domain.state import AgentState, Message
+
+SEPARATOR = "__"
+
+INSTRUCTIONS = (
+    "You are Overseer's assistant. You act for the person you talk with, through the tools offered, "
+    "one tool call at a time. Every call is checked by a firewall and may be held for the person's "
+    "approval, refused, or fail: you will see what really happened, and you answer from that, never from "
+    "what you intended. When you lack a detail, ask for it instead of guessing. Answer in the person's "
+    "language."
+)
+
+
+def function_name(tool: str) -> str:
+    """``email.send`` → ``email__send``: the name a model may call."""
+    return tool.replace(".", SEPARATOR)
+
+
+def tool_functions(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """The tools as chat-completions ``tools``: a function per tool, its arguments' JSON schema included."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": function_name(spec.name),
+                "description": spec.description or spec.name,
+                "parameters": spec.input_schema or {"type": "object", "properties": {}},
+            },
+        }
+        for spec in tools
+    ]
+
+
+def messages_for(state: AgentState, safety_prompt: str) -> list[dict[str, Any]]:
+    """The conversation as the model reads it: the instructions and safety rules, then the dialogue
+    (its earlier tool calls named as the functions it is offered)."""
+    system = INSTRUCTIONS + ("\n\n" + safety_prompt if safety_prompt else "")
+    return [{"role": "system", "content": system}, *(_as_offered(m) for m in state.dialogue_history)]
+
+
+def _as_offered(message: Message) -> dict[str, Any]:
+    shown = message.as_openai()
+    for call in shown.get("tool_calls", ()):
+        call["function"]["name"] = function_name(call["function"]["name"])
+    return shown
+
+
+@dataclass(frozen=True, slots=True)
+class ModelToolCall:
+    """One function call in a model's answer, as the model wrote it."""
+
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelAnswer:
+    """A model's answer: its text, the calls it made, and why it stopped (``stop``, ``tool_calls``, ``length``)."""
+
+    content: str
+    tool_calls: tuple[ModelToolCall, ...]
+    finish_reason: str | None
+
+
+_ASK: dict[Language, str] = {
+    "en": "I could not act on my own answer: {why}. How should I go on?",
+    "zh": "我无法根据自己的回答采取行动：{why}。接下来该怎么做？",
+}
+
+
+def _ask(language: Language, why: str) -> HumanRequest:
+    return HumanRequest(kind="clarify", message=_ASK[language].format(why=why))
+
+
+def plan_from(answer: ModelAnswer, tools: Sequence[ToolSpec], language: Language = "en") -> Plan:
+    """The plan a model's answer stands for; a question to the person whenever it cannot be trusted."""
+    if answer.finish_reason == "length":
+        return _ask(language, "it was cut off at the length limit")
+    if len(answer.tool_calls) > 1:
+        names = ", ".join(call.name for call in answer.tool_calls)
+        return _ask(language, f"it asked for several tool calls at once ({names})")
+    if answer.tool_calls:
+        return _tool_call(answer.tool_calls[0], answer.content, tools, language)
+    if answer.content.strip():
+        return Reply(text=answer.content.strip())
+    return _ask(language, "it was empty")
+
+
+def _tool_call(call: ModelToolCall, content: str, tools: Sequence[ToolSpec], language: Language) -> Plan:
+    known = {function_name(spec.name): spec.name for spec in tools}
+    tool = known.get(call.name)
+    if tool is None:
+        return _ask(language, f"it asked for a tool nobody registered ({call.name!r})")
+    try:
+        args = orjson.loads(call.arguments or "{}")
+    except orjson.JSONDecodeError:
+        return _ask(language, f"the arguments of {tool} were not valid JSON")
+    if not isinstance(args, dict):
+        return _ask(language, f"the arguments of {tool} were not an object")
+    reason = content.strip() or f"the model chose {tool}"
+    return ToolCall(tool=tool, args=args, reason=reason)

@@ -1,0 +1,79 @@
+"""The agent planning with a model, end to end: every service running against a real nats-server, the
+reasoning service pointed at a scripted OpenAI-compatible server on a real socket. The model's tool call
+goes through the firewall and waits for the person like any agent's; its usage shows per session and
+per turn; a malformed call becomes a question and nothing is proposed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from overseer_executor.adapters.smtp_sink import SmtpSink
+from overseer_runtime.testing import Stack
+from tests.e2e.test_agent_chat import chatting, replies
+from tests.fakes.scripted_llm import MODEL, Call, Text, scripted_model
+
+pytestmark = pytest.mark.slow
+
+
+def model_settings(base_url: str) -> dict[str, Any]:
+    return {"base_url": base_url, "api_key": "test", "model": MODEL, "max_retries": 1, "probe_seconds": 5.0}
+
+
+async def test_the_models_tool_call_is_held_approved_and_sent_and_its_usage_shows_per_session(
+    stack: Stack, tmp_path: Path
+) -> None:
+    sink = SmtpSink(tmp_path / "mail", port=0)
+    await sink.start()
+    try:
+        async with scripted_model() as model:
+            mail = {"to": "bob@example.com", "subject": "Sync", "body": "Thursday at 10?"}
+            model.then(
+                Call("email__send", json.dumps(mail), content="I will send the invite."),
+                Text("Done: Bob is invited."),
+            )
+            overrides: dict[str, Any] = {
+                "llm": model_settings(model.base_url),
+                "tools": {"smtp_port": sink.port},
+            }
+            async with chatting(stack, "llm-invite", **overrides) as chat:
+                accepted = await chat.say("please invite bob@example.com to a sync on Thursday")
+                held = await chat.settled(accepted["turn_id"], "waiting_for_human")
+                card = held["approval"]
+                assert (card["tool"], card["args"]) == ("email.send", mail)
+                decided = await chat.http.post(
+                    f"/v1/approvals/{card['execution_id']}",
+                    json={"decision": "approve", "args_hash": card["args_hash"]},
+                )
+                assert decided.status_code == 200, decided.text
+                done = await chat.settled(accepted["turn_id"])
+                assert replies(done)[-1] == "Done: Bob is invited."
+                assert done["usage"]["model_calls"] == 2
+                assert (done["usage"]["prompt_tokens"], done["usage"]["completion_tokens"]) == (
+                    50 + 40,
+                    12 + 8,
+                )
+                assert done["usage"]["last_turn"]["total_tokens"] == 110
+                # The model saw what really happened before it answered.
+                tool_results = [m for m in model.requests[1]["messages"] if m["role"] == "tool"]
+                assert "[SUCCESS" in tool_results[-1]["content"]
+        assert len(list((tmp_path / "mail").glob("*.eml"))) == 1
+    finally:
+        await sink.stop()
+
+
+async def test_a_malformed_tool_call_becomes_a_question_and_nothing_is_proposed(stack: Stack) -> None:
+    async with scripted_model() as model:
+        model.then(Call("email__send", '{"to": "bob@example.com", "subject": '))
+        async with chatting(stack, "llm-malformed", llm=model_settings(model.base_url)) as chat:
+            accepted = await chat.say("invite bob@example.com")
+            asked = await chat.settled(accepted["turn_id"], "waiting_for_human")
+            assert asked["hitl_request"]["type"] == "clarify"
+            assert "not valid JSON" in asked["hitl_request"]["msg"]
+            assert asked["approval"] is None
+            listed = (await chat.http.get("/v1/executions", params={"session": "llm-malformed"})).json()
+            assert listed["items"] == []
+            assert asked["usage"]["model_calls"] == 1
