@@ -5,11 +5,14 @@ per turn; a malformed call becomes a question and nothing is proposed."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
+from websockets.asyncio.client import connect
 
 from overseer_executor.adapters.smtp_sink import SmtpSink
 from overseer_runtime.testing import Stack
@@ -77,3 +80,29 @@ async def test_a_malformed_tool_call_becomes_a_question_and_nothing_is_proposed(
             listed = (await chat.http.get("/v1/executions", params={"session": "llm-malformed"})).json()
             assert listed["items"] == []
             assert asked["usage"]["model_calls"] == 1
+
+
+async def test_a_client_following_the_session_sees_the_reply_as_it_is_written_then_the_reply(
+    stack: Stack,
+) -> None:
+    written = "Thursday at ten suits Bob; I will keep the slot free."
+    async with scripted_model() as model:
+        model.then(Text(written))
+        async with chatting(stack, "llm-stream", llm=model_settings(model.base_url)) as chat:
+            token = chat.http.headers["Authorization"].removeprefix("Bearer ")
+            ws_url = str(chat.http.base_url).replace("http://", "ws://").rstrip("/") + "/v1/ws"
+            query = urlencode({"session": "llm-stream", "token": token})
+            frames: list[dict[str, Any]] = []
+            async with connect(f"{ws_url}?{query}") as ws:
+                accepted = await chat.say("when does Bob have time?")
+                async with asyncio.timeout(20):
+                    while not any(f.get("type") == "conversation.replied" for f in frames):
+                        frames.append(json.loads(await ws.recv()))
+            await chat.settled(accepted["turn_id"])
+    pieces = [f for f in frames if f["type"] == "agent.reply_delta"]
+    assert "".join(p["delta"] for p in pieces) == written
+    assert [p["index"] for p in pieces] == list(range(1, len(pieces) + 1))
+    assert all("seq" not in p and p["turn_id"] == accepted["turn_id"] for p in pieces)
+    first_piece = frames.index(pieces[0])
+    replied = next(i for i, f in enumerate(frames) if f["type"] == "conversation.replied")
+    assert first_piece < replied

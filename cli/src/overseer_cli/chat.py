@@ -145,6 +145,9 @@ class Chat:
         self.changed = asyncio.Event()
         self.done_turns: set[str] = set()
         self.replies = 0
+        # The model's answer as it is written: the turn being written, and what each turn wrote.
+        self.writing: str | None = None
+        self.written: dict[str, str] = {}
         self.handled: set[str] = set()
         self.approved: list[str] = []
         self.rejected: list[str] = []
@@ -211,19 +214,45 @@ class Chat:
                 self.console.print(renderable)
             self.held.clear()
 
+    def write_piece(self, turn_id: str, text: str) -> None:
+        """A piece of the model's answer as it is written: shown at once, on one line (not while a card
+        or a question is shown: then it is kept for the finished reply)."""
+        if self.quiet:
+            return
+        if self.writing is None:
+            self.writing = turn_id
+            self.written[turn_id] = ""
+            self.console.print(Text("agent › ", style=render.AGENT_STYLE), end="")
+        self.written[turn_id] += text
+        self.console.print(Text(text), end="")
+
+    def end_writing(self) -> None:
+        if self.writing is not None:
+            self.console.print()
+            self.writing = None
+
     def error(self, message: str) -> None:
         self.console.print(Text.assemble(("error: ", "red"), message))
 
     def on_event(self, message: dict[str, Any]) -> None:
         kind = message.get("type")
         data = (message.get("event") or {}).get("data") or {}
+        if kind == "agent.reply_delta":
+            self.write_piece(str(message.get("turn_id")), str(message.get("delta", "")))
+            return
+        self.end_writing()
         if kind == "agent.step_taken":
             if (data.get("record") or {}).get("status") == "done":
                 self.done_turns.add(str(data.get("turn_id")))
             self.show(render.step_line(data))
         elif kind == "conversation.replied":
             self.replies += 1
-            self.show(render.agent_says(str(data.get("text", ""))))
+            text = str(data.get("text", ""))
+            if (
+                text.strip()
+                != self.written.get(str(data.get("turn_id") or data.get("in_reply_to")), "").strip()
+            ):
+                self.show(render.agent_says(text))  # not already shown as it was written
         elif self.verbose:
             self.show(render.event_line(message))
         self.changed.set()

@@ -38,6 +38,18 @@ def _refusal(exc: InvalidStatus) -> str:
     return f"the gateway refused the stream: {response.status_code} {detail}"
 
 
+class _Cursor:
+    """The last event seen: where a reconnection resumes."""
+
+    def __init__(self, seq: int | None) -> None:
+        self.seq = seq
+
+    def passed(self, message: dict[str, Any]) -> dict[str, Any]:
+        if "seq" in message:  # a piece of a reply being written has none: it is no event
+            self.seq = int(message["seq"])
+        return message
+
+
 async def follow(
     target: Target,
     on_message: Callable[[dict[str, Any]], None],
@@ -52,12 +64,12 @@ async def follow(
 ) -> None:
     """Deliver every message to ``on_message``; after a drop, reconnect with ``since`` = the last seq seen.
     ``on_connected`` is called each time the stream opens, before its events."""
-    last = since
+    cursor = _Cursor(since)
     attempts = 0
     ever_connected = False
     headers = {"Authorization": f"Bearer {target.token}"} if target.token else {}
     while True:
-        url = stream_url(target, subjects, session, last)
+        url = stream_url(target, subjects, session, cursor.seq)
         try:
             async with connect(url, additional_headers=headers, max_size=8 << 20, open_timeout=10) as ws:
                 attempts = 0
@@ -66,9 +78,7 @@ async def follow(
                 if connected is not None:
                     connected.set()
                 async for raw in ws:
-                    message = orjson.loads(raw)
-                    last = int(message["seq"])
-                    on_message(message)
+                    on_message(cursor.passed(orjson.loads(raw)))
         except InvalidStatus as exc:
             raise CliError(_refusal(exc)) from exc
         except ConnectionClosed as exc:
@@ -76,7 +86,7 @@ async def follow(
             reason = exc.rcvd.reason if exc.rcvd else ""
             if code in FINAL_CLOSES:
                 raise CliError(f"the gateway closed the stream: {code} {reason}") from exc
-            on_notice(f"stream closed ({code} {reason}); resuming after seq {last}")
+            on_notice(f"stream closed ({code} {reason}); resuming after seq {cursor.seq}")
         except OSError as exc:
             if not ever_connected:
                 raise CliError(

@@ -292,3 +292,32 @@ async def test_the_reader_may_ask_for_health_and_nothing_that_decides(own_stack:
         assert health["service"] == "firewall"
         with pytest.raises(Exception):  # noqa: B017 - refused by the server: nobody receives it
             await rpc_request(nc, "firewall", "audit.verify", {}, 0.5, subjects=own_stack.subjects)
+
+
+async def test_only_reasoning_may_write_the_agents_reply_as_it_streams_and_the_gateway_reads_it(
+    own_stack: Stack,
+) -> None:
+    subject = own_stack.subjects.reply_delta("s-1")
+    received: list[bytes] = []
+    async with own_stack.client("gateway") as gateway:
+
+        async def seen(msg: Msg) -> None:
+            received.append(msg.data)
+
+        await gateway.subscribe(own_stack.subjects.reply_deltas, cb=seen)
+        await gateway.flush()
+        for user in (u for u in CREDENTIALS if u != "reasoning"):
+            async with own_stack.client(user) as nc:
+                await nc.publish(subject, b'{"session_id": "s-1", "delta": "forged"}')
+                await nc.flush()
+                assert nc.last_error is not None, user
+                assert "permissions violation" in str(nc.last_error).lower(), user
+        async with own_stack.client("reasoning") as reasoning:
+            await reasoning.publish(subject, b'{"session_id": "s-1", "delta": "Hello"}')
+            await reasoning.flush()
+        await asyncio.sleep(0.2)
+    assert received == [b'{"session_id": "s-1", "delta": "Hello"}']
+
+
+def test_a_session_id_cannot_reach_another_subject_through_its_dots_or_wildcards(own_stack: Stack) -> None:
+    assert own_stack.subjects.reply_delta("a.b>*").endswith(".reasoning.a_b__")

@@ -118,6 +118,18 @@ class Subjects:
     def dlq(self, service: str) -> str:
         return f"{self.namespace}.dlq.{service}"
 
+    def reply_delta(self, session_id: str) -> str:
+        """Where the agent's reply is streamed as it is written, for ``session_id``: core NATS, outside
+        the events stream (pieces of text, never stored; the finished reply is an event). The session
+        travels in the message too: a dot or a wildcard in it is made harmless here."""
+        token = "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id) or "_"
+        return f"delta.{self.namespace}.reasoning.{token}"
+
+    @property
+    def reply_deltas(self) -> str:
+        """Every reply delta of the stack (the gateway's one subscription)."""
+        return f"delta.{self.namespace}.reasoning.>"
+
     @property
     def live(self) -> str:
         """Where the events stream announces each event it stored (headers only: subject, sequence)."""

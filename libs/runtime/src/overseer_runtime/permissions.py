@@ -91,13 +91,15 @@ _EXTRA_PUBLISH: dict[str, tuple[str, ...]] = {
     "gateway": _DIRECT_GET,
     # The published audit heads, read back to verify the local chain against them.
     "firewall": _DIRECT_GET,
+    # The agent's reply as it is written (core NATS, never stored): only reasoning writes it.
+    "reasoning": ("delta.*.reasoning.>",),
 }
 
 
 _EXTRA_SUBSCRIBE: dict[str, tuple[str, ...]] = {
     # The events stream's announcements of what it stored (headers only, sent by the server, so
     # with no reply subject to answer): the live stream's wake-up.
-    "gateway": ("live.>",),
+    "gateway": ("live.>", "delta.*.reasoning.>"),
 }
 
 

@@ -8,7 +8,12 @@ from typing import Any
 from overseer_reasoning.adapters.agent_states import AgentStateLog, ReaderSessionViews, UnitAgentStates
 from overseer_reasoning.adapters.cognitive_objects import KnownObjects, ReaderObjects
 from overseer_reasoning.adapters.conversations import ConversationLog, ReaderConversationHistory
-from overseer_reasoning.adapters.llm import FirewallSafetyPrompt, ModelPlanner, OpenAICompatibleModel
+from overseer_reasoning.adapters.llm import (
+    FirewallSafetyPrompt,
+    ModelPlanner,
+    NatsReplyStream,
+    OpenAICompatibleModel,
+)
 from overseer_reasoning.adapters.memory import MemoryIndex, ReaderMemory
 from overseer_reasoning.adapters.planners import OfflinePlanner
 from overseer_reasoning.adapters.tool_catalogue import RpcToolCatalogue
@@ -85,7 +90,7 @@ class ReasoningService(Service):
             return OfflinePlanner()
         self.planner_info = {"planner": "model", "model": llm.model, "base_url": llm.base_url}
         safety = FirewallSafetyPrompt(lambda: runtime.request("firewall", "prompt.system", timeout=2.0))
-        return ModelPlanner(model, safety)
+        return ModelPlanner(model, safety, NatsReplyStream(runtime.nc, runtime.subjects))
 
     def health_details(self) -> dict[str, Any]:
         return dict(self.planner_info)

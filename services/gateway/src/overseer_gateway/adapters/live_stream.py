@@ -47,6 +47,9 @@ from overseer_runtime.stream_reader import StreamReader
 log = logging.getLogger("overseer.gateway.live")
 
 
+# A piece of the agent's reply being written: sent to clients following a session, never stored, no seq.
+REPLY_DELTA = "agent.reply_delta"
+
 # First tokens of every event type in the catalogue (``execution``, ``firewall``, ``co`` …).
 TYPE_HEADS = tuple(sorted({name.split(".", 1)[0] for name in registered_types()}))
 
@@ -103,6 +106,12 @@ class LiveFeed:
                 b"}",
             )
         )
+
+    def offer_now(self, frame: bytes) -> None:
+        """Queue a frame that may be lost (a piece of a reply being written), never waiting for room:
+        a client that falls behind misses pieces, not events."""
+        with contextlib.suppress(asyncio.QueueFull):
+            self.queue.put_nowait(frame)
 
     async def offer(self, frame: bytes) -> bool:
         """Queue ``frame``, waiting for room at most ``slow_seconds``; False once the client is dropped."""
@@ -171,6 +180,9 @@ class LiveStream:
         self._listening: dict[str, tuple[Subscription, set[LiveFeed]]] = {}
         self._waiting: set[LiveFeed] = set()  # feeds that have read everything, for the fallback poll
         self._watcher: asyncio.Task[None] | None = None
+        # The agent's replies as they are written, by session: one subscription for every feed.
+        self._deltas: Subscription | None = None
+        self._delta_feeds: dict[str, set[LiveFeed]] = {}
 
     async def open(self, subject_filter: SubjectFilter, session: str | None, since: int | None) -> LiveFeed:
         """Start delivering: every event after ``since`` first (when given), then live ones.
@@ -190,14 +202,38 @@ class LiveStream:
             raise
         feed.grown(head)
 
+        if session is not None and subject_filter.matches(
+            f"{self.subjects.namespace}.reasoning.{REPLY_DELTA}"
+        ):
+            await self._follow_replies(feed, session)
+
         async def forget() -> None:
             await self._forget(feed, subject)
+            if session is not None:
+                self._delta_feeds.get(session, set()).discard(feed)
 
         feed._on_close = forget
         feed._reader = asyncio.get_running_loop().create_task(
             self._deliver(feed, subject, head if since is None else since)
         )
         return feed
+
+    async def _follow_replies(self, feed: LiveFeed, session: str) -> None:
+        """Send ``feed`` the pieces of the agent's replies in ``session`` as they are written."""
+        if self._deltas is None:
+
+            async def written(msg: Msg) -> None:
+                try:
+                    piece = orjson.loads(msg.data)
+                    feeds = self._delta_feeds.get(str(piece["session_id"]), ())
+                except (orjson.JSONDecodeError, KeyError, TypeError):
+                    return
+                frame = orjson.dumps({"type": REPLY_DELTA, **piece})
+                for follower in list(feeds):
+                    follower.offer_now(frame)
+
+            self._deltas = await self.nc.subscribe(self.subjects.reply_deltas, cb=written)
+        self._delta_feeds.setdefault(session, set()).add(feed)
 
     async def _listen(self, feed: LiveFeed, subject: str) -> None:
         if subject not in self._listening:
@@ -271,3 +307,8 @@ class LiveStream:
             with contextlib.suppress(Exception):
                 await subscription.unsubscribe()
         self._listening.clear()
+        if self._deltas is not None:
+            with contextlib.suppress(Exception):
+                await self._deltas.unsubscribe()
+            self._deltas = None
+        self._delta_feeds.clear()

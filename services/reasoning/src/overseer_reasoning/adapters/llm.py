@@ -23,10 +23,14 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import openai
+import orjson
+from nats.aio.client import Client
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionMessageParam
 
+from overseer_events.subjects import Subjects
 from overseer_reasoning.application.plugins import Completion, Decision, ModelCall, Usage
+from overseer_reasoning.application.ports import ReplyStream
 from overseer_reasoning.domain.graph import ToolSpec, usable_tools
 from overseer_reasoning.domain.model_plan import (
     ModelAnswer,
@@ -146,25 +150,44 @@ SafetyPrompt = Callable[[], Awaitable[str]]
 class ModelPlanner:
     """:class:`~overseer_reasoning.application.plugins.PlanPlugin` that plans with a model.
 
-    ``safety_prompt`` gives the firewall's safety prompt, which goes into every planning prompt.
+    ``safety_prompt`` gives the firewall's safety prompt, which goes into every planning prompt; the
+    answer's text is streamed to ``replies`` as the model writes it.
     """
 
-    def __init__(self, model: OpenAICompatibleModel, safety_prompt: SafetyPrompt) -> None:
+    def __init__(
+        self, model: OpenAICompatibleModel, safety_prompt: SafetyPrompt, replies: ReplyStream | None = None
+    ) -> None:
         self.model = model
         self.safety_prompt = safety_prompt
+        self.replies = replies
 
     async def next_plan(self, state: AgentState, tools: Sequence[ToolSpec]) -> Decision:
         offered = usable_tools(tools)
         language = state.semantic_input.language if state.semantic_input else "en"
         messages = messages_for(state, await self.safety_prompt())
         try:
-            answer, call = await self.model.complete(messages, tool_functions(offered))
+            answer, call = await self.model.complete(
+                messages, tool_functions(offered), self._stream_to(state)
+            )
         except ModelUnavailable as exc:
             log.warning("the model did not answer a plan: %s", exc)
             why = {"en": "The model did not answer in time.", "zh": "模型没有及时回答。"}[language]
             ask = {"en": " Shall I try again?", "zh": "要我再试一次吗？"}[language]
             return Decision(HumanRequest(kind="confirm", message=why + ask, options=("yes", "no")))
         return Decision(plan_from(answer, offered, language), (call,))
+
+    def _stream_to(self, state: AgentState) -> OnDelta | None:
+        replies, turn = self.replies, state.turn
+        if replies is None or turn is None:
+            return None
+        pieces = 0
+
+        async def delta(text: str) -> None:
+            nonlocal pieces
+            pieces += 1
+            await replies.delta(state.conversation_id, turn.turn_id, pieces, text)
+
+        return delta
 
 
 class FirewallSafetyPrompt:
@@ -191,3 +214,19 @@ class FirewallSafetyPrompt:
         self._prompt = str(answer.get("prompt") or "") if isinstance(answer, dict) else ""
         self._until = now + self.ttl
         return self._prompt
+
+
+class NatsReplyStream:
+    """:class:`~overseer_reasoning.application.ports.ReplyStream` as core NATS messages on the session's
+    delta subject (outside the events stream: nothing is stored, and only reasoning may publish there)."""
+
+    def __init__(self, nc: Client, subjects: Subjects) -> None:
+        self.nc = nc
+        self.subjects = subjects
+
+    async def delta(self, session_id: str, turn_id: str, index: int, text: str) -> None:
+        body = {"session_id": session_id, "turn_id": turn_id, "index": index, "delta": text}
+        try:
+            await self.nc.publish(self.subjects.reply_delta(session_id), orjson.dumps(body))
+        except Exception as exc:  # a piece lost is no harm: the finished reply is an event
+            log.debug("a reply delta was not published: %r", exc)

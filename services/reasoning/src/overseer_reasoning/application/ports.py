@@ -146,3 +146,10 @@ class SessionViews(Protocol):
     async def session(self, session_id: str) -> dict[str, Any] | None:
         """One session: its dialogue, turn status, open question or approval, trace; None if unknown."""
         ...
+
+
+class ReplyStream(Protocol):
+    """The agent's answer as the model writes it, to whoever follows the session live. Pieces of text
+    only: never stored (the finished reply is an event), lost when nobody listens."""
+
+    async def delta(self, session_id: str, turn_id: str, index: int, text: str) -> None: ...

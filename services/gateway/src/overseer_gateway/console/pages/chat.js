@@ -100,6 +100,8 @@ export async function render(root, app, [selected]) {
   const list = h("ul", { class: "sessions", "aria-label": "Sessions" });
   const thread = h("div", { class: "thread", "aria-live": "polite" });
   const thinking = h("div", { class: "thinking", role: "status" });
+  // The reply as the model writes it, until the finished reply replaces it (a refresh redraws the thread).
+  const writing = h("div", { class: "bubble agent reply writing", "aria-live": "polite" });
   const title = h("h2", {}, "New conversation");
   const state = h("span", { class: "pill" });
   const text = h("textarea", { id: "message", rows: 2, placeholder: "Say something to the agent… (Enter sends, Shift+Enter a new line)",
@@ -161,6 +163,7 @@ export async function render(root, app, [selected]) {
       if (!cards.has(key)) cards.set(key, questionCard(view, app, () => schedule()));
       items.push(cards.get(key));
     }
+    writing.textContent = "";
     clear(thread).append(...items);
     thread.scrollTop = thread.scrollHeight;
   }
@@ -177,6 +180,12 @@ export async function render(root, app, [selected]) {
       subjects: "agent.*,conversation.*,ecs.*,execution.*",
       onState: (s) => { if (s === "open") schedule(); },
       onEvent: (frame) => {
+        if (frame.type === "agent.reply_delta") {  // the model's answer as it is written (no event)
+          if (!writing.isConnected) thread.append(writing);
+          writing.textContent += frame.delta ?? "";
+          thread.scrollTop = thread.scrollHeight;
+          return;
+        }
         if (frame.type === "agent.step_taken") {
           const record = frame.event?.data?.record ?? {};
           thinking.textContent = `thinking: ${record.node ?? "step"}${record.note ? ` (${record.note})` : ""}`;
