@@ -115,3 +115,33 @@ async def test_the_start_probe_says_whether_the_server_answers(server: ScriptedM
         deadline_seconds=1.0, max_retries=0, temperature=0.0,
     )  # fmt: skip
     assert not await gone.answers(2.0)
+
+
+async def test_the_fallback_model_is_asked_once_when_the_first_fails(server: ScriptedModel) -> None:
+    server.then(Status(500), Status(500), Text("From the fallback."))
+    model = OpenAICompatibleModel(
+        base_url=server.base_url, api_key="k", model=MODEL, timeout_seconds=5.0, deadline_seconds=10.0,
+        max_retries=1, temperature=0.0, fallback_model="small-model",
+    )  # fmt: skip
+    decision = await ModelPlanner(model, FirewallSafetyPrompt(safety)).next_plan(STATE, TOOLS)
+    assert decision.plan == Reply("From the fallback.")
+    assert [call.model for call in decision.calls] == ["small-model"]
+    assert [asked["model"] for asked in server.requests] == [MODEL, MODEL, "small-model"]
+
+
+async def test_a_long_dialogue_is_compacted_to_the_prompt_budget(server: ScriptedModel) -> None:
+    long = new_state("s").model_copy(
+        update={
+            "dialogue_history": tuple(
+                Message(role="user" if n % 2 == 0 else "assistant", content=f"message {n} " + "words " * 50)
+                for n in range(41)
+            )
+        }
+    )
+    server.then(Text("ok"))
+    model = planner(server).model
+    await ModelPlanner(model, FirewallSafetyPrompt(safety), context_tokens=800).next_plan(long, TOOLS)
+    sent = server.requests[0]["messages"]
+    assert len(sent) < 42
+    assert sent[1]["content"].startswith("(Earlier in this conversation, ")
+    assert sent[-1]["content"].startswith("message 40 ")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from overseer_reasoning.domain.graph import ToolSpec
 from overseer_reasoning.domain.model_plan import (
     ModelAnswer,
     ModelToolCall,
+    compacted,
     function_name,
     messages_for,
     plan_from,
@@ -84,3 +87,45 @@ def test_the_prompt_holds_the_safety_rules_and_the_dialogue_with_earlier_calls_n
     assert messages[2]["tool_calls"][0]["function"]["name"] == function_name("email.send") == "email__send"
     assert state.dialogue_history[1].tool_calls is not None
     assert state.dialogue_history[1].tool_calls[0].function.name == "email.send"  # the state is not touched
+
+
+def test_a_call_of_another_tool_than_the_one_the_text_named_is_held_for_the_person() -> None:
+    plan = plan_from(
+        answer(("email__send", '{"to": "x@example.com"}'), content="I will use fs.list first."), TOOLS
+    )
+    assert isinstance(plan, HumanRequest)
+    assert "said it would use fs.list but called email.send" in plan.message
+
+
+def dialogue(turns: int, result_chars: int = 100) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    for n in range(turns):
+        call = {"id": f"c{n}", "type": "function", "function": {"name": "fs__read", "arguments": "{}"}}
+        messages += [
+            {"role": "user", "content": f"question {n}"},
+            {"role": "assistant", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": "x" * result_chars},
+            {"role": "assistant", "content": f"answer {n}"},
+        ]
+    return messages
+
+
+def test_a_dialogue_within_its_budget_is_sent_whole() -> None:
+    whole = dialogue(3)
+    assert compacted(whole, 10_000) == whole
+
+
+def test_the_oldest_messages_give_way_to_a_note_and_the_latest_exchange_stays_whole() -> None:
+    kept = compacted(dialogue(20, result_chars=400), 600)
+    assert kept[0]["role"] == "user"
+    assert kept[0]["content"].startswith("(Earlier in this conversation, ")
+    assert "question 0" not in kept[0]["content"]  # the note names the latest earlier questions only
+    assert kept[-1] == {"role": "assistant", "content": "answer 19"}
+    assert {"role": "user", "content": "question 19"} in kept
+    assert all(m["role"] != "tool" or kept[i - 1].get("tool_calls") for i, m in enumerate(kept))
+
+
+def test_an_earlier_long_tool_result_is_cut_with_a_note() -> None:
+    kept = compacted(dialogue(2, result_chars=5000), 100_000)
+    assert kept[2]["content"].endswith("(3000 more characters left out to save room)")
+    assert kept[6]["content"].endswith("left out to save room)")  # the latest result is an earlier one too

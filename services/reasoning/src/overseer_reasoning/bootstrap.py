@@ -81,6 +81,7 @@ class ReasoningService(Service):
             deadline_seconds=llm.deadline_seconds,
             max_retries=llm.max_retries,
             temperature=llm.temperature,
+            fallback_model=llm.fallback_model,
         )
         if not await model.answers(llm.probe_seconds):
             self.planner_info = {
@@ -90,7 +91,7 @@ class ReasoningService(Service):
             return OfflinePlanner()
         self.planner_info = {"planner": "model", "model": llm.model, "base_url": llm.base_url}
         safety = FirewallSafetyPrompt(lambda: runtime.request("firewall", "prompt.system", timeout=2.0))
-        return ModelPlanner(model, safety, NatsReplyStream(runtime.nc, runtime.subjects))
+        return ModelPlanner(model, safety, NatsReplyStream(runtime.nc, runtime.subjects), llm.context_tokens)
 
     def health_details(self) -> dict[str, Any]:
         return dict(self.planner_info)

@@ -34,6 +34,10 @@ class LlmSettings(Section):
     temperature: float = Field(ge=0, le=2)
     # How long the start waits for the server to answer before the offline planner serves instead.
     probe_seconds: float = Field(gt=0)
+    # Asked once when the model fails (empty: none).
+    fallback_model: str
+    # The prompt's budget: older messages and long tool results are compacted to fit (0: no limit).
+    context_tokens: int = Field(ge=0)
 
     @property
     def configured(self) -> bool:

@@ -5,7 +5,8 @@ llama.cpp's server), through the official ``openai`` client.
 streams every answer (the text arrives as it is written; the usage comes in the last chunk) and
 leaves retries to the client, which retries a 429 (honouring ``Retry-After``), a 5xx, a timeout and a
 dropped connection with jittered exponential backoff, ``max_retries`` times; the whole call, retries
-included, must finish within ``deadline_seconds``. When it cannot, :class:`ModelPlanner` asks the
+included, must finish within ``deadline_seconds``, and then ``fallback_model``, when one is named, is
+asked the same once. When it cannot, :class:`ModelPlanner` asks the
 person how to go on rather than failing the turn silently (and never proposes a call it did not get).
 
 :class:`ModelPlanner` is the :class:`~overseer_reasoning.application.plugins.PlanPlugin` that plans with
@@ -72,8 +73,10 @@ class OpenAICompatibleModel:
         deadline_seconds: float,
         max_retries: int,
         temperature: float,
+        fallback_model: str = "",
     ) -> None:
         self.model = model
+        self.fallback_model = fallback_model
         self.deadline = deadline_seconds
         self.temperature = temperature
         self.client = AsyncOpenAI(
@@ -100,21 +103,40 @@ class OpenAICompatibleModel:
         tools: Sequence[dict[str, Any]],
         on_delta: OnDelta | None = None,
     ) -> tuple[ModelAnswer, ModelCall]:
+        try:
+            return await self._complete(self.model, messages, tools, on_delta)
+        except ModelUnavailable as exc:
+            if not self.fallback_model:
+                raise
+            log.warning("the model %s failed (%s); asking %s instead", self.model, exc, self.fallback_model)
+            return await self._complete(self.fallback_model, messages, tools, on_delta)
+
+    async def _complete(
+        self,
+        model: str,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]],
+        on_delta: OnDelta | None,
+    ) -> tuple[ModelAnswer, ModelCall]:
         started = time.perf_counter()
         try:
             async with asyncio.timeout(self.deadline):
-                answer, usage = await self._stream(messages, tools, on_delta)
+                answer, usage = await self._stream(model, messages, tools, on_delta)
         except (TimeoutError, openai.OpenAIError) as exc:
             raise ModelUnavailable(f"{type(exc).__name__}: {exc}") from exc
         latency_ms = (time.perf_counter() - started) * 1000
-        return answer, ModelCall(self.model, usage.prompt_tokens, usage.completion_tokens, latency_ms)
+        return answer, ModelCall(model, usage.prompt_tokens, usage.completion_tokens, latency_ms)
 
     async def _stream(
-        self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]], on_delta: OnDelta | None
+        self,
+        model: str,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]],
+        on_delta: OnDelta | None,
     ) -> tuple[ModelAnswer, Usage]:
         # The chat format and the tool schemas are built as plain dicts (the domain knows no client types).
         stream = await self.client.chat.completions.create(
-            model=self.model,
+            model=model,
             messages=cast("list[ChatCompletionMessageParam]", list(messages)),
             tools=cast("list[ChatCompletionFunctionToolParam]", list(tools)) if tools else openai.omit,
             temperature=self.temperature,
@@ -155,16 +177,21 @@ class ModelPlanner:
     """
 
     def __init__(
-        self, model: OpenAICompatibleModel, safety_prompt: SafetyPrompt, replies: ReplyStream | None = None
+        self,
+        model: OpenAICompatibleModel,
+        safety_prompt: SafetyPrompt,
+        replies: ReplyStream | None = None,
+        context_tokens: int = 0,
     ) -> None:
         self.model = model
         self.safety_prompt = safety_prompt
         self.replies = replies
+        self.context_tokens = context_tokens  # the dialogue is compacted to fit (0: sent whole)
 
     async def next_plan(self, state: AgentState, tools: Sequence[ToolSpec]) -> Decision:
         offered = usable_tools(tools)
         language = state.semantic_input.language if state.semantic_input else "en"
-        messages = messages_for(state, await self.safety_prompt())
+        messages = messages_for(state, await self.safety_prompt(), self.context_tokens)
         try:
             answer, call = await self.model.complete(
                 messages, tool_functions(offered), self._stream_to(state)

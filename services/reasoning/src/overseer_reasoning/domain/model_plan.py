@@ -7,8 +7,9 @@ and the registry's tools as JSON-schema functions. Its answer becomes one :data:
   (the firewall judges it like any agent's);
 * text and no call → a :class:`~.plan.Reply`;
 * anything else (an answer cut off at the token limit, arguments that are not JSON, a tool nobody
-  registered, several calls at once, nothing at all) → a :class:`~.plan.HumanRequest` that says
-  what went wrong and asks the person how to go on. An answer the agent cannot read is never
+  registered, several calls at once, a call of another tool than the one its text said it would
+  use, nothing at all) → a :class:`~.plan.HumanRequest` that says what went wrong and asks the
+  person how to go on. An answer the agent cannot read is never
   turned into a tool call.
 
 Function names may not hold dots, so ``email.send`` is offered as ``email__send``.
@@ -57,11 +58,62 @@ def tool_functions(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     ]
 
 
-def messages_for(state: AgentState, safety_prompt: str) -> list[dict[str, Any]]:
+def messages_for(state: AgentState, safety_prompt: str, budget_tokens: int = 0) -> list[dict[str, Any]]:
     """The conversation as the model reads it: the instructions and safety rules, then the dialogue
-    (its earlier tool calls named as the functions it is offered)."""
+    (its earlier tool calls named as the functions it is offered), within ``budget_tokens`` when given
+    (:func:`compacted`)."""
     system = INSTRUCTIONS + ("\n\n" + safety_prompt if safety_prompt else "")
-    return [{"role": "system", "content": system}, *(_as_offered(m) for m in state.dialogue_history)]
+    dialogue = [_as_offered(m) for m in state.dialogue_history]
+    if budget_tokens:
+        dialogue = compacted(dialogue, budget_tokens - tokens_of(system))
+    return [{"role": "system", "content": system}, *dialogue]
+
+
+CHARS_PER_TOKEN = 4  # a rough count, on the safe side for English and code; Chinese packs more
+RESULT_CHARS = 2000  # an earlier tool result is cut to this many characters
+
+
+def tokens_of(text: str) -> int:
+    return len(text) // CHARS_PER_TOKEN + 1
+
+
+def compacted(dialogue: list[dict[str, Any]], budget_tokens: int) -> list[dict[str, Any]]:
+    """The dialogue cut to ``budget_tokens``: earlier tool results shortened with a note, then the oldest
+    messages replaced by one note of what they were, so the latest exchange always fits whole. A tool
+    message is never kept without the call it answers (the API refuses that)."""
+    latest = len(dialogue) - 1
+    shortened = [
+        _cut_result(message) if message.get("role") == "tool" and i != latest else message
+        for i, message in enumerate(dialogue)
+    ]
+    kept: list[dict[str, Any]] = []
+    used = 0
+    for message in reversed(shortened):
+        cost = tokens_of(str(message.get("content") or "")) + 4 * len(message.get("tool_calls") or ())
+        if kept and used + cost > budget_tokens:
+            break
+        kept.insert(0, message)
+        used += cost
+    while kept and kept[0].get("role") == "tool":  # its call was left out: drop it too
+        kept.pop(0)
+    dropped = len(shortened) - len(kept)
+    if not dropped:
+        return kept
+    asked = [str(m.get("content") or "") for m in shortened[:dropped] if m.get("role") == "user"]
+    note = (
+        f"(Earlier in this conversation, {dropped} messages left out; the person asked: "
+        + "; ".join(a[:120] for a in asked[-5:])
+        + ")"
+    )
+    return [{"role": "user", "content": note}, *kept] if asked else kept
+
+
+def _cut_result(message: dict[str, Any]) -> dict[str, Any]:
+    content = str(message.get("content") or "")
+    if len(content) <= RESULT_CHARS:
+        return message
+    left = len(content) - RESULT_CHARS
+    return {**message, "content": f"{content[:RESULT_CHARS]}… ({left} more characters left out to save room)"}
 
 
 def _as_offered(message: Message) -> dict[str, Any]:
@@ -98,6 +150,15 @@ def _ask(language: Language, why: str) -> HumanRequest:
     return HumanRequest(kind="clarify", message=_ASK[language].format(why=why))
 
 
+def deviation(content: str, called: str, tools: Sequence[ToolSpec]) -> str | None:
+    """The other registered tool the model said it would use while calling ``called``, if it named one
+    (by its name or its function name): what it said and what it did differ, so a person decides."""
+    for spec in tools:
+        if spec.name != called and (spec.name in content or function_name(spec.name) in content):
+            return spec.name
+    return None
+
+
 def plan_from(answer: ModelAnswer, tools: Sequence[ToolSpec], language: Language = "en") -> Plan:
     """The plan a model's answer stands for; a question to the person whenever it cannot be trusted."""
     if answer.finish_reason == "length":
@@ -117,6 +178,9 @@ def _tool_call(call: ModelToolCall, content: str, tools: Sequence[ToolSpec], lan
     tool = known.get(call.name)
     if tool is None:
         return _ask(language, f"it asked for a tool nobody registered ({call.name!r})")
+    said = deviation(content, tool, tools)
+    if said is not None:
+        return _ask(language, f"it said it would use {said} but called {tool}")
     try:
         args = orjson.loads(call.arguments or "{}")
     except orjson.JSONDecodeError:
