@@ -6,7 +6,8 @@ Scenarios: eventstore_append, replay, bus_roundtrip (bench/backbone.py),
 firewall_evaluate (bench/firewall_evaluate.py), hop_floor (bench/hop_floor.py),
 pipeline_auto and pipeline_approval with the LangGraph peer (bench/pipeline.py,
 bench/peers/), chat_turn with its LangGraph peer (bench/chat.py, bench/peers/), llm_plugin_overhead
-(bench/llm.py: the model plugin against the raw openai client on a scripted server).
+and llm_first_token (bench/llm.py: the model plugin against the raw openai client on a scripted server,
+and the model's first piece of text to a WebSocket client).
 Progress goes to stderr; a failed scenario prints an ``{"scenario": …, "error": …}``
 line and the run goes on.
 """
@@ -29,7 +30,7 @@ SCRIPTS: dict[str, tuple[str, ...]] = {
     "hop_floor.py": ("hop_floor",),
     "pipeline.py": ("pipeline_auto", "pipeline_approval"),
     "chat.py": ("chat_turn",),
-    "llm.py": ("llm_plugin_overhead",),
+    "llm.py": ("llm_plugin_overhead", "llm_first_token"),
 }
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -134,6 +135,7 @@ class ScriptedModel:
         self.script: deque[Answer] = deque()
         self.requests: list[dict[str, Any]] = []
         self.url = ""
+        self.first_pieces: list[float] = []  # when each streamed answer's first text left (perf_counter)
 
     def then(self, *answers: Answer) -> ScriptedModel:
         self.script.extend(answers)
@@ -160,7 +162,16 @@ class ScriptedModel:
                 await asyncio.sleep(seconds)
                 return JSONResponse({"error": {"message": "stalled"}}, status_code=504)
             case _:
-                return StreamingResponse(iter(list(_events(answer))), media_type="text/event-stream")
+                return StreamingResponse(self._timed(list(_events(answer))), media_type="text/event-stream")
+
+    async def _timed(self, events: list[str]) -> AsyncIterator[str]:
+        """The events, noting when the first one with text is handed to the server to send."""
+        noted = False
+        for event in events:
+            if not noted and '"content": "' in event and '"content": ""' not in event:
+                self.first_pieces.append(time.perf_counter())
+                noted = True
+            yield event
 
     def app(self) -> Starlette:
         return Starlette(
