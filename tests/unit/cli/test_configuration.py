@@ -3,8 +3,11 @@ type; each problem says where it was set and the nearest known name."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from overseer_cli import homes
 from overseer_cli.supervisor import configuration_models
 from overseer_runtime.config import ConfigurationError, check_configuration, load_settings
 
@@ -47,3 +50,20 @@ def test_a_misspelt_key_of_a_nested_table_names_the_key_meant() -> None:
 
 def test_every_problem_is_listed_at_once() -> None:
     assert len(problems({"OVERSEER_GATEWAY__PROT": "1", "OVERSEER_NATS__REPLICAS": "three"})) == 2
+
+
+def test_a_command_finds_the_recorded_home_but_a_new_stack_starts_in_this_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    elsewhere, recorded_home = tmp_path / "elsewhere", tmp_path / "stack-home"
+    elsewhere.mkdir()
+    recorded_home.mkdir()
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("OVERSEER_HOME", raising=False)
+    monkeypatch.chdir(elsewhere)
+    homes.record(recorded_home)
+    assert homes.settle().path == recorded_home.resolve()
+    monkeypatch.delenv("OVERSEER_HOME")
+    assert homes.settle(starting=True).path == elsewhere / ".overseer"
+    monkeypatch.setenv("OVERSEER_HOME", str(tmp_path / "chosen"))
+    assert homes.settle(starting=True).path == tmp_path / "chosen"

@@ -38,6 +38,7 @@ from overseer_reasoning.domain.model_plan import (
     ModelToolCall,
     messages_for,
     plan_from,
+    tokens_of,
     tool_functions,
 )
 from overseer_reasoning.domain.plan import HumanRequest
@@ -125,7 +126,9 @@ class OpenAICompatibleModel:
         except (TimeoutError, openai.OpenAIError) as exc:
             raise ModelUnavailable(f"{type(exc).__name__}: {exc}") from exc
         latency_ms = (time.perf_counter() - started) * 1000
-        return answer, ModelCall(model, usage.prompt_tokens, usage.completion_tokens, latency_ms)
+        return answer, ModelCall(
+            model, usage.prompt_tokens, usage.completion_tokens, latency_ms, usage.estimated
+        )
 
     async def _stream(
         self,
@@ -146,10 +149,12 @@ class OpenAICompatibleModel:
         text: list[str] = []
         calls: dict[int, _Call] = {}
         finish: str | None = None
-        usage = Usage()
+        usage: Usage | None = None
+        pieces = 0  # streamed chunks that carried text or arguments: about one token each
         async for chunk in stream:
             if chunk.usage is not None:
                 usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+            pieces += sum(1 for c in chunk.choices if c.delta.content or c.delta.tool_calls)
             for choice in chunk.choices:
                 finish = choice.finish_reason or finish
                 delta = choice.delta
@@ -163,6 +168,11 @@ class OpenAICompatibleModel:
                         call.name += piece.function.name or ""
                         call.arguments.append(piece.function.arguments or "")
         tool_calls = tuple(ModelToolCall(c.name, "".join(c.arguments)) for _, c in sorted(calls.items()))
+        if usage is None:
+            # Some servers (llama.cpp's among them) report no usage when they stream: count it the way
+            # they would, roughly, so a session's cost is never shown as zero.
+            prompt = sum(tokens_of(orjson.dumps(message).decode()) for message in messages)
+            usage = Usage(prompt, pieces, estimated=True)
         return ModelAnswer("".join(text), tool_calls, finish), usage
 
 

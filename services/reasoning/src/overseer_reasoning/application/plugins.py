@@ -37,10 +37,11 @@ T = TypeVar("T")
 # -- what the plugins exchange ----------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """The tokens a model call used."""
+    """The tokens a model call used (``estimated`` when the server did not say)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    estimated: bool = False
 
     @property
     def total_tokens(self) -> int:
@@ -63,6 +64,7 @@ class ModelCall:
     prompt_tokens: int
     completion_tokens: int
     latency_ms: float
+    estimated: bool = False  # counted here: the server reported no usage
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,6 +65,7 @@ class ModelCallRecord(_Input):
     prompt_tokens: int = Field(ge=0)
     completion_tokens: int = Field(ge=0)
     latency_ms: float = Field(ge=0)
+    estimated: bool = False  # counted by the agent: the server reported no usage
 
 
 class Planned(_Input):
