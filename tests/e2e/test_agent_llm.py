@@ -106,3 +106,37 @@ async def test_a_client_following_the_session_sees_the_reply_as_it_is_written_th
     first_piece = frames.index(pieces[0])
     replied = next(i for i, f in enumerate(frames) if f["type"] == "conversation.replied")
     assert first_piece < replied
+
+
+async def test_a_small_model_reads_the_message_a_strong_one_plans_and_usage_shows_each(stack: Stack) -> None:
+    small = "small-reader"
+    async with scripted_model() as model:
+        model.then(
+            Text('{"intent": "chat", "confidence": 0.9}', prompt_tokens=30, completion_tokens=5),
+            Text(
+                '{"frustration": 0.8, "urgency": 0.0, "confusion": 0.0}',
+                prompt_tokens=35,
+                completion_tokens=7,
+            ),
+            model=small,
+        )
+        model.then(Text("Sorry it keeps failing; let us look at it together."))
+        settings = {**model_settings(model.base_url), "normalise_model": small, "emotion_model": small}
+        async with chatting(stack, "llm-nodes", llm=settings) as chat:
+            accepted = await chat.say("the build fails again")
+            done = await chat.settled(accepted["turn_id"])
+            health = await stack.rpc("reasoning", "health", {"detailed": True})
+    assert [asked["model"] for asked in model.requests] == [small, small, MODEL]
+    assert replies(done)[-1] == "Sorry it keeps failing; let us look at it together."
+    felt = next(step for step in done["trace"] if step["node"] == "emotion")
+    assert felt["tone"] == "empathetic"
+    by_model = done["usage"]["by_model"]
+    assert by_model[small] == {
+        "model_calls": 2,
+        "prompt_tokens": 65,
+        "completion_tokens": 12,
+        "total_tokens": 77,
+    }
+    assert by_model[MODEL]["model_calls"] == 1
+    assert done["usage"]["model_calls"] == 3
+    assert (health["details"]["normalise_model"], health["details"]["emotion_model"]) == (small, small)

@@ -6,7 +6,8 @@ test speaks real HTTP to it, retries included.
 Each scripted answer is one of :class:`Text` (streamed in pieces, with its usage), :class:`Call` (a
 function call, its arguments streamed in pieces, as written, valid JSON or not), :class:`Status` (an
 error status, with ``Retry-After`` when given), :class:`Stall` (no answer for a while) and :class:`Cut`
-(text stopped at the length limit). With the script empty the server answers :data:`IDLE`.
+(text stopped at the length limit). With the script empty the server answers :data:`IDLE`. Another
+model's answers may be scripted apart (``then(..., model="small")``): a request names its model.
 """
 
 from __future__ import annotations
@@ -135,26 +136,35 @@ class ScriptedModel:
 
     def __init__(self) -> None:
         self.script: deque[Answer] = deque()
+        self.scripts: dict[str, deque[Answer]] = {}  # other models' scripts, by the model asked for
         self.requests: list[dict[str, Any]] = []
         self.url = ""
         self.first_pieces: list[float] = []  # when each streamed answer's first text left (perf_counter)
 
-    def then(self, *answers: Answer) -> ScriptedModel:
-        self.script.extend(answers)
+    def then(self, *answers: Answer, model: str = MODEL) -> ScriptedModel:
+        """Script the next answers of ``model`` (the default one unless named)."""
+        (self.script if model == MODEL else self.scripts.setdefault(model, deque())).extend(answers)
         return self
+
+    def asked(self, model: str = MODEL) -> list[dict[str, Any]]:
+        """The requests that asked ``model``."""
+        return [request for request in self.requests if request.get("model") == model]
 
     @property
     def base_url(self) -> str:
         return f"{self.url}/v1"
 
     async def _models(self, request: Request) -> Response:
+        models = [MODEL, *self.scripts]
         return JSONResponse(
-            {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "tests"}]}
+            {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "tests"} for m in models]}
         )
 
     async def _completions(self, request: Request) -> Response:
-        self.requests.append(await request.json())
-        answer = self.script.popleft() if self.script else IDLE
+        body = await request.json()
+        self.requests.append(body)
+        script = self.scripts.get(body.get("model"), self.script)
+        answer = script.popleft() if script else IDLE
         match answer:
             case Status(code=code, retry_after=retry_after):
                 headers = {"retry-after": str(retry_after)} if retry_after is not None else {}

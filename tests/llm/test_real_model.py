@@ -17,7 +17,9 @@ import pytest
 from websockets.asyncio.client import connect
 
 from overseer_cli.local_llm import MODEL_NAME, LocalModel, start_local_model
-from overseer_reasoning.adapters.llm import OpenAICompatibleModel
+from overseer_reasoning.adapters.llm import ModelReading, OpenAICompatibleModel
+from overseer_reasoning.domain.intents import recognise_intent
+from overseer_reasoning.domain.plan import IntentKind
 from overseer_runtime.testing import Stack
 from tests.e2e.test_agent_chat import chatting
 
@@ -52,6 +54,26 @@ async def test_the_real_model_streams_its_answer_in_pieces_and_its_cost_is_count
     assert "".join(pieces) == answer.content
     assert call.prompt_tokens > 0
     assert call.completion_tokens > 0  # reported by the server, or counted when it reports none
+
+
+async def test_the_real_model_reading_a_message_gives_an_intent_and_a_mood_the_agent_can_use(
+    local_model: LocalModel,
+) -> None:
+    model = OpenAICompatibleModel(
+        base_url=local_model.base_url, api_key="local", model=MODEL_NAME, timeout_seconds=120.0,
+        deadline_seconds=120.0, max_retries=0, temperature=0.0,
+    )  # fmt: skip
+    reading = ModelReading(model.named(MODEL_NAME), model.named(MODEL_NAME))
+    rules = recognise_intent("send bob@example.com a hello, urgently", ())
+    intent, intent_calls = await reading.intent("send bob@example.com a hello, urgently", rules)
+    mood, mood_calls = await reading.mood("send bob@example.com a hello, urgently", ["hi"])
+    # Whatever it answered: a kind the agent knows (its own, or the rules' when it talked nonsense) ...
+    assert intent.kind in IntentKind
+    assert 0.0 <= intent.confidence <= 1.0
+    assert intent == rules or intent.slots in ({}, rules.slots)
+    # ... a mood within bounds or none (the rules then read it), and each reading's cost counted.
+    assert mood is None or all(0.0 <= mood.level(d) <= 1.0 for d in ("frustration", "urgency", "confusion"))
+    assert [call.model for call in (*intent_calls, *mood_calls)] == [MODEL_NAME, MODEL_NAME]
 
 
 async def test_chatting_through_the_stack_streams_counts_usage_and_runs_only_what_the_firewall_judged(

@@ -502,11 +502,13 @@ def memory_table(items: list[dict[str, Any]], query: str) -> Table:
 
 
 def usage_table(usage: dict[str, Any]) -> Table:
-    """A session's model usage, and its last turn's (all zeros while the offline planner plans)."""
+    """A session's model usage, its last turn's and each model's (all zeros while the offline planner plans)."""
     table = Table(title="Model usage")
     for column in ("", "model calls", "prompt tokens", "completion tokens", "total tokens"):
         table.add_column(column, justify="right" if column else "left")
-    for label, counts in (("this session", usage), ("its last turn", usage.get("last_turn") or {})):
+    rows = [("this session", usage), ("its last turn", usage.get("last_turn") or {})]
+    rows += [(f"model {name}", counts) for name, counts in (usage.get("by_model") or {}).items()]
+    for label, counts in rows:
         table.add_row(
             label,
             *(

@@ -540,6 +540,9 @@ def print_status() -> int:
             console.print(
                 f"The agent plans with the model {details.get('model')} at {details.get('base_url')}."
             )
+            for node in ("normalise", "emotion"):
+                reader = details.get(f"{node}_model") or "the built-in rules"
+                console.print(f"  The {node} node reads the message with {reader}.")
         else:
             console.print(
                 f"The agent plans offline, without a model: {details.get('why', 'none configured')}."

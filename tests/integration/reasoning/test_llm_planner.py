@@ -8,10 +8,15 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from overseer_reasoning.adapters.llm import FirewallSafetyPrompt, ModelPlanner, OpenAICompatibleModel
+from overseer_reasoning.adapters.llm import (
+    FirewallSafetyPrompt,
+    ModelPlanner,
+    ModelReading,
+    OpenAICompatibleModel,
+)
 from overseer_reasoning.application.plugins import ModelCall
 from overseer_reasoning.domain.graph import ToolSpec
-from overseer_reasoning.domain.plan import HumanRequest, Reply, ToolCall
+from overseer_reasoning.domain.plan import HumanRequest, Intent, IntentKind, Reply, ToolCall
 from overseer_reasoning.domain.state import Message, new_state
 from tests.fakes.scripted_llm import MODEL, Call, ScriptedModel, Stall, Status, Text, scripted_model
 
@@ -156,3 +161,45 @@ async def test_a_server_that_reports_no_usage_has_its_cost_counted_and_marked_es
     assert call.estimated
     assert call.prompt_tokens > 0
     assert call.completion_tokens == len("Bob is free on Thursday afternoon.") // 4 + 1  # one per piece of 4
+
+
+SMALL = "small-reader"
+
+
+def reading(server: ScriptedModel, *, intent: bool = True, mood: bool = True) -> ModelReading:
+    strong = planner(server, retries=0).model
+    return ModelReading(strong.named(SMALL) if intent else None, strong.named(SMALL) if mood else None)
+
+
+async def test_a_small_model_reads_the_intent_and_the_mood_while_the_planner_keeps_its_own(
+    server: ScriptedModel,
+) -> None:
+    server.then(
+        Text('{"intent": "send_email", "confidence": 0.75}', prompt_tokens=60, completion_tokens=9),
+        Text(
+            '{"frustration": 0.0, "urgency": 0.9, "confusion": 0.1}', prompt_tokens=70, completion_tokens=20
+        ),
+        model=SMALL,
+    )
+    rules = Intent(IntentKind.SEND_EMAIL, {"to": "bob@example.com"})
+    intent, [intent_call] = await reading(server).intent("invite bob@example.com asap", rules)
+    mood, [mood_call] = await reading(server).mood("invite bob@example.com asap", ["hello"])
+    assert intent == Intent(IntentKind.SEND_EMAIL, {"to": "bob@example.com"}, 0.75)
+    assert mood is not None
+    assert (mood.urgency, mood.cues) == (0.9, ("urgency:model",))
+    assert [(c.model, c.prompt_tokens) for c in (intent_call, mood_call)] == [(SMALL, 60), (SMALL, 70)]
+    assert [asked["model"] for asked in server.requests] == [SMALL, SMALL]
+    assert "Latest: invite bob@example.com asap" in server.requests[1]["messages"][-1]["content"]
+
+
+async def test_a_reading_model_that_fails_or_talks_nonsense_leaves_the_rules_reading(
+    server: ScriptedModel,
+) -> None:
+    server.then(Status(500), Text("I think they want to send an email."), model=SMALL)
+    rules = Intent(IntentKind.CHAT)
+    assert await reading(server).intent("hi", rules) == (rules, ())  # failed: no call counted
+    mood, calls = await reading(server).mood("hi", [])
+    assert mood is None
+    assert [c.model for c in calls] == [SMALL]
+    assert await reading(server, intent=False, mood=False).intent("hi", rules) == (rules, ())
+    assert len(server.requests) == 2  # a node with no model asks none

@@ -9,7 +9,8 @@ from typing import Any, TypeVar
 
 from overseer_events.catalogue import ExecutionProposed, MessageReceived
 from overseer_events.envelope import Envelope, new_event
-from overseer_reasoning.adapters.planners import OfflinePlanner
+from overseer_reasoning.adapters.planners import OfflinePlanner, RuleReading
+from overseer_reasoning.application.plugins import ReadingPlugin
 from overseer_reasoning.application.turns import Brain, ReasoningUnit, TurnDriver, record
 from overseer_reasoning.domain.graph import ToolSpec
 from overseer_reasoning.domain.intents import recognise_intent
@@ -79,8 +80,15 @@ class Agent:
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         self.tasks.append(asyncio.ensure_future(coro))
 
-    def driver(self, max_steps: int = 8) -> TurnDriver:
-        brain = Brain(OfflinePlanner(), NoMemories(), FixedTools(), recognise_intent, max_steps)
+    def driver(self, max_steps: int = 8, reading: ReadingPlugin | None = None) -> TurnDriver:
+        brain = Brain(
+            planner=OfflinePlanner(),
+            memory=NoMemories(),
+            catalogue=FixedTools(),
+            recognise=recognise_intent,
+            reading=reading or RuleReading(),
+            max_steps=max_steps,
+        )
         return TurnDriver(run=self.run, spawn=self.spawn, brain=brain, committed=self.states)
 
     def receive(self, text: str, session_id: str = "s") -> str:

@@ -3,6 +3,8 @@ taken back, a crash before a commit costing nothing but a re-run, and never a ca
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from overseer_events.catalogue import (
@@ -16,8 +18,13 @@ from overseer_events.catalogue import (
 )
 from overseer_events.views import ExecutionConsequenceView
 from overseer_reasoning.application.handlers import answer_received, execution_ended
+from overseer_reasoning.application.plugins import ModelCall
 from overseer_reasoning.application.turns import StaleState, record
+from overseer_reasoning.domain.emotion import EmotionalContext
 from overseer_reasoning.domain.machine import Node
+from overseer_reasoning.domain.plan import Intent, IntentKind
+from overseer_reasoning.domain.state import new_state
+from overseer_reasoning.domain.steps import fold, input_of
 from tests.unit.reasoning.agent_fakes import Agent, CrashBeforeCommit
 
 ALICE = Principal(kind="operator", id="alice")
@@ -186,3 +193,37 @@ async def test_a_result_too_large_for_the_state_is_kept_as_its_beginning_and_a_r
     assert state.status == "done"
     [outcome] = state.current_turn().outcomes
     assert f"execution {proposal.execution_id}'s" in str(outcome.result)
+
+
+class ReadsLikeAModel:
+    """A reading plugin that reads every message as urgent mail, at a cost, as a small model would."""
+
+    async def intent(self, text: str, rules: Intent) -> tuple[Intent, tuple[ModelCall, ...]]:
+        return Intent(IntentKind.SEND_EMAIL, confidence=0.7), (ModelCall("small", 20, 3, 1.5),)
+
+    async def mood(
+        self, text: str, recent: Sequence[str]
+    ) -> tuple[EmotionalContext | None, tuple[ModelCall, ...]]:
+        return EmotionalContext(urgency=0.9, cues=("urgency:model",)), (ModelCall("small", 30, 4, 2.0),)
+
+
+async def test_what_a_model_read_of_the_message_is_recorded_with_its_calls_and_a_replay_needs_no_model() -> (
+    None
+):
+    agent = Agent()
+    agent.receive("hello there")
+    await agent.driver(reading=ReadsLikeAModel()).advance("s")
+    steps = [s for s in agent.emitted(AgentStepTaken) if s.session_id == "s"]
+    started, felt = steps[0].input, steps[1].input
+    assert started["intent"]["kind"] == "send_email"
+    assert started["calls"][0]["model"] == "small"
+    assert felt["context"]["urgency"] == 0.9
+    assert felt["calls"][0]["prompt_tokens"] == 30
+    state = agent.states.load("s")
+    assert state.emotional_context.urgency == 0.9
+    assert state.current_turn().tone == "concise"
+    replayed = new_state("s")
+    for step in steps:
+        replayed = fold(replayed, step.turn_id, input_of(step.input))
+    assert replayed.emotional_context == state.emotional_context
+    assert replayed.semantic_input == state.semantic_input

@@ -11,13 +11,14 @@ from overseer_reasoning.adapters.conversations import ConversationLog, ReaderCon
 from overseer_reasoning.adapters.llm import (
     FirewallSafetyPrompt,
     ModelPlanner,
+    ModelReading,
     NatsReplyStream,
     OpenAICompatibleModel,
 )
 from overseer_reasoning.adapters.memory import MemoryIndex, ReaderMemory
-from overseer_reasoning.adapters.planners import OfflinePlanner
+from overseer_reasoning.adapters.planners import OfflinePlanner, RuleReading
 from overseer_reasoning.adapters.tool_catalogue import RpcToolCatalogue
-from overseer_reasoning.application.plugins import PlanPlugin
+from overseer_reasoning.application.plugins import PlanPlugin, ReadingPlugin
 from overseer_reasoning.application.ports import ConversationHistory, SessionViews
 from overseer_reasoning.application.turns import Brain, ReasoningUnit, TurnDriver
 from overseer_reasoning.domain.intents import recognise_intent
@@ -63,16 +64,16 @@ class ReasoningService(Service):
     def rpc(self) -> RpcTable:
         return rpc(self)
 
-    async def _planner(self, runtime: Host) -> PlanPlugin:
-        """The model when ``[llm]`` names one and it answers now; else the offline planner (and the
-        health says which plans, and why)."""
+    async def _thinking(self, runtime: Host) -> tuple[PlanPlugin, ReadingPlugin]:
+        """The model when ``[llm]`` names one and it answers now, with a model per node where one is named;
+        else the offline planner and the built-in rules (and the health says which plans, and why)."""
         llm = runtime.settings.typed("llm", LlmSettings)
         if not llm.configured:
             self.planner_info = {
                 "planner": "offline",
                 "why": "no model configured ([llm] base_url and model)",
             }
-            return OfflinePlanner()
+            return OfflinePlanner(), RuleReading()
         model = OpenAICompatibleModel(
             base_url=llm.base_url,
             api_key=llm.api_key,
@@ -88,10 +89,21 @@ class ReasoningService(Service):
                 "planner": "offline",
                 "why": f"the model server at {llm.base_url} did not answer",
             }
-            return OfflinePlanner()
-        self.planner_info = {"planner": "model", "model": llm.model, "base_url": llm.base_url}
+            return OfflinePlanner(), RuleReading()
+        self.planner_info = {
+            "planner": "model",
+            "model": llm.model,
+            "base_url": llm.base_url,
+            "normalise_model": llm.normalise_model,
+            "emotion_model": llm.emotion_model,
+        }
         safety = FirewallSafetyPrompt(lambda: runtime.request("firewall", "prompt.system", timeout=2.0))
-        return ModelPlanner(model, safety, NatsReplyStream(runtime.nc, runtime.subjects), llm.context_tokens)
+        replies = NatsReplyStream(runtime.nc, runtime.subjects)
+        reading = ModelReading(
+            model.named(llm.normalise_model) if llm.normalise_model else None,
+            model.named(llm.emotion_model) if llm.emotion_model else None,
+        )
+        return ModelPlanner(model, safety, replies, llm.context_tokens), reading
 
     def health_details(self) -> dict[str, Any]:
         return dict(self.planner_info)
@@ -115,8 +127,10 @@ class ReasoningService(Service):
         catalogue = RpcToolCatalogue(
             lambda: runtime.request("executor", "tools.list", timeout=2.0), ttl=settings.tools_cache_seconds
         )
+        planner, reading = await self._thinking(runtime)
         brain = Brain(
-            planner=await self._planner(runtime),
+            planner=planner,
+            reading=reading,
             memory=self.memory,
             catalogue=catalogue,
             recognise=recognise_intent,

@@ -36,6 +36,9 @@ class LlmSettings(Section):
     probe_seconds: float = Field(gt=0)
     # Asked once when the model fails (empty: none).
     fallback_model: str
+    # The models that read the message for the normalise and emotion nodes (empty: the built-in rules).
+    normalise_model: str
+    emotion_model: str
     # The prompt's budget: older messages and long tool results are compacted to fit (0: no limit).
     context_tokens: int = Field(ge=0)
 

@@ -486,6 +486,20 @@ class SessionView(Answer):
                             "completion_tokens": 64,
                             "total_tokens": 876,
                         },
+                        "by_model": {
+                            "gpt-4.1": {
+                                "model_calls": 1,
+                                "prompt_tokens": 760,
+                                "completion_tokens": 58,
+                                "total_tokens": 818,
+                            },
+                            "gpt-4.1-nano": {
+                                "model_calls": 1,
+                                "prompt_tokens": 52,
+                                "completion_tokens": 6,
+                                "total_tokens": 58,
+                            },
+                        },
                     },
                 }
             ]
@@ -511,8 +525,9 @@ class SessionView(Answer):
     trace: list[dict[str, Any]] = Field(description="the turn's cognitive trace: one record per node step")
     last_human_input: str | None = None
     usage: dict[str, Any] = Field(
-        description="the model calls and tokens the session used, and its last turn in `last_turn` "
-        "(zeros while the offline planner plans)"
+        description="the model calls and tokens the session used, its last turn's in `last_turn`, and each "
+        "model's in `by_model` (a small model may read the messages while a stronger one plans; zeros while "
+        "the offline planner plans)"
     )
 
 

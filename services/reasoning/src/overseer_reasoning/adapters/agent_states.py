@@ -81,10 +81,11 @@ class AgentStateLog(SqlProjection):
     CREATE TABLE IF NOT EXISTS agent_usage (
         session_id        TEXT NOT NULL,
         turn_id           TEXT NOT NULL,
+        model             TEXT NOT NULL,
         calls             INTEGER NOT NULL,
         prompt_tokens     INTEGER NOT NULL,
         completion_tokens INTEGER NOT NULL,
-        PRIMARY KEY (session_id, turn_id)
+        PRIMARY KEY (session_id, turn_id, model)
     );
     """
     tables = ("agent_states", "agent_inbox", "agent_cards", "agent_granting", "agent_usage")
@@ -175,10 +176,11 @@ class AgentStateLog(SqlProjection):
                 conn.execute("DELETE FROM agent_inbox WHERE message_id = ?", (taken.turn_id,))
             case {"node": "resume", "request_id": str(request_id)}:
                 conn.execute("DELETE FROM agent_granting WHERE request_id = ?", (request_id,))
-            case {"node": "planner", "calls": [_, *_] as calls}:
-                _count_usage(conn, taken.session_id, taken.turn_id, calls)
             case _:
                 pass
+        # Every node that asked a model records its calls (normalise, emotion, planner): their cost.
+        for call in taken.input.get("calls") or ():
+            _count_usage(conn, taken.session_id, taken.turn_id, call)
 
     def _card(self, conn: sqlite3.Connection, form: EcsRequested) -> None:
         card = {
@@ -341,11 +343,18 @@ class ReaderSessionViews:
     async def _usage(self, session_id: str, turn_id: str | None) -> dict[str, Any]:
         """The model tokens the session used, and its last turn (zeros while the offline planner plans)."""
         rows = await self.reader.fetch_all(
-            "SELECT turn_id, calls, prompt_tokens, completion_tokens FROM agent_usage WHERE session_id = ?",
+            "SELECT turn_id, model, calls, prompt_tokens, completion_tokens FROM agent_usage"
+            " WHERE session_id = ? ORDER BY model",
             (session_id,),
         )
-        session = _tokens(rows)
-        return {**session, "last_turn": _tokens([r for r in rows if r["turn_id"] == turn_id])}
+        by_model: dict[str, list[Mapping[str, Any]]] = {}
+        for row in rows:
+            by_model.setdefault(str(row["model"]), []).append(row)
+        return {
+            **_tokens(rows),
+            "last_turn": _tokens([r for r in rows if r["turn_id"] == turn_id]),
+            "by_model": {model: _tokens(used) for model, used in by_model.items()},
+        }
 
     async def _card(self, state: AgentState) -> dict[str, Any] | None:
         """The approval form of the call the turn waits on, when a person must decide it."""
@@ -385,15 +394,19 @@ def _trace(state: AgentState) -> list[dict[str, Any]]:
     return [record.model_dump(mode="json") for record in state.execution_trace if record.turn_id == turn_id]
 
 
-def _count_usage(conn: sqlite3.Connection, session_id: str, turn_id: str, calls: list[Any]) -> None:
-    """Add a planner step's model calls to its turn's usage."""
-    prompt = sum(int(call.get("prompt_tokens", 0)) for call in calls)
-    completion = sum(int(call.get("completion_tokens", 0)) for call in calls)
+def _count_usage(conn: sqlite3.Connection, session_id: str, turn_id: str, call: Mapping[str, Any]) -> None:
+    """Add one recorded model call to its turn's usage of that model."""
     conn.execute(
-        "INSERT INTO agent_usage VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, turn_id) DO UPDATE SET"
-        " calls = calls + excluded.calls, prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
+        "INSERT INTO agent_usage VALUES (?, ?, ?, 1, ?, ?) ON CONFLICT (session_id, turn_id, model) DO UPDATE"
+        " SET calls = calls + 1, prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
         " completion_tokens = completion_tokens + excluded.completion_tokens",
-        (session_id, turn_id, len(calls), prompt, completion),
+        (
+            session_id,
+            turn_id,
+            str(call.get("model", "")),
+            int(call.get("prompt_tokens", 0)),
+            int(call.get("completion_tokens", 0)),
+        ),
     )
 
 

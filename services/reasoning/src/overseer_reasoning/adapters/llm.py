@@ -11,12 +11,16 @@ person how to go on rather than failing the turn silently (and never proposes a 
 
 :class:`ModelPlanner` is the :class:`~overseer_reasoning.application.plugins.PlanPlugin` that plans with
 the model: the conversation and the registry's tools go in, one plan comes out
-(:mod:`overseer_reasoning.domain.model_plan` decides, failing safe).
+(:mod:`overseer_reasoning.domain.model_plan` decides, failing safe). :class:`ModelReading` is the
+:class:`~overseer_reasoning.application.plugins.ReadingPlugin` that has a model (a small one, typically)
+read the person's message for its intent and mood (:mod:`overseer_reasoning.domain.model_reading`),
+the built-in rules standing in whenever it cannot.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -32,6 +36,7 @@ from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionMes
 from overseer_events.subjects import Subjects
 from overseer_reasoning.application.plugins import Completion, Decision, ModelCall, Usage
 from overseer_reasoning.application.ports import ReplyStream
+from overseer_reasoning.domain.emotion import EmotionalContext
 from overseer_reasoning.domain.graph import ToolSpec, usable_tools
 from overseer_reasoning.domain.model_plan import (
     ModelAnswer,
@@ -41,7 +46,8 @@ from overseer_reasoning.domain.model_plan import (
     tokens_of,
     tool_functions,
 )
-from overseer_reasoning.domain.plan import HumanRequest
+from overseer_reasoning.domain.model_reading import intent_from, intent_messages, mood_from, mood_messages
+from overseer_reasoning.domain.plan import HumanRequest, Intent
 from overseer_reasoning.domain.state import AgentState
 
 log = logging.getLogger("overseer.reasoning.llm")
@@ -83,6 +89,13 @@ class OpenAICompatibleModel:
         self.client = AsyncOpenAI(
             base_url=base_url, api_key=api_key or "none", timeout=timeout_seconds, max_retries=max_retries
         )
+
+    def named(self, model: str) -> OpenAICompatibleModel:
+        """Another model of the same server, sharing this one's connections, with no fallback (a node
+        whose model fails falls back to the built-in rules)."""
+        twin = copy.copy(self)
+        twin.model, twin.fallback_model = model, ""
+        return twin
 
     async def answers(self, timeout: float) -> bool:
         """Whether the server answers at all (its model list), within ``timeout`` seconds."""
@@ -174,6 +187,46 @@ class OpenAICompatibleModel:
             prompt = sum(tokens_of(orjson.dumps(message).decode()) for message in messages)
             usage = Usage(prompt, pieces, estimated=True)
         return ModelAnswer("".join(text), tool_calls, finish), usage
+
+
+class ModelReading:
+    """:class:`~overseer_reasoning.application.plugins.ReadingPlugin` with a model per node: ``intent_model``
+    reads the intent, ``mood_model`` the mood (None: the built-in rules read it). A model that fails or
+    answers something unreadable leaves the rules' reading in force."""
+
+    def __init__(
+        self, intent_model: OpenAICompatibleModel | None, mood_model: OpenAICompatibleModel | None
+    ) -> None:
+        self.intent_model = intent_model
+        self.mood_model = mood_model
+
+    async def intent(self, text: str, rules: Intent) -> tuple[Intent, tuple[ModelCall, ...]]:
+        answered = await self._ask(self.intent_model, intent_messages(text))
+        if answered is None:
+            return rules, ()
+        answer, call = answered
+        return intent_from(answer.content, rules), (call,)
+
+    async def mood(
+        self, text: str, recent: Sequence[str]
+    ) -> tuple[EmotionalContext | None, tuple[ModelCall, ...]]:
+        answered = await self._ask(self.mood_model, mood_messages(text, recent))
+        if answered is None:
+            return None, ()
+        answer, call = answered
+        return mood_from(answer.content), (call,)
+
+    @staticmethod
+    async def _ask(
+        model: OpenAICompatibleModel | None, messages: list[dict[str, Any]]
+    ) -> tuple[ModelAnswer, ModelCall] | None:
+        if model is None:
+            return None
+        try:
+            return await model.complete(messages, ())
+        except ModelUnavailable as exc:
+            log.warning("the model %s did not read the message (the rules do): %s", model.model, exc)
+            return None
 
 
 SafetyPrompt = Callable[[], Awaitable[str]]

@@ -10,13 +10,15 @@ reached through the events, never a plugin's.
 * :class:`PlanPlugin`: the planner. Takes the turn's state and returns one decision, a
   :data:`~overseer_reasoning.domain.plan.Plan` (the offline planner, or a model behind an
   :class:`LLMPlugin`).
+* :class:`ReadingPlugin`: reads the person's message for the nodes before the planner: its intent
+  (normalisation) and the person's mood (emotion). The built-in rules, or a small model.
 * :class:`MemoryPlugin`: long-term memory. Saves what a turn leaves to remember and recalls the
   items relevant to a query, into working memory.
 * :class:`ContextPlugin`: prompt assembly. Turns the state, recalled memories, the tools
   available and the constraint hints into a prompt, and compresses a long dialogue.
 
 A plugin is registered by its slot (:data:`LLM`, :data:`PLANNER`, :data:`MEMORY`,
-:data:`CONTEXT`: a named, typed key for its protocol) in a :class:`PluginRegistry`, which
+:data:`READING`, :data:`CONTEXT`: a named, typed key for its protocol) in a :class:`PluginRegistry`, which
 resolves it, says clearly which one is missing, and starts and stops them.
 """
 
@@ -26,9 +28,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, cast, runtime_checkable
 
+from overseer_reasoning.domain.emotion import EmotionalContext
 from overseer_reasoning.domain.graph import ToolSpec
 from overseer_reasoning.domain.model_plan import ModelAnswer
-from overseer_reasoning.domain.plan import Plan
+from overseer_reasoning.domain.plan import Intent, Plan
 from overseer_reasoning.domain.state import AgentState, MemoryItem, MemoryNote, Message
 
 T = TypeVar("T")
@@ -115,6 +118,23 @@ class PlanPlugin(Protocol):
 
 
 @runtime_checkable
+class ReadingPlugin(Protocol):
+    """Reads the person's message for normalisation and emotion; what it reads only informs the planner."""
+
+    async def intent(self, text: str, rules: Intent) -> tuple[Intent, tuple[ModelCall, ...]]:
+        """The intent of ``text`` (``rules``: the built-in rules' reading, kept when a model cannot tell),
+        and the model calls it took."""
+        ...
+
+    async def mood(
+        self, text: str, recent: Sequence[str]
+    ) -> tuple[EmotionalContext | None, tuple[ModelCall, ...]]:
+        """The person's mood in ``text`` after their ``recent`` messages (None: the rules read it), and the
+        model calls it took."""
+        ...
+
+
+@runtime_checkable
 class MemoryPlugin(Protocol):
     """Long-term memory: storage and retrieval only (what to remember is decided by the graph)."""
 
@@ -166,6 +186,7 @@ class Slot(Generic[T]):
 
 LLM: Slot[LLMPlugin] = Slot("llm", LLMPlugin)
 PLANNER: Slot[PlanPlugin] = Slot("planner", PlanPlugin)
+READING: Slot[ReadingPlugin] = Slot("reading", ReadingPlugin)
 MEMORY: Slot[MemoryPlugin] = Slot("memory", MemoryPlugin)
 CONTEXT: Slot[ContextPlugin] = Slot("context", ContextPlugin)
 

@@ -37,7 +37,7 @@ from overseer_events.catalogue import (
 )
 from overseer_events.rendering import render_consequence
 from overseer_reasoning.application.memory import remember_notes
-from overseer_reasoning.application.plugins import PlanPlugin
+from overseer_reasoning.application.plugins import ModelCall, PlanPlugin, ReadingPlugin
 from overseer_reasoning.application.ports import (
     AgentStates,
     CognitiveObjects,
@@ -45,7 +45,7 @@ from overseer_reasoning.application.ports import (
     ToolCatalogue,
     WaitingMessage,
 )
-from overseer_reasoning.domain.graph import Step, observe, planning_view
+from overseer_reasoning.domain.graph import Step, observe, planning_view, said_before
 from overseer_reasoning.domain.machine import Node
 from overseer_reasoning.domain.normalise import (
     IncomingMessage,
@@ -236,7 +236,8 @@ class Brain:
     planner: PlanPlugin
     memory: MemoryRecall
     catalogue: ToolCatalogue
-    recognise: IntentRecogniser
+    recognise: IntentRecogniser  # the built-in rules' reading of the intent
+    reading: ReadingPlugin  # the rules again, or a model reading the intent and mood
     max_steps: int
     objects: CognitiveObjects | None = None  # None: the COL is off
 
@@ -286,7 +287,7 @@ class TurnDriver:
             if state.status == "done":
                 if waiting is None:
                     return
-                started = self._start(state, waiting)
+                started = await self._start(state, waiting)
                 if started is None:
                     await self.run(partial(_refuse, session_id=session_id, waiting=waiting))
                     continue
@@ -311,19 +312,21 @@ class TurnDriver:
         states = self.committed
         return states.load(session_id), states.version(session_id), states.next_message(session_id)
 
-    def _start(self, state: AgentState, waiting: WaitingMessage) -> Taken | None:
+    async def _start(self, state: AgentState, waiting: WaitingMessage) -> Taken | None:
         """The step that starts a turn for ``waiting``; None when the message cannot be read."""
         message = IncomingMessage(waiting.text, waiting.attachments)
         try:
             understood = semantic_input(message, self.brain.recognise)
         except InvalidInput:
             return None
+        intent, calls = await self.brain.reading.intent(understood.text, understood.intent)
         started = Started(
             text=waiting.text,
             attachments=waiting.attachments,
-            intent=understood.intent,
+            intent=intent,
             max_steps=self.brain.max_steps,
             speaker=waiting.speaker,
+            calls=_recorded(calls),
         )
         return Taken.of(started, take(state, waiting.message_id, started))
 
@@ -332,7 +335,9 @@ class TurnDriver:
         brain = self.brain
         match state.node:
             case Node.EMOTION:
-                return Felt()
+                text = state.semantic_input.text if state.semantic_input else ""
+                mood, calls = await brain.reading.mood(text, said_before(state))
+                return Felt(context=mood, calls=_recorded(calls))
             case Node.RECALL:
                 query = state.semantic_input.text if state.semantic_input else ""
                 items = await brain.memory.recall(state.conversation_id, query)
@@ -343,8 +348,7 @@ class TurnDriver:
                     return Planned(plan=None)
                 tools = await brain.catalogue.tools()
                 decision = await brain.planner.next_plan(planning_view(state), tools)
-                calls = tuple(ModelCallRecord(**asdict(call)) for call in decision.calls)
-                return Planned(plan=decision.plan, calls=calls)
+                return Planned(plan=decision.plan, calls=_recorded(decision.calls))
             case Node.SELECT_TOOL:
                 planned = state.current_turn().plan
                 wanted = planned.tool if isinstance(planned, ToolCall) else None
@@ -356,6 +360,10 @@ class TurnDriver:
                 return Consolidated()
             case _:
                 raise ValueError(f"the {state.node} node is not one the driver runs")
+
+
+def _recorded(calls: Sequence[ModelCall]) -> tuple[ModelCallRecord, ...]:
+    return tuple(ModelCallRecord(**asdict(call)) for call in calls)
 
 
 def _refuse(unit: ReasoningUnit, session_id: str, waiting: WaitingMessage) -> None:

@@ -40,7 +40,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from overseer_reasoning.domain.emotion import infer, modulate_confidence, tone_for
+from overseer_reasoning.domain.emotion import EmotionalContext, infer, modulate_confidence, tone_for
 from overseer_reasoning.domain.machine import IllegalTransition, Node, check_move, status_at
 from overseer_reasoning.domain.normalise import (
     IncomingMessage,
@@ -219,12 +219,17 @@ def normalise(
     return _step(started, turn, Node.NORMALISE, Node.EMOTION, f"intent {understood.intent.kind}")
 
 
-def infer_emotion(state: AgentState) -> Step:
-    """The emotional context from the input and the person's recent messages; it sets the reply's tone."""
+def said_before(state: AgentState) -> list[str]:
+    """What the person said earlier in the conversation, oldest first (the current message left out)."""
+    return [m.content for m in state.dialogue_history[:-1] if m.role == "user" and m.content]
+
+
+def infer_emotion(state: AgentState, read: EmotionalContext | None = None) -> Step:
+    """The emotional context from the input and the person's recent messages (``read`` when a model read
+    it, else the built-in rules); it sets the reply's tone."""
     turn = _expect(state, Node.EMOTION)
     assert state.semantic_input is not None  # set by normalise, which always runs first
-    recent = [m.content for m in state.dialogue_history[:-1] if m.role == "user" and m.content]
-    context = infer(state.semantic_input.text, recent, state.emotional_context)
+    context = read or infer(state.semantic_input.text, said_before(state), state.emotional_context)
     turn = _evolve(turn, tone=tone_for(context))
     note = ", ".join(context.cues) or "calm"
     return _step(

@@ -2,9 +2,10 @@
 
 Every node step of the graph is recorded as an ``agent.step_taken`` event. The event carries the
 step's :data:`StepInput`: whatever the node took from outside the state (the message and its
-recognised intent, the memories recalled, the planner's decision, the tool's spec, the tool
-call's outcome, the person's answer). Nodes that need nothing from outside (emotion, the
-question, consolidation) record only their name.
+recognised intent, the mood a model read, the memories recalled, the planner's decision, the
+tool's spec, the tool call's outcome, the person's answer) and the model calls it took. Nodes
+that need nothing from outside (the question, consolidation; emotion read by the rules) record
+only their name.
 
 :func:`take` is the graph's ``evolve``: a state and a step input give the next state (through
 the node functions of :mod:`.graph`, so the live turn and the replay run the same code). Folding
@@ -22,6 +23,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from overseer_reasoning.domain import graph
+from overseer_reasoning.domain.emotion import EmotionalContext
 from overseer_reasoning.domain.graph import Step, ToolSpec
 from overseer_reasoning.domain.machine import IllegalTransition
 from overseer_reasoning.domain.normalise import IncomingMessage
@@ -33,6 +35,16 @@ class _Input(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+class ModelCallRecord(_Input):
+    """What one model call cost: the model, its tokens, how long it took."""
+
+    model: str
+    prompt_tokens: int = Field(ge=0)
+    completion_tokens: int = Field(ge=0)
+    latency_ms: float = Field(ge=0)
+    estimated: bool = False  # counted by the agent: the server reported no usage
+
+
 class Started(_Input):
     """The person's message that starts a turn, with the intent recognised in it."""
 
@@ -42,12 +54,15 @@ class Started(_Input):
     intent: Intent
     max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1)
     speaker: str | None = None  # who sent it (``user:alice``)
+    calls: tuple[ModelCallRecord, ...] = ()  # the model call that read the intent (none: the rules did)
 
 
 class Felt(_Input):
-    """The emotion node ran (it reads the state only)."""
+    """The emotion node ran: on the mood a model read (``context``), or on the state alone (the rules)."""
 
     node: Literal["emotion"] = "emotion"
+    context: EmotionalContext | None = None
+    calls: tuple[ModelCallRecord, ...] = ()  # the model call that read the mood
 
 
 class Recalled(_Input):
@@ -56,16 +71,6 @@ class Recalled(_Input):
     node: Literal["recall"] = "recall"
     items: tuple[MemoryItem, ...] = ()
     objects: tuple[CoRef, ...] = ()
-
-
-class ModelCallRecord(_Input):
-    """What one model call cost: the model, its tokens, how long it took."""
-
-    model: str
-    prompt_tokens: int = Field(ge=0)
-    completion_tokens: int = Field(ge=0)
-    latency_ms: float = Field(ge=0)
-    estimated: bool = False  # counted by the agent: the server reported no usage
 
 
 class Planned(_Input):
@@ -163,6 +168,8 @@ def take(state: AgentState, turn_id: str, step_input: StepInput) -> Step:
     match step_input:
         case Started():
             return _normalise(state, turn_id, step_input)
+        case Felt():
+            return graph.infer_emotion(state, step_input.context)
         case Recalled():
             return graph.recall(state, step_input.items, step_input.objects)
         case Planned():
@@ -177,7 +184,7 @@ def take(state: AgentState, turn_id: str, step_input: StepInput) -> Step:
             return graph.tool_result(state, step_input.call_id, step_input.outcome)
         case Answered():
             return graph.resume(state, step_input.request_id, step_input.answer)
-        case Felt() | Asked() | Consolidated():
+        case Asked() | Consolidated():
             return _unaided(state, step_input)
         case _:
             raise TypeError(f"not a step input: {step_input!r}")
@@ -193,11 +200,9 @@ def _normalise(state: AgentState, turn_id: str, started: Started) -> Step:
     return graph.normalise(state, turn_id, message, recognised, started.max_steps, started.speaker)
 
 
-def _unaided(state: AgentState, step_input: Felt | Asked | Consolidated) -> Step:
+def _unaided(state: AgentState, step_input: Asked | Consolidated) -> Step:
     """The nodes that read the state only."""
     match step_input:
-        case Felt():
-            return graph.infer_emotion(state)
         case Asked():
             return graph.ask_human(state)
         case Consolidated():
