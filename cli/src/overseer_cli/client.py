@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.text import Text
 
 from overseer_gateway.settings import GatewaySettings
-from overseer_runtime.config import Settings, load_settings
+from overseer_runtime.config import ConfigurationError, Settings, load_settings
 
 console = Console(highlight=False)
 errors = Console(stderr=True, highlight=False)
@@ -45,7 +45,8 @@ class CliError(Exception):
 
 
 def friendly(fn: Callable[P, R]) -> Callable[P, R]:
-    """Show a :class:`CliError` as one red line and exit with its code, instead of a traceback."""
+    """Show a :class:`CliError` as one red line and exit with its code, and a configuration's problems
+    each on a line (exit 2), instead of a traceback."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -54,6 +55,9 @@ def friendly(fn: Callable[P, R]) -> Callable[P, R]:
         except CliError as exc:
             errors.print(Text.assemble(("error:", "red"), " ", exc.message))
             raise typer.Exit(exc.code) from None
+        except ConfigurationError as exc:  # a typo in overseer.toml or an OVERSEER_* variable
+            errors.print(Text.assemble(("error:", "red"), " ", str(exc)))
+            raise typer.Exit(2) from None
         except KeyboardInterrupt:
             raise typer.Exit(130) from None
         except EOFError:

@@ -61,6 +61,7 @@ Token = Annotated[
 
 # ---------------------------------------------------------------- the stack --
 @app.command()
+@friendly
 def up(
     host: Annotated[str | None, typer.Option(help="gateway host (default 127.0.0.1)")] = None,
     port: Annotated[int | None, typer.Option(help="gateway port (default 8080)")] = None,
@@ -114,6 +115,7 @@ def _with_local_model(run: Callable[[], int]) -> int:
 
 
 @app.command()
+@friendly
 def status() -> None:
     """Each service: up/down, consumer lag, relay backlog."""
     from overseer_cli.supervisor import print_status
@@ -129,6 +131,7 @@ app.add_typer(nats_app, name="nats")
 
 
 @nats_app.command("config")
+@friendly
 def nats_config(
     directory: Annotated[Path, typer.Option("--dir", help="where the keys and the configuration go")],
     host: Annotated[str, typer.Option(help="the address nats-server listens on")] = "127.0.0.1",
@@ -149,6 +152,7 @@ def nats_config(
 
 
 @nats_app.command("provision")
+@friendly
 def nats_provision(
     nats_url: Annotated[
         str | None, typer.Option("--nats-url", help="the NATS server (default: NATS_URL)")

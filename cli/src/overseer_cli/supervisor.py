@@ -36,9 +36,7 @@ from overseer_runtime.bus import connect
 from overseer_runtime.config import (
     ConfigurationError,
     NatsSettings,
-    Section,
     Settings,
-    check_configuration,
     load_settings,
 )
 from overseer_runtime.credentials import Keyring, NatsCredential, credentials_for, keys_dir
@@ -245,29 +243,6 @@ class Stack:
             with_stack.unlink()
 
 
-def configuration_models() -> dict[str, type[Section]]:
-    """Every section of the stack's configuration and the model that reads it."""
-    from overseer_col.settings import ColSettings
-    from overseer_executor.settings import ExecutorSettings, McpSettings
-    from overseer_firewall.settings import FirewallSettings
-    from overseer_reasoning.settings import LlmSettings, ReasoningSettings
-    from overseer_runtime.config import NatsSettings, OverseerSettings, TelemetrySettings
-
-    return {
-        "overseer": OverseerSettings,
-        "nats": NatsSettings,
-        "telemetry": TelemetrySettings,
-        "gateway": GatewaySettings,
-        "executor": ExecutorSettings,
-        "tools": ToolsSettings,
-        "mcp": McpSettings,
-        "reasoning": ReasoningSettings,
-        "llm": LlmSettings,
-        "col": ColSettings,
-        "firewall": FirewallSettings,
-    }
-
-
 def stack_services() -> list[Service]:
     """The six services, as declared by their packages (``overseer_<name>.bootstrap``)."""
     import importlib
@@ -403,9 +378,8 @@ def run_stack(
     host: str | None = None, port: int | None = None, nats_url: str | None = None, ready_timeout: float = 60.0
 ) -> int:
     """Run the whole stack in the foreground until Ctrl-C / SIGTERM; returns the exit code."""
-    settings = load_settings()
     try:  # every section and key, before anything starts: a typo is one message, not a service that never starts
-        check_configuration(settings, configuration_models())
+        settings = load_settings()
     except ConfigurationError as exc:
         print(f"Not starting: {exc}", file=sys.stderr)
         return 2

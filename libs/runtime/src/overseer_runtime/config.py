@@ -1,26 +1,23 @@
-"""Configuration: ``overseer.toml`` defaults, an optional user file, ``OVERSEER_*`` overrides.
+"""Configuration: ``overseer.toml`` defaults, an optional user file, ``OVERSEER_*`` overrides, read by
+pydantic-settings into one typed model.
 
 Resolution order (later wins):
 
 1. the packaged defaults (``libs/runtime/src/overseer_runtime/overseer.toml``, documented there);
 2. ``$OVERSEER_HOME/overseer.toml`` or the file named by ``OVERSEER_CONFIG``;
-3. environment variables ``OVERSEER_<SECTION>__<KEY>`` (``OVERSEER_EXECUTOR__TOOL_TIMEOUT_SECONDS=10``)
-   and the top-level shortcuts ``OVERSEER_HOME`` and ``NATS_URL``.
+3. environment variables ``OVERSEER_<SECTION>__<KEY>`` (``OVERSEER_EXECUTOR__TOOL_TIMEOUT_SECONDS=10``;
+   a list or table as JSON), the top-level shortcuts ``OVERSEER_HOME`` and ``NATS_URL``, and the
+   usual variables of an OpenAI-compatible client (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``) with
+   ``OVERSEER_LLM_MODEL``.
 
-Values from the environment are parsed as TOML scalars when they look like
-one (``true``, ``3``, ``1.5``), else kept as strings.
-
-A section is read typed with :meth:`Settings.typed` and a frozen pydantic model that declares no
-defaults: they are overseer.toml's, written once. :func:`check_configuration` checks the whole
-configuration against every section's model at once (``overseer up`` runs it before starting
-anything): an unknown section or key, or a value of the wrong type, is refused with where it was set
-and the nearest known name. The platform's own sections are
+Every ``[section]`` is a :class:`Section` model that declares no defaults (they are overseer.toml's,
+written once), registered by its package under the ``overseer.settings`` entry-point group; the
+configuration is one :class:`Configuration` model with a field per section. :func:`load_settings`
+validates the whole of it at once: an unknown section or key, or a value of the wrong type, is a
+:class:`ConfigurationError` listing every problem with where it was set (the environment variable, else
+a configuration file) and the nearest known name. A section overseer.toml knows whose package is not
+installed here (one service's image) is passed on unread. The platform's own sections are
 :attr:`Settings.overseer`, :attr:`Settings.nats` and :attr:`Settings.telemetry`.
-
-The loader is hand-written rather than pydantic-settings: every section, a service's or a tool's
-included, is overridable from the environment and read with TOML's scalar types
-(``OVERSEER_COL__COL_ENABLED=false`` is ``False``), whereas pydantic-settings applies the
-environment only to the fields of one model declared up front, and reads ``os.environ`` alone.
 """
 
 from __future__ import annotations
@@ -30,12 +27,20 @@ import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property, reduce
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import ErrorDetails
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 
 from overseer_events.subjects import DEFAULT_NAMESPACE, Subjects
 
@@ -81,13 +86,6 @@ class TelemetrySettings(Section):
     """``[telemetry]``: where spans go (see :mod:`overseer_runtime.tracing`)."""
 
     exporter: Literal["none", "console", "file", "otlp"]
-
-
-def _parse_scalar(text: str) -> Any:
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text
 
 
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -148,39 +146,11 @@ class Settings:
         return self.home / f"{service}.db"
 
     def with_overrides(self, overrides: dict[str, Any]) -> Settings:
-        return Settings(_merge(self.raw, overrides))
+        """These settings with ``overrides`` on top, validated again."""
+        return Settings(_validated(_merge(self.raw, overrides), {}))
 
 
 _LLM_VARIABLES = {"OPENAI_BASE_URL": "base_url", "OPENAI_API_KEY": "api_key", "OVERSEER_LLM_MODEL": "model"}
-
-
-class ConfigurationError(ValueError):
-    """Settings no section model accepts: every problem, each with where it was set and the nearest name."""
-
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__("the configuration has problems:\n  " + "\n  ".join(problems))
-        self.problems = problems
-
-
-def check_configuration(
-    settings: Settings, models: Mapping[str, type[Section]], env: Mapping[str, str] | None = None
-) -> None:
-    """Every section and every key of ``settings`` is one that ``models`` declare, of the right type;
-    else :class:`ConfigurationError` listing each problem, where it was set (the environment variable,
-    else a configuration file) and the nearest known name for a misspelt one. Run before anything starts,
-    so a typo is one clear message rather than a service that never gets ready."""
-    env = os.environ if env is None else env
-    problems: list[str] = []
-    for section in sorted(settings.raw):
-        if section not in models:
-            problems.append(_unknown(section, None, list(models), env))
-            continue
-        try:
-            models[section].model_validate(settings.section(section))
-        except ValidationError as exc:
-            problems += [_problem(section, error, models[section], env) for error in exc.errors()]
-    if problems:
-        raise ConfigurationError(problems)
 
 
 def _where(path: str, env: Mapping[str, str]) -> str:
@@ -208,11 +178,14 @@ def _unknown(section: str, key: str | None, known: list[str], env: Mapping[str, 
     return f"{path}: unknown {what} ({_where(path, env)}){_nearest(key or section, known)}"
 
 
-def _problem(section: str, error: ErrorDetails, model: type[BaseModel], env: Mapping[str, str]) -> str:
-    location = [str(part) for part in error["loc"]]
+def _problem(error: ErrorDetails, models: Mapping[str, type[BaseModel]], env: Mapping[str, str]) -> str:
+    """One validation error of the configuration model, said where it was set, with the nearest name."""
+    section, *location = [str(part) for part in error["loc"]]
     path = ".".join([section, *location])
+    if error["type"] == "missing" and not location:
+        return f"{path}: the section is missing (set in a configuration file)"
     if error["type"] == "extra_forbidden":
-        parent: type[BaseModel] | None = model
+        parent: type[BaseModel] | None = models.get(section)
         for part in location[:-1]:  # a nested table: its own model's fields
             annotation = (
                 parent.model_fields[part].annotation if parent and part in parent.model_fields else None
@@ -225,28 +198,120 @@ def _problem(section: str, error: ErrorDetails, model: type[BaseModel], env: Map
     return f"{path}: {error['msg']}, not {error.get('input')!r} ({_where(path, env)})"
 
 
-def load_settings(env: dict[str, str] | None = None, overrides: dict[str, Any] | None = None) -> Settings:
+SETTINGS_GROUP = "overseer.settings"
+"""The entry-point group under which a package registers its configuration sections (name: Section model)."""
+
+
+@cache
+def section_models() -> dict[str, type[Section]]:
+    """Every installed package's configuration sections, by name."""
+    return {point.name: point.load() for point in entry_points(group=SETTINGS_GROUP)}
+
+
+class Configuration(BaseSettings):
+    """The whole configuration: a field per section (built by :func:`configuration_model`)."""
+
+    model_config = SettingsConfigDict(
+        frozen=True, extra="forbid", env_prefix="OVERSEER_", env_nested_delimiter="__", case_sensitive=False
+    )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # load_settings layers the files and the environment it is given, which need not be os.environ.
+        return (init_settings,)
+
+
+@cache
+def configuration_model() -> type[Configuration]:
+    """The :class:`Configuration` of the sections installed here."""
+    fields: dict[str, Any] = {name: (model, ...) for name, model in section_models().items()}
+    return create_model("OverseerConfiguration", __base__=Configuration, **fields)
+
+
+class _Environment(EnvSettingsSource):
+    """``OVERSEER_<SECTION>__<KEY>`` variables of a given environment, read the way pydantic-settings
+    reads ``os.environ`` (a test or a supervisor hands a child's environment)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return {name.lower(): value for name, value in self._environ.items()}
+
+
+class ConfigurationError(ValueError):
+    """Settings the configuration model does not accept: every problem, each with where it was set and the
+    nearest known name."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("the configuration has problems:\n  " + "\n  ".join(problems))
+        self.problems = problems
+
+
+@cache
+def _shipped() -> dict[str, Any]:
+    return tomllib.loads(DEFAULTS_FILE.read_text(encoding="utf-8"))
+
+
+def load_settings(env: Mapping[str, str] | None = None, overrides: dict[str, Any] | None = None) -> Settings:
+    """The configuration from the packaged defaults, the user's file, ``env`` (``os.environ`` by default)
+    and ``overrides``, validated whole; :class:`ConfigurationError` listing every problem."""
     env = dict(os.environ if env is None else env)
-    raw = tomllib.loads(DEFAULTS_FILE.read_text(encoding="utf-8"))
-    home = Path(env.get("OVERSEER_HOME") or raw["overseer"]["home"]).expanduser()
+    shipped = _shipped()
+    home = Path(env.get("OVERSEER_HOME") or shipped["overseer"]["home"]).expanduser()
     user_file = Path(env["OVERSEER_CONFIG"]) if env.get("OVERSEER_CONFIG") else home / "overseer.toml"
-    if user_file.is_file():
-        raw = _merge(raw, tomllib.loads(user_file.read_text(encoding="utf-8")))
-    for key, value in env.items():
-        if not key.startswith("OVERSEER_") or "__" not in key:
-            continue
-        section, _, name = key[len("OVERSEER_") :].partition("__")
-        path = [section.lower(), *name.lower().split("__")]
-        node = raw
-        for part in path[:-1]:
-            node = node.setdefault(part, {})
-        node[path[-1]] = _parse_scalar(value)
-    raw["overseer"]["home"] = str(home.resolve())
+    model = configuration_model()
+    shortcuts: dict[str, Any] = {"overseer": {"home": str(home.resolve())}}
     if env.get("NATS_URL"):
-        raw["nats"]["url"] = env["NATS_URL"]
-    for variable, key in _LLM_VARIABLES.items():  # the usual variables of an OpenAI-compatible client
-        if env.get(variable):
-            raw.setdefault("llm", {})[key] = env[variable]
-    if overrides:
-        raw = _merge(raw, overrides)
-    return Settings(raw)
+        shortcuts["nats"] = {"url": env["NATS_URL"]}
+    llm = {key: env[variable] for variable, key in _LLM_VARIABLES.items() if env.get(variable)}
+    if llm:  # the usual variables of an OpenAI-compatible client
+        shortcuts["llm"] = llm
+    layers = [
+        shipped,
+        TomlConfigSettingsSource(model, user_file)() if user_file.is_file() else {},
+        _Environment(model, env)(),
+        shortcuts,
+        overrides or {},
+    ]
+    return Settings(_validated(reduce(_merge, layers, {}), env))
+
+
+def _validated(raw: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """``raw`` checked against the configuration model, as the model read it (``"64"`` from the
+    environment is ``64``); the sections overseer.toml knows that no installed package reads, as given."""
+    models = section_models()
+    known = [*models, *(name for name in _shipped() if name not in models)]
+    problems = [_unknown(name, None, known, env) for name in raw if name not in known]
+    problems += [
+        _unknown(name, None, known, env)
+        for name in _environment_sections(env)
+        if name not in known and name not in raw
+    ]
+    read = {name: value for name, value in raw.items() if name in models}
+    passed_on = {name: value for name, value in raw.items() if name not in models and name in known}
+    try:
+        validated = configuration_model()(**read).model_dump()
+    except ValidationError as exc:
+        problems += [_problem(error, models, env) for error in exc.errors()]
+        validated = {}
+    if problems:
+        raise ConfigurationError(problems)
+    return {**validated, **passed_on}
+
+
+def _environment_sections(env: Mapping[str, str]) -> set[str]:
+    """The sections ``OVERSEER_<SECTION>__<KEY>`` variables name (pydantic-settings reads known ones only)."""
+    return {
+        name[len("OVERSEER_") :].partition("__")[0].lower()
+        for name in env
+        if name.upper().startswith("OVERSEER_") and "__" in name
+    }

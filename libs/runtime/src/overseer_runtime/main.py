@@ -21,7 +21,7 @@ from pythonjsonlogger.json import JsonFormatter
 
 from overseer_runtime import tracing
 from overseer_runtime.bus import connect
-from overseer_runtime.config import LOCAL_NATS_URL, Settings, load_settings
+from overseer_runtime.config import LOCAL_NATS_URL, ConfigurationError, Settings, load_settings
 from overseer_runtime.credentials import credentials_for
 from overseer_runtime.home import private_umask
 from overseer_runtime.permissions import PROVISIONER
@@ -128,7 +128,11 @@ async def ready(service: Service, settings: Settings) -> bool:
 def run_service(service: Service) -> None:
     """Entry point of ``python -m overseer_<name> [run|rebuild|provision|health]``."""
     private_umask()
-    settings = load_settings()
+    try:
+        settings = load_settings()
+    except ConfigurationError as exc:  # said plainly, not as a traceback
+        print(f"{service.name}: not starting: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     configure_logging(settings, service.name)
     command = sys.argv[1] if len(sys.argv) > 1 else "run"
     if command == "rebuild":

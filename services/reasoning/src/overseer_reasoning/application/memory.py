@@ -3,7 +3,7 @@ indexes the events; ``adapters/memory.py``).
 
 Remembered:
 
-* after each execution that ended (completed, failed, rejected, cancelled): seed 002's memory
+* after each execution that ended (completed, failed, rejected, cancelled): the observer's memory
   execution summary, kind ``execution``, id ``exec:<execution_id>``, so "what did you do" finds
   it from any conversation; one per execution, however often its fact arrives;
 * after each turn: what the graph's consolidation leaves (a summary of what was asked and
@@ -53,7 +53,7 @@ def execution_text(fact: ExecutionFactObserved) -> str:
 
 
 def remember_execution(fact: ExecutionFactObserved, emit: Emit, known: Known | None = None) -> str | None:
-    """Remember how an execution ended (seed 002's memory execution summary); its memory id, or
+    """Remember how an execution ended (the observer's execution summary for memory); its memory id, or
     None when ``known`` says it is already remembered.
 
     Without ``known`` a repeated fact is emitted again and the index keeps the first (it stores a

@@ -6,7 +6,7 @@ English, of three dimensions: **frustration** ("still not working", "又失败�
 the degree none of them shows. The result, an :class:`EmotionalContext`, is a vector of
 numbers in 0..1 and the cues that fired, all deterministic.
 
-The emotional context is a **modulator, never a decision** (seed 001's hard constraint 2: no
+The emotional context is a **modulator, never a decision** (a hard rule of the graph: no
 "if the person is angry, stop"). It changes exactly two things, through the functions here:
 
 * :func:`tone_for`: the tone the reply is phrased in (a prompt variable for a model planner);

@@ -1,6 +1,6 @@
 """The agent's cognitive graph: one pure function per node, and a driver that walks them.
 
-A turn walks the nodes of seed 001 §3 (their order is the table in :mod:`.machine`):
+A turn walks these nodes (their order is the table in :mod:`.machine`):
 
 ``normalise`` → ``emotion`` → ``recall`` → ``planner`` → one of
   * ``select_tool`` → (waiting for the tool) ``tool_result`` → ``planner`` again;

@@ -1,7 +1,7 @@
 """The agent's turn as a state machine: its nodes, and which node may follow which.
 
 A turn of the agent (one message of the person, answered) walks a graph of nodes, the
-cognitive graph of seed 001 §3. Each node is one job: normalise the input, infer the emotional
+cognitive graph. Each node is one job: normalise the input, infer the emotional
 context, recall memories, plan, select a tool, take a tool's result back, ask the person (and
 take the answer back), consolidate what to remember. The graph is data: :data:`TRANSITIONS`
 maps each node to the nodes allowed to follow it, and :func:`check_move` refuses any other move,

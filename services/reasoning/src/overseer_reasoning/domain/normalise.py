@@ -1,6 +1,6 @@
 """Input normalisation: what the person sends becomes semantic data before any node sees it.
 
-Seed 001's hard constraint 3: nodes exchange semantic data, never a raw UI event. A message
+A hard rule of the graph: nodes exchange semantic data, never a raw UI event. A message
 arrives as an :class:`IncomingMessage` (text and attached file paths, whatever the client);
 :func:`semantic_input` turns it into a :class:`SemanticInput` (clean text, its language, file
 references, the recognised intent). An answer to a question the agent asked arrives as the

@@ -7,7 +7,7 @@ with a clock or randomness: the same view always gives the same plan. One turn g
   ``fs.list``, ``fs.read``, ``fs.write``, ``shell.run``, and the MCP time server's
   ``time.get_current_time``); a slot it needs is missing → :class:`HumanRequest` ``clarify``;
 * the call completed → :class:`Reply` quoting the consequence line (a log to analyse → its analysis);
-* the call failed, was refused or ran out of time → re-evaluate (seed 001 §4): a permission-like
+* the call failed, was refused or ran out of time → re-evaluate: a permission-like
   error asks the person for a ``permission``; a person's rejection is acknowledged, never retried;
   any other failure is explained;
 * the person answered the permission request → the same call again, or a reply when they refused;

@@ -100,7 +100,7 @@ class Permission:
 
 @dataclass(frozen=True, slots=True)
 class HumanRequest:
-    """Suspend the turn and ask the person (seed 001's HITL node): the answer resumes it.
+    """Suspend the turn and ask the person (the human-in-the-loop node): the answer resumes it.
 
     A ``permission`` request may name the ``grant`` it asks for; when the person's answer
     authorises it, the grant is recorded for the session by the firewall (not by the agent).

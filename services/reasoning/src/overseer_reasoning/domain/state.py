@@ -1,6 +1,6 @@
 """The agent's state: everything a conversation's graph knows, immutable, typed and versioned.
 
-The state is the single source of truth of a conversation with the agent (seed 001 §2). Node
+The state is the single source of truth of a conversation with the agent. Node
 functions take a state and return a new one; nothing mutates it. It holds:
 
 * ``conversation_id``: the conversation (the session) it belongs to;
@@ -21,7 +21,7 @@ output (only the parsed :data:`~.plan.Plan` is kept), any UI state (which card i
 rendered), and large blobs: files are :class:`~.plan.FileRef` paths, texts are bounded, and a
 tool outcome's result above :data:`MAX_INLINE_RESULT_CHARS` is refused (store it, keep a reference).
 
-**Versioned** (seed 001's hard constraint 1: a state written by an older version still loads).
+**Versioned**: a state written by an older version still loads.
 Each serialised state carries ``schema_version``; :func:`load_state` upgrades an older one
 through :data:`UPCASTERS`, one version at a time, before validating it. A change to the state
 adds fields with defaults (older states load as they are) or bumps :data:`SCHEMA_VERSION` and
@@ -52,7 +52,7 @@ SCHEMA_VERSION = 1
 """The version of the state's serialised form that this code writes."""
 
 DEFAULT_MAX_STEPS = 8
-"""How many planner decisions a turn may take before it asks the person (seed 004, M0)."""
+"""How many planner decisions a turn may take before it asks the person whether to go on."""
 
 MAX_CONTENT_CHARS = 16_000  # one message of the dialogue history
 MAX_CONSEQUENCE_CHARS = 2_000  # a tool call's consequence line, as the dialogue and the reply quote it
@@ -209,7 +209,7 @@ class TurnState(Frozen):
 
 
 class AgentState(Frozen):
-    """The state of one conversation's graph (seed 001 §2); see the module's docstring."""
+    """The state of one conversation's graph; see the module's docstring."""
 
     schema_version: int = SCHEMA_VERSION
     conversation_id: str
