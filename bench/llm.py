@@ -8,8 +8,8 @@
   touches both alike); the line reports each side's median and the median added (goal: ≤ 1 ms).
 * ``llm_first_token``: how long the model's first piece of text takes from the model server to a
   client following the session on the gateway's WebSocket (the reasoning service streams it over NATS,
-  the gateway forwards it), with every service running in this process on a real nats-server (goal:
-  ≤ 5 ms added at p50).
+  the gateway forwards it), with each service in its own process, as ``overseer up`` runs them, on a
+  real nats-server (goal: ≤ 5 ms added at p50).
 """
 
 from __future__ import annotations
@@ -77,7 +77,8 @@ async def measure(server: ScriptedModel, calls: int) -> dict[str, float]:
 
 
 async def first_token(turns: int) -> dict[str, float]:
-    """The scripted server's first piece to the WebSocket client, per turn, over a whole stack."""
+    """The scripted server's first piece to the WebSocket client, per turn, with each service in its own
+    process (as ``overseer up`` runs them) on a real nats-server."""
     import json
     import tempfile
     from urllib.parse import urlencode
@@ -85,42 +86,50 @@ async def first_token(turns: int) -> dict[str, float]:
     import httpx
     from websockets.asyncio.client import connect
 
-    from overseer_gateway.bootstrap import GatewayService
+    from overseer_runtime.launcher import free_port
     from overseer_runtime.testing import Stack, start_nats_under_test
     from tests.fakes.scripted_llm import Text
-    from tests.support.services import running
+    from tests.support.services import START_ORDER
 
     answer = Text("Thursday at ten suits Bob; the room is free.")
-    names = ("observer", "col", "firewall", "executor", "reasoning", "gateway")
     added: list[float] = []
     with tempfile.TemporaryDirectory() as work:
         nats = start_nats_under_test(Path(work) / "nats")
+        processes = []
         try:
-            stack = Stack(home=Path(work) / "home", nats=nats)
             async with scripted_model() as server:
                 server.then(*(answer for _ in range(turns + WARM_UP)))
+                port = free_port()
                 llm = {"base_url": server.base_url, "api_key": "k", "model": MODEL}
-                async with running(stack, names, gateway={"port": 0}, llm=llm) as services:
-                    gateway = services.services["gateway"]
-                    assert isinstance(gateway, GatewayService)
-                    token = json.loads((stack.home / "tokens.json").read_text())["operator"]
-                    headers = {"Authorization": f"Bearer {token}"}
-                    async with httpx.AsyncClient(base_url=gateway.url, headers=headers) as http:
-                        for turn in range(turns + WARM_UP):
-                            session = f"first-token-{turn}"
-                            query = urlencode(
-                                {"session": session, "token": token, "subjects": "agent.reply_delta"}
+                stack = Stack(
+                    home=Path(work) / "home", nats=nats, overrides={"llm": llm, "gateway": {"port": port}}
+                )
+                for name in START_ORDER:
+                    processes.append(stack.spawn(name))
+                    await stack.wait_ready(name, timeout=60)
+                token = json.loads((stack.home / "tokens.json").read_text())["operator"]
+                url = f"http://127.0.0.1:{port}"
+                headers = {"Authorization": f"Bearer {token}"}
+                async with httpx.AsyncClient(base_url=url, headers=headers) as http:
+                    for turn in range(turns + WARM_UP):
+                        session = f"first-token-{turn}"
+                        query = urlencode(
+                            {"session": session, "token": token, "subjects": "agent.reply_delta"}
+                        )
+                        async with connect(f"ws://127.0.0.1:{port}/v1/ws?{query}") as ws:
+                            before = len(server.first_pieces)
+                            await http.post(
+                                f"/v1/sessions/{session}/messages", json={"text": "when is Bob free?"}
                             )
-                            async with connect(f"{gateway.url.replace('http', 'ws', 1)}/v1/ws?{query}") as ws:
-                                before = len(server.first_pieces)
-                                await http.post(
-                                    f"/v1/sessions/{session}/messages", json={"text": "when is Bob free?"}
-                                )
-                                await asyncio.wait_for(ws.recv(), 30)
-                                arrived = time.perf_counter()
-                            if turn >= WARM_UP and len(server.first_pieces) > before:
-                                added.append((arrived - server.first_pieces[before]) * 1000)
+                            await asyncio.wait_for(ws.recv(), 30)
+                            arrived = time.perf_counter()
+                        if turn >= WARM_UP and len(server.first_pieces) > before:
+                            added.append((arrived - server.first_pieces[before]) * 1000)
         finally:
+            for process in reversed(processes):
+                process.terminate()
+            for process in processes:
+                process.wait(timeout=30)
             nats.stop()
     return {"turns": len(added), "added_p50_ms": round(statistics.median(added), 3)}
 

@@ -126,7 +126,7 @@ class Stack:
         env |= {"OVERSEER_HOME": str(self.home), "OVERSEER_NATS__NAMESPACE": self.namespace}
         for section, values in self.overrides.items():
             for key, value in values.items():
-                env[f"OVERSEER_{section.upper()}__{key.upper()}"] = _toml_scalar(value)
+                env[f"OVERSEER_{section.upper()}__{key.upper()}"] = _env_value(value)
         return env
 
     @asynccontextmanager
@@ -232,7 +232,7 @@ class Stack:
         raise TimeoutError(f"{service} not ready within {timeout}s: {last}")
 
 
-def _toml_scalar(value: Any) -> str:
+def _env_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):

@@ -320,3 +320,7 @@ class NatsReplyStream:
             await self.nc.publish(self.subjects.reply_delta(session_id), orjson.dumps(body))
         except Exception as exc:  # a piece lost is no harm: the finished reply is an event
             log.debug("a reply delta was not published: %r", exc)
+        # The client writes what was published from its flusher task. A model's pieces often arrive in a
+        # burst the stream reads without ever waiting, so without this yield the flusher would send them
+        # all together after the last one: each piece leaves as soon as it is read.
+        await asyncio.sleep(0)
