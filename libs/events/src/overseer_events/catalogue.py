@@ -164,7 +164,7 @@ ShallowJSON = Annotated[JSON, AfterValidator(_shallow)]
 
 @event("execution.proposed")
 class ExecutionProposed(EventData):
-    """An agent wants a tool to run (or asks a human): the seed 003 contract, not yet PENDING."""
+    """An agent wants a tool to run (or asks a human): the contract, not yet PENDING."""
 
     execution_id: ProposalId
     session_id: ProposalId
@@ -398,7 +398,7 @@ class PathGranted(EventData):
 
 @event("policy.agent_mode_set")
 class AgentModeSet(EventData):
-    """An agent principal's mode (seed 004): supervised, delegated (with a grant) or audited."""
+    """An agent principal's mode: supervised, delegated (with a grant) or audited."""
 
     principal: str
     mode: Literal["supervised", "delegated", "audited"]
@@ -408,7 +408,7 @@ class AgentModeSet(EventData):
 
 # --------------------------------------------------------------- executor --
 class TraceStep(EventData):
-    """Seed 003 ExecutionStep: ``transition:<id>:<from>→<to>``."""
+    """The ExecutionStep: ``transition:<id>:<from>→<to>``."""
 
     node_id: str
     action: str
@@ -418,7 +418,7 @@ class TraceStep(EventData):
 
 @event("execution.contract_created")
 class ContractCreated(EventData):
-    """A contract entered PENDING (seed 003 ExecutionContract, as created)."""
+    """A contract entered PENDING (the ExecutionContract as created)."""
 
     execution_id: str
     session_id: str
@@ -434,7 +434,7 @@ class ContractCreated(EventData):
     proposer: Principal
     depends_on: str | None = None
     created_at: float
-    # Seed 003's ``create_contract:<id>`` step (node_id: the proposing service).
+    # The ``create_contract:<id>`` step (node_id: the proposing service).
     trace: TraceStep | None = None
 
 
@@ -559,7 +559,7 @@ class CoCommandRejected(EventData):
 # ---------------------------------------------------------------- observer --
 @event("observation.execution_state")
 class ExecutionStateObserved(EventData):
-    """Seed 002's SSE ``execution_state`` payload, one per transition."""
+    """The SSE ``execution_state`` payload, one per transition."""
 
     execution_id: str
     session_id: str
@@ -576,7 +576,7 @@ class ExecutionStateObserved(EventData):
 
 @event("observation.execution_fact")
 class ExecutionFactObserved(EventData):
-    """Seed 002's memory execution summary for a terminal contract."""
+    """The memory execution summary for a terminal contract."""
 
     execution_id: str
     session_id: str

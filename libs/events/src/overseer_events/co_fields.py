@@ -1,4 +1,4 @@
-"""The field rules of a Cognitive Object (seed 000 §2.2), shared by the gateway and the COL.
+"""The field rules of a Cognitive Object, shared by the gateway and the COL.
 
 The gateway validates ``/v1/cos`` bodies with them at its edge, and the COL
 validates every command with them again; both must agree, so they live here
@@ -21,9 +21,9 @@ MAX_EXTERNAL_REFERENCES: Final = 100
 MAX_RELATED_COS: Final = 100
 ID_MAX_CHARS: Final = 200  # co_id, execution_id, memory_id, suggestion_id
 
-# Seed 000 §7.2: the only CO → CO relations; stored and validated, never traversed.
+# The only CO → CO relations; stored and validated, never traversed.
 RELATIONS: Final = ("blocks", "depends_on", "part_of", "related_to")
-# Seed 000 §2.2: external_references[].type.
+# The types an external reference may have (external_references[].type).
 REFERENCE_TYPES: Final = ("url", "email", "file", "person")
 
 

@@ -1,4 +1,4 @@
-"""Seed 002's ``_build_tool_result_from_consequences``: consequence views as prompt text.
+"""Consequence views as prompt text: what a model is told really happened.
 
 The observer builds the views; the agent answers from them (it reads only
 consequence views, never contract internals).

@@ -1,4 +1,4 @@
-"""Seed 002's observation models, field for field: the observer's query contract.
+"""The observation models, field for field: the observer's query contract.
 
 They live in the shared library because two services speak them: the
 observer builds them, the gateway serves them. These are the JSON bodies the gateway serves (``/api/execution/{id}/snapshot``,
@@ -40,7 +40,7 @@ class ExecutionSnapshot(ObservationModel):
     # Constraints
     irreversible: bool
     idempotency_key: str | None
-    # Seed 002 types this as an int; tools here may have sub-second limits, so it stays a number of seconds.
+    # A number of seconds, not an int: tools here may have sub-second limits.
     timeout_seconds: float | None
 
     # Result (only when terminal)

@@ -21,7 +21,7 @@ ACTOR = "col"
 
 
 class ColService(Service):
-    """Cognitive Objects (seed 000): the only writer of ``co.*`` lifecycle events."""
+    """Cognitive Objects: the only writer of ``co.*`` lifecycle events."""
 
     name = "col"
 

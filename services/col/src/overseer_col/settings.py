@@ -12,5 +12,5 @@ from overseer_runtime.config import Section
 class ColSettings(Section):
     """``[col]``, read with ``settings.typed("col", ColSettings)``; a key it does not know is refused."""
 
-    # Seed 000 §9.1: off, execution events are recorded but not acted on; CRUD works either way.
+    # Off, execution events are recorded but not acted on; CRUD works either way.
     col_enabled: bool

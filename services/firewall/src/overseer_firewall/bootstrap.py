@@ -56,7 +56,7 @@ def load_policy_file(path: Path) -> AdminPolicy:
 
 
 class FirewallService(Service):
-    """Seed 004's kernel: FirewallEngine, HumanGate, PerceptionBus, AuditLog — every safety judgement."""
+    """The kernel: FirewallEngine, HumanGate, PerceptionBus, AuditLog — every safety judgement."""
 
     name = "firewall"
 

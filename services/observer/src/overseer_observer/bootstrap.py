@@ -25,7 +25,7 @@ ACTOR = "observer"
 
 
 class ObserverService(Service):
-    """Seed 002's observer: folds every execution event, announces each transition, answers queries."""
+    """The observer: folds every execution event, announces each transition, answers queries."""
 
     name = "observer"
 

@@ -1,4 +1,4 @@
-"""Pure state machines shared by every service (seed 003 and seed 000)."""
+"""Pure state machines shared by every service."""
 
 from overseer_events.machines.base import Edge, ForbiddenActor, StateMachine, Transition
 from overseer_events.machines.cognitive_object import CO_ACTORS, CO_MACHINE, CognitiveObjectStatus

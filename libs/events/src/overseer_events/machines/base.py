@@ -1,7 +1,7 @@
 """A finite state machine defined by its transition table.
 
-Both machines of Overseer (the execution contract of seed 003 and the
-Cognitive Object of seed 000) are instances of :class:`StateMachine`: the
+Both machines of Overseer (the execution contract and the
+Cognitive Object) are instances of :class:`StateMachine`: the
 table is data, and every question (is this legal, what may follow, what does
 the topology look like) is answered from it, never from if-chains.
 """
@@ -115,7 +115,7 @@ class StateMachine(Generic[S]):
             state = self.next_state(state, trigger)
         return state
 
-    # -- topology (seed 002: StateMachineTopology) -----------------------
+    # -- topology (StateMachineTopology) -----------------------
     def forbidden_reason(self, source: S, target: S) -> str:
         for rule_source, rule_target, reason in self.forbidden_reasons:
             if rule_source in (None, source) and rule_target in (None, target):

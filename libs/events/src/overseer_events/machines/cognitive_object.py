@@ -1,4 +1,4 @@
-"""The Cognitive Object lifecycle of seed 000: 6 states; ARCHIVED can reactivate."""
+"""The Cognitive Object lifecycle: 6 states; ARCHIVED can reactivate."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ class CognitiveObjectStatus(StrEnum):
     ARCHIVED = "archived"
 
 
-# Seed 000 §4.4: the only actors; the LLM is none of them (it may only suggest).
+# The only actors; the LLM is none of them (it may only suggest).
 CO_ACTORS = frozenset({"user", "system", "execution_event", "timeout"})
 
 E, A, W, B, S, R = (

@@ -1,4 +1,4 @@
-"""The execution contract state machine of seed 003: 7 states, 9 transitions.
+"""The execution contract state machine: 7 states, 9 transitions.
 
 Only the execution nodes move a contract (``tool_node``, ``ecs_node``,
 ``graph_runner``); the reasoning side reads it and never writes.

@@ -1,13 +1,13 @@
-"""The COL's read model in its SQLite file: seed 000 §8.1 exactly, plus search, suggestions and reports.
+"""The COL's read model in its SQLite file: the Cognitive Object tables, plus search, suggestions and reports.
 
 * ``cognitive_objects``, ``co_execution_links`` and their four indexes are the
-  seed's SQL, character for character (:data:`SEED_SCHEMA`).
+  layer's base schema, kept as written (:data:`SEED_SCHEMA`).
 * ``co_search`` is an FTS5 index with the trigram tokenizer, so any substring
   of three or more characters matches (技术分享 inside 准备下周的技术分享, or an
   English word); shorter terms fall back to ``LIKE``. Its rowids come from
   ``co_search_ids`` (an ``INTEGER PRIMARY KEY``, stable across VACUUM, unlike
   the implicit rowid of ``cognitive_objects``).
-* ``co_execution_reports`` keeps the execution facts (seed 000 §3.4),
+* ``co_execution_reports`` keeps the execution facts,
   ``co_suggestions`` the reasoning service's pending suggestions.
 
 Everything here is a projection of ``co.*`` events: it is dropped and rebuilt

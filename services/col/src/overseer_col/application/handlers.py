@@ -144,7 +144,7 @@ def record_suggestion(suggested: CoSuggested, unit: ColUnit, session_id: str | N
         log.warning("co.suggested %s ignored: %s", suggested.suggestion_id, refusal.detail)
 
 
-# -- execution facts (seed 000 §3.4, gated by col_enabled §9.1) -----------------------------
+# -- execution facts, when col_enabled is on -----------------------------
 def link_memory(memory: MemoryStored, unit: ColUnit) -> None:
     """A memory the agent kept about a CO is linked to it (``linked_memory_ids``); gated like executions."""
     if not unit.col_enabled or memory.co_id is None:

@@ -1,4 +1,4 @@
-"""CORegistry (seed 000 §8.2): the COL's operations, each one "load → decide → emit".
+"""CORegistry: the COL's operations, each one "load → decide → emit".
 
 Reads come from a :class:`CoRepository`; writes append ``co.*`` events through an
 :class:`~overseer_runtime.unit_of_work.Emit`, which applies them to the read side at once, so a method
@@ -134,7 +134,7 @@ class CORegistry:
         )
         return self.require(co_id)
 
-    # -- execution facts (seed 000 §3.4) --------------------------------------------------
+    # -- execution facts --------------------------------------------------
     def report_execution(self, co_id: str, execution_id: str, execution_status: str) -> int:
         """Link the execution and report a terminal outcome; never changes the CO's status."""
         co = self.repo.get(co_id)

@@ -31,7 +31,7 @@ from overseer_events.errors import InvalidTransition
 from overseer_events.machines import CO_ACTORS, CO_MACHINE, CognitiveObjectStatus, ExecutionStatus
 
 ExecutionOutcome = Literal["completed", "failed", "rejected", "cancelled"]
-# The executor's terminal statuses (seed 003) as the outcome words of co.execution_reported (seed 000 §3.4).
+# The executor's terminal statuses as the outcome words of co.execution_reported.
 EXECUTION_OUTCOMES: dict[str, ExecutionOutcome] = {
     ExecutionStatus.COMPLETED.value: "completed",
     ExecutionStatus.FAILED.value: "failed",
@@ -128,7 +128,7 @@ def decide_update(
 
 
 def check_relations(co_id: str, relations: list[CoRelation], known_ids: Set[str]) -> None:
-    """Seed 000 §7.2: relations are stored, not traversed, but must name existing COs, once each."""
+    """Relations are stored, not traversed, but must name existing COs, once each."""
     seen: set[tuple[str, str]] = set()
     for relation in relations:
         if relation.co_id == co_id:
@@ -214,7 +214,7 @@ def decide_link(
 def decide_execution_fact(
     co: CognitiveObject | None, execution_id: str, execution_status: str, *, already_reported: bool
 ) -> list[EventData]:
-    """Seed 000 §3.4: the execution subsystem reports facts; the CO's status never changes here.
+    """The execution subsystem reports facts; the CO's status never changes here.
 
     A contract naming a CO is linked to it; a terminal one is also reported, once.
     An unknown CO gets nothing (there is nobody to report to).
@@ -230,7 +230,7 @@ def decide_execution_fact(
     return events
 
 
-# -- suggestions (seed 000 open question 1, option C) ---------------------------------------
+# -- suggestions ---------------------------------------
 def decide_record_suggestion(
     suggested: CoSuggested, *, existing: Suggestion | None, co: CognitiveObject | None
 ) -> list[EventData]:

@@ -1,4 +1,4 @@
-"""The Cognitive Object of seed 000 (§2.2) and the pending suggestions around it.
+"""The Cognitive Object and the pending suggestions around it.
 
 A Cognitive Object (CO) is one of the user's long-lived "things": a project in
 progress, an e-mail awaiting a reply, a weekly habit, a pending decision. It
@@ -31,7 +31,7 @@ from overseer_events.co_fields import (  # the field rules, shared with the gate
 )
 from overseer_events.machines import CognitiveObjectStatus
 
-# Seed 000 §2.2: created_by is "user" | "system" | "reasoning_node"; the gateway passes the principal's
+# created_by is "user" | "system" | "reasoning_node"; the gateway passes the principal's
 # kind (POST /v1/cos sets created_by to the caller's kind), so any short word is accepted.
 REASONING_NODE: Final = "reasoning_node"
 
@@ -49,7 +49,7 @@ UPDATABLE_FIELDS: Final = (
 
 
 class CognitiveObject(BaseModel):
-    """Seed 000 §2.2, every field; ``transitions`` holds ``{from, to, trigger, timestamp, actor, reason}``."""
+    """A Cognitive Object, every field; ``transitions`` holds ``{from, to, trigger, timestamp, actor, reason}``."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -84,7 +84,7 @@ SuggestionStatus = Literal["pending", "confirmed", "dismissed"]
 
 
 class Suggestion(BaseModel):
-    """What the reasoning service proposed (seed 000 open question 1, option C): only a user decides."""
+    """What the reasoning service proposed: only a user decides."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -1,4 +1,4 @@
-"""Seed 002's resume alignment check, applied to every human decision before a WAITING contract moves.
+"""The resume alignment check, applied to every human decision before a WAITING contract moves.
 
 A decision may move a contract only when all of these hold; the first that
 fails is the reason nothing happens:

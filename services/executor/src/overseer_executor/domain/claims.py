@@ -1,6 +1,6 @@
 """The claim on an idempotency key: at most one irreversible effect per key, in flight or done.
 
-Seed 003's duplicate guard refused an irreversible action whose key had
+The duplicate guard refused an irreversible action whose key had
 COMPLETED. That left a window: two identical actions, both approved before the
 first finished, both ran. The guard now also counts a twin *in flight*:
 

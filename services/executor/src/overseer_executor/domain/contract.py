@@ -1,8 +1,8 @@
-"""The execution contract of seed 003 as an event-sourced aggregate.
+"""The execution contract as an event-sourced aggregate.
 
 State is rebuilt from the executor's own events (``execution.contract_created``,
 ``execution.transitioned``, ``ecs.requested``) plus the firewall's verdict;
-:func:`evolve` is the only way it changes, and :func:`trace_step` is seed 003's
+:func:`evolve` is the only way it changes, and :func:`trace_step` is the
 trace step of one transition. The rules that move a contract are in ``rules.py``.
 """
 
@@ -64,7 +64,7 @@ class OpenRequest:
 
 @dataclass(frozen=True, slots=True)
 class ExecutionContract:
-    """Seed 003's ExecutionContract: constraints, current status, result (the transitions live in events)."""
+    """The ExecutionContract: constraints, current status, result (the transitions live in events)."""
 
     execution_id: str
     session_id: str
@@ -90,7 +90,7 @@ class ExecutionContract:
 
     @property
     def node(self) -> str:
-        """The seed's execution node for this contract: ``tool_node`` for tools, ``ecs_node`` for ECS."""
+        """The execution node for this contract: ``tool_node`` for tools, ``ecs_node`` for ECS."""
         node: str = TOOL_NODE if self.action_type == "tool_call" else ECS_NODE
         return node
 
@@ -140,7 +140,7 @@ def tool_of(proposal: ExecutionProposed) -> str | None:
 def open_contract(
     proposal: ExecutionProposed, spec: ToolSpec | None, *, node_id: str, now: float
 ) -> ContractCreated:
-    """The PENDING contract for a proposal (seed 003 "Contract Generation").
+    """The PENDING contract for a proposal.
 
     A tool's own declaration wins over the proposer's: an agent cannot make a
     declared-irreversible tool reversible. The idempotency key of a tool call is
@@ -224,7 +224,7 @@ def trace_step(
     trigger: str,
     actor: str,
 ) -> TraceStep:
-    """Seed 003's ExecutionStep for one transition (``result``: the contract's result after it)."""
+    """The ExecutionStep for one transition (``result``: the contract's result after it)."""
     return TraceStep(
         node_id=actor,
         action=f"transition:{execution_id}:{from_status}→{to_status}",

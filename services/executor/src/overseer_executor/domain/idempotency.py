@@ -1,4 +1,4 @@
-"""Seed 003's idempotency key: ``<service>:<method>:<hash of the canonical arguments>``.
+"""The idempotency key: ``<service>:<method>:<hash of the canonical arguments>``.
 
 Canonical arguments are the JSON text with sorted keys and no whitespace, so
 two proposals that differ only in key order or spacing get the same key. The

@@ -3,8 +3,8 @@
 Each returns an :class:`Outcome` (the events to append and whether the tool
 runs next). The plans are tables; :class:`Moves` fires their triggers on the
 shared ``EXECUTION_MACHINE`` (so an illegal move raises ``InvalidTransition``)
-and collects the events that record them, each with its seed 003 trace step.
-Actors follow seed 003: ``tool_node`` moves tool calls, ``ecs_node`` moves ECS
+and collects the events that record them, each with its trace step.
+The actors: ``tool_node`` moves tool calls, ``ecs_node`` moves ECS
 requests, ``graph_runner`` resumes, times out and finishes what a human answered.
 """
 

@@ -1,4 +1,4 @@
-"""What a tool is to the executor: its declaration, one call of it, and the plugin protocol (seed 004).
+"""What a tool is to the executor: its declaration, one call of it, and the plugin protocol.
 
 A :class:`ToolPlugin` only discovers and executes tools. It makes no safety
 judgement (permission levels, sandbox rewriting and approvals belong to the
@@ -104,7 +104,7 @@ class UnknownTool(ToolError):
 
 
 class ToolPlugin(Protocol):
-    """Tool discovery and execution only (seed 004). No permission checks, no path rewriting."""
+    """Tool discovery and execution only. No permission checks, no path rewriting."""
 
     async def connect(self) -> None: ...
 

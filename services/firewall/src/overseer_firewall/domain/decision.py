@@ -1,4 +1,4 @@
-"""parse_decision: the LLM's structured decision, read fail-safe (seed 004).
+"""parse_decision: the LLM's structured decision, read fail-safe.
 
 The LLM ends every answer with a fenced block::
 

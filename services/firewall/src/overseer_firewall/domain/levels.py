@@ -1,4 +1,4 @@
-"""The four permission levels and the three verdict decisions (seed 004).
+"""The four permission levels and the three verdict decisions.
 
 Levels are ordered by strictness, so "the stricter of two" is ``max``::
 

@@ -1,4 +1,4 @@
-"""Agent modes (seed 004): how much the firewall trusts one agent principal.
+"""Agent modes: how much the firewall trusts one agent principal.
 
 * **supervised** (default): every call is judged and held as its level says.
 * **delegated**: a grant — a tool whitelist plus a budget of steps and time.

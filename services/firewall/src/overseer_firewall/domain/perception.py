@@ -29,7 +29,7 @@ class OutcomeClass(StrEnum):
 
 
 def classify_result(status: str, result: str | None, error: str | None = None) -> OutcomeClass:
-    """A terminal contract status plus its result text → the seed's four outcome classes."""
+    """A terminal contract status plus its result text → the four outcome classes."""
     match status:
         case "completed":
             text = (result or "").strip()

@@ -1,4 +1,4 @@
-"""Previews: what a person sees before approving (seed 004's "完整预览后审批").
+"""Previews: what a person sees before approving ("完整预览后审批").
 
 Pure functions of the call; the one fact they need from the world — the
 current content of a file ``fs.write`` would change — is passed in by an adapter.

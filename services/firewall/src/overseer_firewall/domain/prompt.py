@@ -1,4 +1,4 @@
-"""PromptPolicy: the safety part of every LLM call, owned by the firewall (seed 004).
+"""PromptPolicy: the safety part of every LLM call, owned by the firewall.
 
 The LLM's behaviour is bounded by its system prompt: ask a person before
 declaring a task done, report when unsure, always end with a ``decision``

@@ -46,7 +46,7 @@ _INSERT_TRANSITION = (
 
 
 class ExecutionObservations(SqlProjection):
-    """Seed 002's projection of every execution event: one row per contract, one per transition."""
+    """The projection of every execution event: one row per contract, one per transition."""
 
     name = "observer.executions"
     tables = ("observed_contracts", "observed_transitions")

@@ -19,7 +19,7 @@ class ObserverUnit:
 
 
 def announce_transition(moved: ExecutionTransitioned, unit: ObserverUnit, event_id: str) -> None:
-    """Publishes seed 002's ``execution_state`` for each transition, and the execution fact once terminal."""
+    """Publishes the ``execution_state`` for each transition, and the execution fact once terminal."""
     # What the projection wrote for this event is at hand, with no second read of the rows.
     contract, record = unit.folds.folded(event_id) or (None, None)
     if contract is None or record is None:  # a transition always yields a record: a bug, not an input

@@ -1,4 +1,4 @@
-"""The observer's questions: snapshot, transitions, timeline, consequence views, topology (seed 002)."""
+"""The observer's questions: snapshot, transitions, timeline, consequence views, topology."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from overseer_observer.domain.listing import ExecutionQuery, Position, summary
 
 
 class ExecutionObserver:
-    """Seed 002's ExecutionObserver over the read models: read-only, answers from what was observed."""
+    """The ExecutionObserver over the read models: read-only, answers from what was observed."""
 
     def __init__(
         self,

@@ -1,1 +1,1 @@
-"""The observer's pure domain: seed 002's observation models and the rules that project them."""
+"""The observer's pure domain: the observation models and the rules that project them."""

@@ -1,11 +1,11 @@
-"""Words for things: the action summary of a contract and the category of an actor (seed 002)."""
+"""Words for things: the action summary of a contract and the category of an actor."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-# Seed 002 §6; an actor missing from the map is "system".
+# An actor missing from the map is "system".
 ACTOR_CATEGORY_MAP: dict[str, str] = {
     "tool_node": "tool",
     "ecs_node": "system",
@@ -38,7 +38,7 @@ def actor_category(actor: str) -> str:
 
 
 def tool_name(tool: str | None, action_detail: Mapping[str, Any]) -> str | None:
-    """``service.method``: the tool as named (``email.send``) or seed 003's ``{service, method}`` detail."""
+    """``service.method``: the tool as named (``email.send``) or the ``{service, method}`` detail."""
     if tool:
         return tool
     service, method = action_detail.get("service"), action_detail.get("method")
@@ -81,7 +81,7 @@ def _as_text(value: Any) -> str:
 def default_action_summary(
     action_type: str, tool: str | None, args: Mapping[str, Any], action_detail: Mapping[str, Any]
 ) -> str:
-    """Seed 002's default ``{service}.{method} → {primary argument}``.
+    """The default ``{service}.{method} → {primary argument}``.
 
     An ``action_detail["summary"]`` wins; a confirmation request without a tool is
     summarised by its message; a tool without arguments by its name alone.

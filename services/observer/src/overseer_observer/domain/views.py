@@ -1,4 +1,4 @@
-"""Seed 002's projections: from observed contracts (and their transitions) to each view.
+"""The projections: from observed contracts (and their transitions) to each view.
 
 Every function is pure; ``now`` is passed in, because the only clock-dependent
 field (``duration_in_state_ms``) must be reproducible in tests and replays.
@@ -20,7 +20,7 @@ from overseer_events.views import (
 )
 from overseer_observer.domain.contract import ObservedContract
 
-# Seed 002: the consequence label an LLM reads, one per status.
+# The consequence label an LLM reads, one per status.
 CONSEQUENCE_LABELS: dict[str, str] = {
     ExecutionStatus.COMPLETED: "SUCCESS",
     ExecutionStatus.FAILED: "FAILED",
@@ -31,7 +31,7 @@ CONSEQUENCE_LABELS: dict[str, str] = {
     ExecutionStatus.PENDING: "NOT_STARTED",
 }
 ACTIVE_STATUSES = frozenset({ExecutionStatus.PENDING, ExecutionStatus.RUNNING, ExecutionStatus.WAITING})
-SUMMARY_LIMIT = 200  # seed 002: result and error summaries in memory keep 200 characters
+SUMMARY_LIMIT = 200  # result and error summaries in memory keep 200 characters
 
 _TERMINAL = EXECUTION_MACHINE.terminal
 _STABLE = EXECUTION_MACHINE.stable
@@ -55,7 +55,7 @@ def snapshot(contract: ObservedContract, now: float) -> ExecutionSnapshot:
         is_terminal=terminal,
         is_stable=status in _STABLE,
         is_resumable=status in _RESUMABLE,
-        # Seed 002: in the snapshot, "has side effects" marks an irreversible action (done or not).
+        # In the snapshot, "has side effects" marks an irreversible action (done or not).
         has_side_effects=contract.irreversible,
         irreversible=contract.irreversible,
         idempotency_key=contract.idempotency_key,
@@ -84,7 +84,7 @@ def consequence_view(contract: ObservedContract) -> ExecutionConsequenceView:
         consequence_label=CONSEQUENCE_LABELS[contract.status],
         result=contract.result,
         error_message=contract.error_message,
-        # Seed 002: in the consequence view, the world changed only if an irreversible action completed.
+        # In the consequence view, the world changed only if an irreversible action completed.
         has_side_effects=contract.irreversible and contract.status == ExecutionStatus.COMPLETED,
         was_suspended=contract.was_suspended,
         is_still_pending=not terminal,
@@ -102,7 +102,7 @@ def timeline(
     transitions: Sequence[TransitionRecord],
     now: float,
 ) -> ExecutionTimeline:
-    """Seed 002's session timeline: contracts by creation, transitions by time, and the counts."""
+    """The session timeline: contracts by creation, transitions by time, and the counts."""
     ordered = sorted(contracts, key=lambda c: c.created_at)
     terminal = [c for c in ordered if c.status in _TERMINAL]
     everything_ended = bool(ordered) and len(terminal) == len(ordered)
@@ -129,7 +129,7 @@ def topology() -> StateMachineTopology:
 
 
 def execution_state(contract: ObservedContract, record: TransitionRecord) -> ExecutionStateObserved:
-    """Seed 002's ``execution_state`` payload for one transition of ``contract`` (already folded)."""
+    """The ``execution_state`` payload for one transition of ``contract`` (already folded)."""
     return ExecutionStateObserved(
         execution_id=record.execution_id,
         session_id=contract.session_id,
@@ -146,7 +146,7 @@ def execution_state(contract: ObservedContract, record: TransitionRecord) -> Exe
 
 
 def execution_fact(contract: ObservedContract) -> ExecutionFactObserved:
-    """Seed 002's memory execution summary; ``duration_ms`` runs from creation to the last transition."""
+    """The memory execution summary; ``duration_ms`` runs from creation to the last transition."""
     return ExecutionFactObserved(
         execution_id=contract.execution_id,
         session_id=contract.session_id,
