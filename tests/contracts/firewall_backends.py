@@ -25,7 +25,7 @@ from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.subjects import owners_of, owns, subject_for
 from overseer_firewall.adapters.audit_chain import ReaderAuditHistory, SqliteAuditChain
 from overseer_firewall.adapters.pending_approvals import ReaderEscalations, SqliteApprovals
-from overseer_firewall.adapters.policy_state import ReaderPolicyState, SqlitePathGrants
+from overseer_firewall.adapters.policy_state import ReaderPolicyState, SqlitePathGrants, SqliteToolCatalogue
 from overseer_firewall.adapters.proposals import ReaderProposalHistory, SqliteProposals
 from overseer_firewall.application.ports import (
     Approvals,
@@ -36,6 +36,7 @@ from overseer_firewall.application.ports import (
     PolicyState,
     ProposalHistory,
     Proposals,
+    ToolCatalogueRecord,
 )
 from overseer_firewall.bootstrap import FirewallService
 from overseer_firewall.domain.audit import EMPTY_HEAD, AuditEntry, AuditHead, append_entry
@@ -56,6 +57,7 @@ class FirewallBackend:
     approvals: Approvals
     grants: PathGrants
     audit: AuditChain
+    tools: ToolCatalogueRecord
 
     def __init__(self) -> None:
         self._now = itertools.count(1_700_000_000)
@@ -100,6 +102,7 @@ class FakeFirewall(FirewallBackend):
         self.approvals = self.store.approvals
         self.grants = self.store.policy
         self.audit = self.store.audit
+        self.tools = self.store.policy
 
     def record(self, event: Envelope) -> None:
         if event.actor == "firewall":
@@ -134,6 +137,7 @@ class SqliteFirewall(FirewallBackend):
         self.approvals = SqliteApprovals(conn)
         self.grants = SqlitePathGrants(conn)
         self.audit = SqliteAuditChain(conn)
+        self.tools = SqliteToolCatalogue(conn)
         self._reader: ReadModelReader | None = None
 
     def record(self, event: Envelope) -> None:

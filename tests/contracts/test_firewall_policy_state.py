@@ -10,6 +10,8 @@ import pytest
 from overseer_events.catalogue import (
     AdminPolicyReplaced,
     AgentModeSet,
+    AnnouncedTool,
+    CatalogueChanged,
     HintIssued,
     PathGranted,
     SessionCancelRequested,
@@ -177,3 +179,18 @@ async def test_path_grants_read_back_in_the_order_recorded_each_request_once(
             {"tool": "fs.list", "path": "/srv/shared", "request_id": "ask-2", "granted_by": "operator:alice"}
         ],
     }
+
+
+async def test_the_latest_catalogue_and_the_tools_withdrawn_are_what_the_kernel_loads(
+    firewall: FirewallBackend,
+) -> None:
+    git = [
+        AnnouncedTool(name="git.git_log", source="mcp:git", read_only=True, input_schema={"type": "object"})
+    ]
+    assert firewall.tools.current() == ([], {})
+    firewall.apply(CatalogueChanged(tools=git, added=["git.git_log"]), aggregate_id="catalogue")
+    withdrawn = {"git.git_reset": "mcp:git no longer offers it (the server was removed)"}
+    firewall.apply(CatalogueChanged(tools=git, withdrawn=withdrawn), aggregate_id="catalogue", version=2)
+    rows = await (await firewall.policy_state()).rows()
+    assert (rows.catalogue, rows.withdrawn) == (git, withdrawn)
+    assert firewall.tools.current() == (git, withdrawn)

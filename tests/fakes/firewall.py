@@ -19,10 +19,12 @@ import orjson
 from overseer_events.catalogue import (
     AdminPolicyReplaced,
     AgentModeSet,
+    AnnouncedTool,
     AnswerReceived,
     ApprovalEscalated,
     AuditHeadPublished,
     AuditRecorded,
+    CatalogueChanged,
     EcsRequested,
     ExecutionProposed,
     ExecutionTransitioned,
@@ -223,10 +225,13 @@ class InMemoryPolicyState:
         self._sessions: dict[str, SessionState] = {}
         self._grants: dict[str, PathGrant] = {}  # by request id, in the order recorded
         self._hints: dict[tuple[str, str], dict[str, Any]] = {}
+        self._catalogue: tuple[list[AnnouncedTool], dict[str, str]] | None = None
 
     def apply(self, event: Envelope) -> None:
         data = event.data
-        if isinstance(data, AdminPolicyReplaced):
+        if isinstance(data, CatalogueChanged):
+            self._catalogue = (list(data.tools), dict(data.withdrawn))
+        elif isinstance(data, AdminPolicyReplaced):
             self._admin[data.version] = orjson.loads(orjson.dumps(data.policy))
         elif isinstance(data, UserLevelChanged):
             self._user(data)
@@ -273,10 +278,16 @@ class InMemoryPolicyState:
             modes=dict(self._modes),
             sessions=dict(self._sessions),
             grants=tuple(self._grants.values()),
+            catalogue=list(self._catalogue[0]) if self._catalogue else None,
+            withdrawn=dict(self._catalogue[1]) if self._catalogue else {},
         )
 
     def granted(self, request_id: str) -> bool:
         return request_id in self._grants
+
+    def current(self) -> tuple[list[AnnouncedTool], dict[str, str]]:
+        """:class:`ToolCatalogueRecord`: the catalogue recorded so far."""
+        return (list(self._catalogue[0]), dict(self._catalogue[1])) if self._catalogue else ([], {})
 
     async def hints(self) -> list[dict[str, Any]]:
         return sorted((dict(h) for h in self._hints.values()), key=lambda h: h["at"])
@@ -511,6 +522,7 @@ class InMemoryFirewall:
             grants=store.policy,
             audit=store.audit,
             env=self.env,
+            tools=store.policy,
         )
 
     def deliver(

@@ -58,13 +58,9 @@ def test_l1_denies_a_missing_required_parameter_with_the_reason(engine: Firewall
 
 
 def test_l1_denies_an_invalid_parameter(engine: FirewallEngine) -> None:
-    ev = run_layer(
-        engine,
-        1,
-        proposal("time.convert_time", {"source_timezone": "UTC", "time": "9 am", "target_timezone": "UTC"}),
-    )
+    ev = run_layer(engine, 1, proposal("fs.read", {"path": "notes.md", "max_bytes": 0}))
     assert ev.denied
-    assert "time" in finding(ev, L1)[1]
+    assert "max_bytes" in finding(ev, L1)[1]
 
 
 def test_l1_holds_an_unknown_tool_at_confirm(engine: FirewallEngine) -> None:

@@ -12,7 +12,7 @@ from overseer_firewall.domain.policy import (
     evolve_user,
     parse_admin_policy,
 )
-from overseer_firewall.domain.tools import BUILTIN_CATALOGUE
+from overseer_firewall.domain.tools import BUILTIN_CATALOGUE, Announced, catalogue_from
 from tests.unit.firewall.fw_kernel import admin_from, default_admin
 
 MAIL_RULE = """
@@ -36,7 +36,8 @@ def mail(to: object, cc: object = None) -> dict[str, object]:
 
 
 def test_defaults_read_only_auto_write_notify_email_and_shell_approve() -> None:
-    store = PolicyStore(default_admin())
+    clock = Announced("time.get_current_time", {"type": "object"}, source="mcp:time")
+    store = PolicyStore(default_admin()).with_catalogue(catalogue_from([clock], {}))
     assert judge(store, "fs.read", {"path": "a"})[0] is Level.AUTO
     assert judge(store, "fs.list", {})[0] is Level.AUTO
     assert judge(store, "time.get_current_time", {"timezone": "UTC"})[0] is Level.AUTO
@@ -247,6 +248,7 @@ def test_describe_lists_admin_user_and_effective_level_per_tool() -> None:
         "effective": "APPROVE",
         "irreversible": False,
         "read_only": False,
+        "source": "builtin",
         "rules": [],
     }
     assert described["user"]["levels"]["fs.write"]["trigger"] == "3 consecutive rejections"

@@ -237,6 +237,28 @@ class CoSuggested(EventData):
     session_id: str | None = None
 
 
+class AnnouncedTool(EventData):
+    """One tool the executor can run, as it declares it: what it is, its arguments' JSON schema, where it
+    comes from (``builtin``, ``mcp:<server>``) and what it says of its effects.
+
+    ``read_only``, ``destructive`` and ``open_world`` are what the tool says of itself (an MCP server's
+    ``readOnlyHint``, ``destructiveHint``, ``openWorldHint``), None when it says nothing.
+    ``irreversible`` and ``idempotent`` are what the executor acts on, after the configuration's
+    overrides: an irreversible tool is never run twice for the same arguments, an idempotent one may be
+    run again after a crash.
+    """
+
+    name: str
+    description: str = ""
+    input_schema: JSON = Field(default_factory=lambda: {"type": "object"})
+    source: str = "builtin"
+    read_only: bool | None = None
+    destructive: bool | None = None
+    open_world: bool | None = None
+    irreversible: bool = False
+    idempotent: bool = False
+
+
 # --------------------------------------------------------------- firewall --
 class LayerFinding(EventData):
     layer: str
@@ -396,6 +418,20 @@ class PathGranted(EventData):
     granted_by: Principal
 
 
+@event("policy.catalogue_changed")
+class CatalogueChanged(EventData):
+    """The tools the firewall judges from changed, after the executor announced its catalogue: every
+    tool now, the tools withdrawn (name → why: a call of one is refused), and what this change added,
+    changed and withdrew."""
+
+    tools: list[AnnouncedTool]
+    withdrawn: dict[str, str] = Field(default_factory=dict)
+    added: list[str] = Field(default_factory=list)
+    changed: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    reason: str = ""
+
+
 @event("policy.agent_mode_set")
 class AgentModeSet(EventData):
     """An agent principal's mode: supervised, delegated (with a grant) or audited."""
@@ -470,6 +506,16 @@ class EcsRequested(EventData):
     message: str | None = None
     requested_by: Principal
     requested_at: float
+
+
+@event("tools.announced")
+class ToolsAnnounced(EventData):
+    """The executor's whole tool catalogue, announced when it starts and whenever it changes (an MCP
+    server started, stopped, added, removed, or said its tools changed). A tool missing from the list
+    it announced before is withdrawn: nobody can run it now."""
+
+    tools: list[AnnouncedTool]
+    reason: str = ""
 
 
 # --------------------------------------------------------------------- col --

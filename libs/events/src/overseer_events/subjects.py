@@ -33,7 +33,7 @@ OWNERSHIP: dict[str, tuple[str, ...]] = {
         "policy.*",
         "audit.*",
     ),
-    "executor": ("execution.transitioned", "execution.contract_created", "ecs.requested"),
+    "executor": ("execution.transitioned", "execution.contract_created", "ecs.requested", "tools.announced"),
     "col": (
         "co.created",
         "co.updated",

@@ -1,7 +1,7 @@
 """The executor service: the one place that builds its adapters and wires its handlers.
 
-On start it connects the tools (starting the configured MCP servers), then
-recovers contracts a crash left RUNNING (re-run when idempotent, otherwise a
+On start it connects the tools (starting the configured MCP servers), announces
+its tool catalogue (``tools.announced``, again whenever it changes), then recovers contracts a crash left RUNNING (re-run when idempotent, otherwise a
 reconciliation question for a human), closes approval cards still open for an
 irreversible action whose identical twin already completed, then starts the
 approval-TTL sweeper; only after that does the runtime begin consuming and
@@ -24,6 +24,7 @@ from overseer_executor.adapters.contracts_sql import (
 )
 from overseer_executor.adapters.path_grants import PathGrantsProjection, SqliteGrantedPaths
 from overseer_executor.adapters.tools.registry import ToolRegistry, build_registry
+from overseer_executor.application.catalogue import CatalogueAnnouncer
 from overseer_executor.application.handlers import ExecutionHandlers, ExecutorUnit
 from overseer_executor.application.tool_runner import RetryPolicy, ToolCalls, ToolRunner
 from overseer_executor.domain.contract import ExecutionContract
@@ -50,6 +51,7 @@ class ExecutorService(Service):
     registry: ToolRegistry
     calls: ToolCalls
     queries: SqliteExecutorQueries
+    announcer: CatalogueAnnouncer
     runtime: Host
 
     def __init__(self) -> None:
@@ -110,6 +112,14 @@ class ExecutorService(Service):
             )
 
         self.calls = ToolCalls(runner, record)
+        # The catalogue as the firewall will judge from it: now, and after every change of the tools.
+        self.announcer = CatalogueAnnouncer(
+            specs=self.registry.specs,
+            run=lambda fn: runtime.execute_in(self.unit_for, fn),
+            spawn=runtime.spawn,
+        )
+        self.registry.on_change = self.announcer.changed
+        await self.announcer.announce_now("the executor started")
         # Calls in flight may finish and record their outcome; what still runs after that is
         # recovered on the next start like after a crash.
         self._opened.push_async_callback(self.calls.drain, cfg.drain_seconds)

@@ -20,7 +20,12 @@ from overseer_firewall.adapters.pending_approvals import (
     ReaderEscalations,
     SqliteApprovals,
 )
-from overseer_firewall.adapters.policy_state import PolicyProjection, ReaderPolicyState, SqlitePathGrants
+from overseer_firewall.adapters.policy_state import (
+    PolicyProjection,
+    ReaderPolicyState,
+    SqlitePathGrants,
+    SqliteToolCatalogue,
+)
 from overseer_firewall.adapters.proposals import ProposalsProjection, ReaderProposalHistory, SqliteProposals
 from overseer_firewall.adapters.recent_events import recent_events
 from overseer_firewall.application.anchoring import AuditAnchor, AuditVerifier
@@ -97,6 +102,7 @@ class FirewallService(Service):
             grants=SqlitePathGrants(uow.conn),
             audit=SqliteAuditChain(uow.conn),
             env=self.env,
+            tools=SqliteToolCatalogue(uow.conn),
         )
 
     # -- lifecycle -------------------------------------------------------------------------------

@@ -31,6 +31,11 @@ class ToolSpec:
     level: PermissionLevel = "CONFIRM"
     time_limit_seconds: float | None = None
     source: str = "builtin"
+    # What the tool says of its effects (an MCP server's readOnlyHint, destructiveHint, openWorldHint);
+    # None: it says nothing. The firewall's default level for the tool follows from them.
+    read_only: bool | None = None
+    destructive: bool | None = None
+    open_world: bool | None = None
 
     def __post_init__(self) -> None:
         if self.level not in PERMISSION_LEVELS:
@@ -51,6 +56,9 @@ class ToolSpec:
             "level": self.level,
             "time_limit_seconds": self.time_limit_seconds,
             "source": self.source,
+            "read_only": self.read_only,
+            "destructive": self.destructive,
+            "open_world": self.open_world,
         }
 
     @classmethod
@@ -64,12 +72,18 @@ class ToolSpec:
             level=raw.get("level", "CONFIRM"),
             time_limit_seconds=raw.get("time_limit_seconds"),
             source=str(raw.get("source") or "builtin"),
+            read_only=raw.get("read_only"),
+            destructive=raw.get("destructive"),
+            open_world=raw.get("open_world"),
         )
 
     def with_overrides(self, overrides: dict[str, Any]) -> ToolSpec:
         """This spec with configured keys replaced (``irreversible``, ``idempotent``, ``level``, …)."""
         merged = self.as_dict()
-        for key in ("description", "irreversible", "idempotent", "level", "time_limit_seconds"):
+        for key in (
+            "description", "irreversible", "idempotent", "level", "time_limit_seconds",
+            "read_only", "destructive", "open_world",
+        ):  # fmt: skip
             if key in overrides:
                 merged[key] = overrides[key]
         if merged["irreversible"] and "idempotent" not in overrides:

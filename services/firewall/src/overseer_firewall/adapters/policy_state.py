@@ -1,5 +1,5 @@
 """The policy state: admin policies (every version), user-layer levels, agent modes, sessions, session
-path grants, hints.
+path grants, hints, and the tool catalogue the firewall judges from (what the executor announced).
 
 What HumanGate knows about sessions lives here too (paused, aborts), so a restart, or a
 rebuild then a start, gives the kernel the same policy state.
@@ -15,6 +15,8 @@ import orjson
 from overseer_events.catalogue import (
     AdminPolicyReplaced,
     AgentModeSet,
+    AnnouncedTool,
+    CatalogueChanged,
     HintIssued,
     PathGranted,
     SessionCancelRequested,
@@ -45,6 +47,7 @@ class PolicyProjection(SqlProjection):
         "fw_sessions",
         "fw_path_grants",
         "fw_hints",
+        "fw_catalogue",
     )
     ddl = """
     CREATE TABLE IF NOT EXISTS fw_admin_policy (
@@ -92,6 +95,11 @@ class PolicyProjection(SqlProjection):
         at       REAL NOT NULL,
         PRIMARY KEY (tool, kind)
     );
+    CREATE TABLE IF NOT EXISTS fw_catalogue (
+        id         INTEGER PRIMARY KEY CHECK (id = 1),
+        tools      TEXT NOT NULL,
+        withdrawn  TEXT NOT NULL
+    );
     """
 
     def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
@@ -112,6 +120,8 @@ class PolicyProjection(SqlProjection):
                 _granted(conn, data, event)
             case HintIssued() as data:
                 _hint(conn, data, event)
+            case CatalogueChanged() as data:
+                _catalogue(conn, data)
 
 
 def _json(value: Any) -> str:
@@ -201,6 +211,35 @@ def _hint(conn: sqlite3.Connection, data: HintIssued, event: Envelope) -> None:
     )
 
 
+def _catalogue(conn: sqlite3.Connection, data: CatalogueChanged) -> None:
+    tools = _json([tool.model_dump(mode="json") for tool in data.tools])
+    conn.execute(
+        "INSERT INTO fw_catalogue (id, tools, withdrawn) VALUES (1, ?, ?) "
+        "ON CONFLICT(id) DO UPDATE SET tools = excluded.tools, withdrawn = excluded.withdrawn",
+        (tools, _json(data.withdrawn)),
+    )
+
+
+def catalogue_in(conn: sqlite3.Connection) -> tuple[list[AnnouncedTool], dict[str, str]]:
+    """The catalogue as last recorded (none before the executor's first announcement)."""
+    row = conn.execute("SELECT tools, withdrawn FROM fw_catalogue WHERE id = 1").fetchone()
+    if row is None:
+        return [], {}
+    return [AnnouncedTool.model_validate(tool) for tool in orjson.loads(row[0])], dict(orjson.loads(row[1]))
+
+
+class SqliteToolCatalogue:
+    """:class:`~overseer_firewall.application.ports.ToolCatalogueRecord` on the writer's connection."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def current(self) -> tuple[list[AnnouncedTool], dict[str, str]]:
+        return catalogue_in(self.conn)
+
+
 class SqlitePathGrants:
     """:class:`~overseer_firewall.application.ports.PathGrants` on the writer's connection (in a unit of work)."""
 
@@ -247,7 +286,14 @@ class ReaderPolicyState:
                 "ORDER BY granted_at, request_id"
             )
         )
+        catalogue = await self.reader.fetch_one("SELECT tools, withdrawn FROM fw_catalogue WHERE id = 1")
         return PolicyRows(
+            catalogue=(
+                [AnnouncedTool.model_validate(tool) for tool in orjson.loads(catalogue["tools"])]
+                if catalogue
+                else None
+            ),
+            withdrawn=dict(orjson.loads(catalogue["withdrawn"])) if catalogue else {},
             admin_version=int(admin["version"]) if admin else None,
             admin_policy=orjson.loads(admin["policy"]) if admin else None,
             user_version=int(version["version"]) if version else 0,

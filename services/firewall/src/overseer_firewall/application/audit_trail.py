@@ -16,6 +16,7 @@ from overseer_events.catalogue import (
     AdminPolicyReplaced,
     AgentModeSet,
     ApprovalEscalated,
+    CatalogueChanged,
     ExecutionProposed,
     ExecutionTransitioned,
     FirewallAlert,
@@ -125,6 +126,17 @@ def _grant(d: PathGranted) -> Record:
     }
 
 
+def _catalogue(d: CatalogueChanged) -> Record:
+    return {
+        "kind": "policy",
+        "change": "catalogue",
+        "added": d.added,
+        "changed": d.changed,
+        "withdrawn": d.removed,
+        "reason": d.reason,
+    }
+
+
 def _alert(d: FirewallAlert) -> Record:
     return {"kind": "alert", "alert": d.kind, "message": d.message, "session_id": d.session_id}
 
@@ -165,6 +177,7 @@ AUDITED: Mapping[str, Callable[[Any], Record]] = {
     "policy.user_level_changed": _user,
     "policy.agent_mode_set": _mode,
     "policy.path_granted": _grant,
+    "policy.catalogue_changed": _catalogue,
     "firewall.alert": _alert,
     "firewall.approval_escalated": _escalation,
     "firewall.session_paused": _session("paused"),

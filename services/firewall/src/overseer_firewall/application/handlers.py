@@ -34,6 +34,7 @@ from overseer_events.catalogue import (
     SessionCancelRequested,
     SessionPaused,
     SessionResumed,
+    ToolsAnnounced,
     UserLevelChanged,
 )
 from overseer_events.envelope import Envelope, EventData
@@ -42,7 +43,7 @@ from overseer_firewall.application.anchoring import AuditAnchor
 from overseer_firewall.application.audit_trail import audit_record
 from overseer_firewall.application.ports import FirewallUnit, Surroundings
 from overseer_firewall.application.state import ABORT_COMMENT, TERMINAL, KernelState
-from overseer_firewall.application.translation import proposal_from_event, verdict_event
+from overseer_firewall.application.translation import catalogue_change, proposal_from_event, verdict_event
 from overseer_firewall.domain.adaptive import adapt
 from overseer_firewall.domain.audit import EMPTY_HEAD, append_entry
 from overseer_firewall.domain.gate import GateOutcome, Intent, PendingApproval, PendingStatus, TimeoutAction
@@ -365,6 +366,14 @@ class FirewallHandlers:
             ),
             key,
         )
+
+    # -- tools.announced ------------------------------------------------------------------------------------
+    def on_tools_announced(self, data: ToolsAnnounced, unit: FirewallUnit, event: Envelope) -> None:
+        """The executor's catalogue: recorded (and audited) when it changes what the firewall judges from."""
+        before, withdrawn = unit.tools.current()
+        change = catalogue_change(before, withdrawn, data)
+        if change is not None:
+            self.emit(unit, change, "catalogue")
 
     # -- commands (RPC) -------------------------------------------------------------------------------------
     def replace_admin(self, unit: FirewallUnit, admin: AdminPolicy, by: Principal) -> int:

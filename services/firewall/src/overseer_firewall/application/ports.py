@@ -20,10 +20,10 @@ build one from the in-memory fakes of ``tests/fakes/firewall.py``.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from overseer_events.catalogue import AuditHeadPublished, AuditRecorded
+from overseer_events.catalogue import AnnouncedTool, AuditHeadPublished, AuditRecorded
 from overseer_firewall.domain.audit import AuditHead
 from overseer_firewall.domain.gate import PendingApproval, SessionState
 from overseer_firewall.domain.grants import PathGrant, SessionGrants
@@ -60,6 +60,8 @@ class PolicyRows:
     modes: dict[str, ModeSetting]
     sessions: dict[str, SessionState]
     grants: tuple[PathGrant, ...] = ()  # session path grants, in the order they were recorded
+    catalogue: list[AnnouncedTool] | None = None  # the tools the executor announced (None: not yet)
+    withdrawn: dict[str, str] = field(default_factory=dict)  # tools no longer offered, and why
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -238,6 +240,13 @@ class FirewallUnit:
     grants: PathGrants
     audit: AuditChain
     env: Surroundings
+    tools: ToolCatalogueRecord
+
+
+class ToolCatalogueRecord(Protocol):
+    """The tool catalogue as recorded so far in this transaction: the tools announced, and those withdrawn."""
+
+    def current(self) -> tuple[list[AnnouncedTool], dict[str, str]]: ...
 
 
 class UnitRunner(Protocol):

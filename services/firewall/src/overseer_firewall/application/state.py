@@ -4,7 +4,7 @@ The :class:`FirewallEngine` judges from memory (a SQLite read per layer would
 cost more than the whole evaluation). That memory is folded from the same
 events the SQLite read models are built from:
 
-* policy, agent modes, sessions and path grants are loaded from their read models at start
+* policy, the tool catalogue, agent modes, sessions and path grants are loaded from their read models at start
   (so ``rebuild`` then start gives the same policy state);
 * loop windows and perception counters are refilled from the most recent events;
 * while running, every event the firewall records or emits is applied here.
@@ -26,6 +26,7 @@ from typing import Any
 from overseer_events.catalogue import (
     AdminPolicyReplaced,
     AgentModeSet,
+    CatalogueChanged,
     ExecutionTransitioned,
     HumanDecisionRecorded,
     PathGranted,
@@ -38,7 +39,7 @@ from overseer_events.catalogue import (
 from overseer_events.envelope import Envelope, EventData
 from overseer_events.machines import TERMINAL_STATUSES
 from overseer_firewall.application.ports import PolicyRows, StoredProposal
-from overseer_firewall.application.translation import mode_setting, path_grant
+from overseer_firewall.application.translation import catalogue_of, mode_setting, path_grant
 from overseer_firewall.domain.engine import FirewallEngine
 from overseer_firewall.domain.levels import Level
 from overseer_firewall.domain.model import Proposal
@@ -56,6 +57,7 @@ LOOSENING = frozenset(
         "policy.user_level_changed",
         "policy.agent_mode_set",
         "policy.path_granted",
+        "policy.catalogue_changed",
         "firewall.session_resumed",
     }
 )
@@ -76,6 +78,7 @@ class KernelState:
             AdminPolicyReplaced: self._admin,
             UserLevelChanged: self._user,
             AgentModeSet: self._mode,
+            CatalogueChanged: self._catalogue,
             PathGranted: self._granted,
             SessionPaused: self._paused,
             SessionCancelRequested: self._cancel,
@@ -89,9 +92,12 @@ class KernelState:
         store = engine.policy
         if rows.admin_policy is not None and rows.admin_version is not None:
             store = store.with_admin(parse_admin_policy(rows.admin_policy, version=rows.admin_version))
-        store = PolicyStore(
-            store.admin, UserPolicy(dict(rows.user_levels), rows.user_version), store.base_catalogue
+        catalogue = (
+            catalogue_of(rows.catalogue, rows.withdrawn)
+            if rows.catalogue is not None
+            else store.base_catalogue
         )
+        store = PolicyStore(store.admin, UserPolicy(dict(rows.user_levels), rows.user_version), catalogue)
         engine.set_policy(store)
         for principal, setting in rows.modes.items():
             engine.modes.set(principal, setting)
@@ -182,6 +188,9 @@ class KernelState:
 
     def _mode(self, data: AgentModeSet, lookup: Lookup) -> None:
         self.engine.modes.set(data.principal, mode_setting(data.mode, data.grant))
+
+    def _catalogue(self, data: CatalogueChanged, lookup: Lookup) -> None:
+        self.engine.set_policy(self.engine.policy.with_catalogue(catalogue_of(data.tools, data.withdrawn)))
 
     def _granted(self, data: PathGranted, lookup: Lookup) -> None:
         self.engine.grants.add(path_grant(data))

@@ -1,5 +1,5 @@
-"""What the catalogue's events say, in the kernel's terms (a proposal, an agent's mode), and what the
-kernel decided, in the catalogue's (a verdict's event).
+"""What the catalogue's events say, in the kernel's terms (a proposal, an agent's mode, the tools), and
+what the kernel decided, in the catalogue's (a verdict's event).
 
 The handlers, the in-memory fold and the read models all read the same events; they translate them
 here, once, so the kernel and the read models cannot disagree about what an event meant.
@@ -7,13 +7,23 @@ here, once, so the kernel and the read models cannot disagree about what an even
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from overseer_events.catalogue import ExecutionProposed, LayerFinding, PathGranted, Principal, VerdictIssued
+from overseer_events.catalogue import (
+    AnnouncedTool,
+    CatalogueChanged,
+    ExecutionProposed,
+    LayerFinding,
+    PathGranted,
+    Principal,
+    ToolsAnnounced,
+    VerdictIssued,
+)
 from overseer_firewall.domain.grants import PathGrant
 from overseer_firewall.domain.model import Proposal, Verdict
 from overseer_firewall.domain.modes import AgentMode, Grant, ModeSetting
+from overseer_firewall.domain.tools import Announced, ToolCatalogue, catalogue_from
 
 
 def proposal_from_event(data: ExecutionProposed, occurred_at: float) -> Proposal:
@@ -74,3 +84,48 @@ def mode_setting(mode: str, grant: Mapping[str, Any] | None) -> ModeSetting:
 def path_grant(data: PathGranted) -> PathGrant:
     """A ``policy.path_granted`` in the kernel's terms."""
     return PathGrant(data.session_id, data.tool, data.path, data.request_id, str(data.granted_by))
+
+
+def catalogue_of(tools: Sequence[AnnouncedTool], withdrawn: Mapping[str, str]) -> ToolCatalogue:
+    """The catalogue the kernel judges from, as a ``policy.catalogue_changed`` recorded it."""
+    return catalogue_from(
+        (
+            Announced(
+                name=tool.name,
+                schema=dict(tool.input_schema),
+                source=tool.source,
+                description=tool.description,
+                read_only=tool.read_only,
+                destructive=tool.destructive,
+                irreversible=tool.irreversible,
+                idempotent=tool.idempotent,
+            )
+            for tool in tools
+        ),
+        withdrawn,
+    )
+
+
+def catalogue_change(
+    before: Sequence[AnnouncedTool], withdrawn: Mapping[str, str], announced: ToolsAnnounced
+) -> CatalogueChanged | None:
+    """What the executor's announcement changes in the catalogue recorded so far (None: nothing). A tool it
+    no longer lists is withdrawn, with why; a withdrawn tool it lists again is back."""
+    was = {tool.name: tool for tool in before}
+    now = {tool.name: tool for tool in announced.tools}
+    added = sorted(now.keys() - was.keys())
+    changed = sorted(name for name in now.keys() & was.keys() if now[name] != was[name])
+    removed = sorted(was.keys() - now.keys())
+    if not (added or changed or removed) and before:
+        return None
+    why = announced.reason or "the executor's catalogue changed"
+    gone = {name: f"{was[name].source} no longer offers it ({why})" for name in removed}
+    still = {name: reason for name, reason in withdrawn.items() if name not in now}
+    return CatalogueChanged(
+        tools=list(announced.tools),
+        withdrawn={**still, **gone},
+        added=added,
+        changed=changed,
+        removed=removed,
+        reason=why,
+    )

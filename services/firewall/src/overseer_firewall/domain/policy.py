@@ -329,6 +329,7 @@ class AdminPolicy:
     breaker: BreakerThresholds = field(default_factory=BreakerThresholds)
     adaptive: AdaptiveThresholds = field(default_factory=AdaptiveThresholds)
     timeouts: tuple[tuple[Level, TimeoutRule], ...] = ()
+    catalogue: CatalogueLevels = field(default_factory=lambda: CatalogueLevels())
     _defaults: tuple[tuple[Matcher, Level], ...] = field(init=False, repr=False, compare=False)
     _plans: dict[str, tuple[Level, tuple[PolicyRule, ...]]] = field(init=False, repr=False, compare=False)
 
@@ -337,11 +338,14 @@ class AdminPolicy:
         object.__setattr__(self, "_plans", {})
 
     def default_level(self, tool: str, spec: ToolSpec | None) -> Level:
-        """The admin floor of a tool before argument rules: ``[defaults]``, else the catalogue's."""
+        """The admin floor of a tool before argument rules: ``[defaults]``, else for an announced tool the
+        ``[catalogue]`` level of what it says of itself, else its declaration's."""
         for matcher, level in self._defaults:
             if matcher(tool) is not None:
                 return level if spec is not None else max(level, Level.CONFIRM)
-        return Level.CONFIRM if spec is None else spec.default_level
+        if spec is None:
+            return Level.CONFIRM
+        return self.catalogue.level_of(spec) if spec.announced else spec.default_level
 
     def _plan(self, tool: str, spec: ToolSpec | None) -> tuple[Level, tuple[PolicyRule, ...]]:
         """The tool's default and the rules whose tool glob matches it, worked out once per tool name."""
@@ -394,6 +398,7 @@ class AdminPolicy:
             "breaker": self.breaker.model_dump(),
             "adaptive": self.adaptive.model_dump(),
             "timeouts": {level.name: rule.model_dump() for level, rule in self.timeouts},
+            "catalogue": self.catalogue.as_dict(),
         }
         if self.tool_sources:
             out["tools"] = {name: dict(source) for name, source in self.tool_sources}
@@ -406,6 +411,27 @@ def _level(value: Any) -> Level:
 
 
 LevelName = Annotated[Level, PlainValidator(_level)]
+
+
+class CatalogueLevels(PolicyTable):
+    """``[catalogue]``: the default level of a tool the executor announces (an MCP server's) that
+    ``[defaults]`` does not name, by what the tool says of itself."""
+
+    read_only: LevelName = Level.AUTO  # it says it changes nothing
+    destructive: LevelName = Level.APPROVE  # it says it may destroy or overwrite
+    unknown: LevelName = Level.CONFIRM  # it says neither
+
+    def level_of(self, spec: ToolSpec) -> Level:
+        if spec.read_only:
+            return self.read_only
+        return self.destructive if spec.destructive else self.unknown
+
+    def as_dict(self) -> JSON:
+        return {
+            "read_only": self.read_only.name,
+            "destructive": self.destructive.name,
+            "unknown": self.unknown.name,
+        }
 
 
 def _invocation(pattern: str) -> str:
@@ -485,6 +511,7 @@ class AdminPolicyFile(PolicyTable):
     breaker: BreakerThresholds = BreakerThresholds()
     adaptive: AdaptiveThresholds = AdaptiveThresholds()
     timeouts: dict[LevelName, TimeoutRule] = Field(default_factory=dict)
+    catalogue: CatalogueLevels = CatalogueLevels()
 
     def admin_policy(self, version: int) -> AdminPolicy:
         levels = [(name, entry) for name, entry in self.tools.items() if isinstance(entry, Level)]
@@ -500,6 +527,7 @@ class AdminPolicyFile(PolicyTable):
             breaker=self.breaker,
             adaptive=self.adaptive,
             timeouts=tuple(self.timeouts.items()),
+            catalogue=self.catalogue,
         )
 
 
@@ -511,6 +539,7 @@ _TABLES: dict[str, type[PolicyTable]] = {
     "breaker": BreakerThresholds,
     "adaptive": AdaptiveThresholds,
     "timeouts": TimeoutRule,
+    "catalogue": CatalogueLevels,
 }
 
 
@@ -658,6 +687,10 @@ class PolicyStore:
     def with_admin(self, admin: AdminPolicy) -> PolicyStore:
         return PolicyStore(admin, self.user, self.base_catalogue)
 
+    def with_catalogue(self, catalogue: ToolCatalogue) -> PolicyStore:
+        """The store judging from ``catalogue`` (what the executor announced)."""
+        return PolicyStore(self.admin, self.user, catalogue)
+
     def with_user_change(
         self, *, tool: str, before: Level | None, after: Level | None, trigger: str, hint: str | None = None
     ) -> PolicyStore:
@@ -678,6 +711,7 @@ class PolicyStore:
                 "effective": effective.name,
                 "irreversible": spec.irreversible,
                 "read_only": spec.read_only,
+                "source": spec.source,
                 "rules": [r.label for r in self.admin.rules if r.matches_tool(spec.name)],
             }
         return {
@@ -696,4 +730,5 @@ class PolicyStore:
                 },
             },
             "tools": tools,
+            "withdrawn": dict(self.catalogue.withdrawn),
         }

@@ -1,7 +1,13 @@
 """The tools the firewall knows: schema, risk flags and default level of each.
 
-A tool outside this catalogue is *unknown*: the firewall cannot validate its
-arguments or judge its effects, so it is held at CONFIRM at least (fail-closed).
+The catalogue is what the executor announces it can run (its built-ins and every MCP server's tools,
+:class:`Announced`), with the firewall's own, richer declarations of the built-ins (which arguments
+are paths, recipients, a shell command). An announced tool's default level follows from what it says
+of itself, by the admin policy's ``[catalogue]`` levels (read-only, destructive, neither said).
+
+A tool outside the catalogue is *unknown*: the firewall cannot validate its arguments or judge its
+effects, so it is held at CONFIRM at least (fail-closed). A tool the executor announced once and no
+longer offers is *withdrawn*: nobody can run it, so a call of it is refused with why.
 Schemas are compiled once with fastjsonschema, so validating a call costs a
 function call, not a schema walk.
 """
@@ -48,6 +54,10 @@ class ToolSpec:
     recipient_args: tuple[str, ...] = ()
     command_arg: str | None = None
     description: str = ""
+    # Where the declaration comes from: "builtin" (the firewall's own), "policy" (the admin file), or
+    # what the executor announced ("mcp:<server>"); an announced tool's level follows its hints.
+    source: str = "builtin"
+    destructive: bool | None = None  # what an announced tool says of itself (None: nothing)
     properties: frozenset[str] = field(init=False)
     required: tuple[str, ...] = field(init=False)
     validate: Validator = field(init=False, repr=False, compare=False)
@@ -67,7 +77,13 @@ class ToolSpec:
             "read_only": self.read_only,
             "default_level": self.default_level.name,
             "description": self.description,
+            "source": self.source,
         }
+
+    @property
+    def announced(self) -> bool:
+        """Declared by what the executor announced (its level follows what the tool says of itself)."""
+        return self.source not in ("builtin", "policy")
 
 
 def _object(properties: JSON, required: Iterable[str] = ()) -> JSON:
@@ -147,39 +163,22 @@ BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
         command_arg="command",
         description="Run a shell command with the sandbox as its working directory, with a time limit.",
     ),
-    ToolSpec(
-        "time.get_current_time",
-        _object({"timezone": {"type": "string", "minLength": 1}}, ["timezone"]),
-        idempotent=True,
-        read_only=True,
-        default_level=Level.AUTO,
-        description="MCP (mcp-server-time): the current time in an IANA time zone.",
-    ),
-    ToolSpec(
-        "time.convert_time",
-        _object(
-            {
-                "source_timezone": {"type": "string", "minLength": 1},
-                "time": {"type": "string", "pattern": "^[0-2][0-9]:[0-5][0-9]$"},
-                "target_timezone": {"type": "string", "minLength": 1},
-            },
-            ["source_timezone", "time", "target_timezone"],
-        ),
-        idempotent=True,
-        read_only=True,
-        default_level=Level.AUTO,
-        description="MCP (mcp-server-time): convert HH:MM between IANA time zones.",
-    ),
 )
 
 
 class ToolCatalogue:
-    """Name → :class:`ToolSpec`. Immutable once built; ``extended`` returns a new catalogue."""
+    """Name → :class:`ToolSpec`, and the tools withdrawn (name → why). Immutable once built; ``extended``
+    returns a new catalogue."""
 
-    __slots__ = ("_specs",)
+    __slots__ = ("_specs", "withdrawn")
 
-    def __init__(self, specs: Iterable[ToolSpec] = BUILTIN_TOOLS) -> None:
+    def __init__(
+        self, specs: Iterable[ToolSpec] = BUILTIN_TOOLS, withdrawn: Mapping[str, str] | None = None
+    ) -> None:
         self._specs: dict[str, ToolSpec] = {spec.name: spec for spec in specs}
+        self.withdrawn: Mapping[str, str] = {
+            name: why for name, why in (withdrawn or {}).items() if name not in self._specs
+        }
 
     def get(self, name: str | None) -> ToolSpec | None:
         return self._specs.get(name) if name is not None else None
@@ -194,7 +193,48 @@ class ToolCatalogue:
         return [self._specs[name] for name in sorted(self._specs)]
 
     def extended(self, specs: Iterable[ToolSpec]) -> ToolCatalogue:
-        return ToolCatalogue([*self._specs.values(), *specs])
+        return ToolCatalogue([*self._specs.values(), *specs], self.withdrawn)
+
+
+@dataclass(frozen=True, slots=True)
+class Announced:
+    """A tool as the executor announced it: its schema, where it comes from, what it says of itself."""
+
+    name: str
+    schema: JSON
+    source: str = "builtin"
+    description: str = ""
+    read_only: bool | None = None
+    destructive: bool | None = None
+    irreversible: bool = False
+    idempotent: bool = False
+
+
+def spec_from_announced(tool: Announced) -> ToolSpec:
+    """The catalogue's declaration of an announced tool; a schema the firewall cannot compile (or that does
+    not describe an object) becomes ``{"type": "object"}``: the arguments are then not checked, and the
+    tool's level still follows its hints."""
+    schema = tool.schema if tool.schema.get("type", "object") == "object" else {"type": "object"}
+    common: dict[str, Any] = {
+        "irreversible": tool.irreversible,
+        "idempotent": tool.idempotent and not tool.irreversible,
+        "read_only": bool(tool.read_only),
+        "description": tool.description,
+        "source": tool.source,
+        "destructive": tool.destructive,
+    }
+    try:
+        return ToolSpec(tool.name, schema, **common)
+    except (fastjsonschema.JsonSchemaDefinitionException, TypeError, ValueError):
+        return ToolSpec(tool.name, {"type": "object"}, **common)
+
+
+def catalogue_from(announced: Iterable[Announced], withdrawn: Mapping[str, str]) -> ToolCatalogue:
+    """The built-ins (the firewall's own declarations of the executor's built-in tools) and every other
+    tool announced, with the tools withdrawn."""
+    builtin = {spec.name for spec in BUILTIN_TOOLS}
+    others = [spec_from_announced(tool) for tool in announced if tool.name not in builtin]
+    return ToolCatalogue([*BUILTIN_TOOLS, *others], withdrawn)
 
 
 def spec_from_mapping(name: str, raw: Mapping[str, Any]) -> ToolSpec:
@@ -212,6 +252,7 @@ def spec_from_mapping(name: str, raw: Mapping[str, Any]) -> ToolSpec:
             read_only=bool(raw.get("read_only", False)),
             default_level=default_level,
             description=str(raw.get("description", "")),
+            source="policy",
         )
     except (fastjsonschema.JsonSchemaDefinitionException, TypeError) as exc:
         # TypeError: "properties" or "required" of a shape the catalogue cannot read.

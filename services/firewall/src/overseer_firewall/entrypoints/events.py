@@ -10,6 +10,7 @@ from overseer_events.catalogue import (
     ExecutionProposed,
     ExecutionTransitioned,
     HumanResponded,
+    ToolsAnnounced,
 )
 from overseer_firewall.application.handlers import FirewallHandlers
 from overseer_firewall.application.ports import FirewallUnit
@@ -28,6 +29,8 @@ SUBSCRIPTIONS: tuple[Subscription, ...] = (
     # Off the verdict's path: applied in short bursts (a reconciliation answer that overtakes its
     # form is retried, see FirewallHandlers.on_responded).
     Subscription(owner="executor", types=("ecs.requested", "execution.transitioned"), linger=0.02),
+    # The executor's tool catalogue: what there is to judge (schemas, what each tool says of itself).
+    Subscription(owner="executor", types=("tools.announced",)),
 )
 
 
@@ -41,4 +44,5 @@ def handlers(
         .on(AnswerReceived, firewall.on_answered)
         .on(EcsRequested, firewall.on_ecs_requested)
         .on(ExecutionTransitioned, firewall.on_transitioned)
+        .on(ToolsAnnounced, firewall.on_tools_announced)
     )

@@ -59,6 +59,9 @@ SEND = ToolSpec(
     },
     irreversible=True,
     level="APPROVE",
+    read_only=False,
+    destructive=False,  # it adds a mail; it takes nothing away
+    open_world=True,
     time_limit_seconds=30,
 )
 

@@ -49,6 +49,9 @@ READ = ToolSpec(
     },
     idempotent=True,
     level="AUTO",
+    read_only=True,
+    destructive=False,
+    open_world=False,
     time_limit_seconds=10,
 )
 WRITE = ToolSpec(
@@ -66,6 +69,9 @@ WRITE = ToolSpec(
     # Replacing a file with the same content twice has the effect of doing it once.
     idempotent=True,
     level="NOTIFY",
+    read_only=False,
+    destructive=True,  # it replaces a file
+    open_world=False,
     time_limit_seconds=10,
 )
 LIST = ToolSpec(
@@ -78,6 +84,9 @@ LIST = ToolSpec(
     },
     idempotent=True,
     level="AUTO",
+    read_only=True,
+    destructive=False,
+    open_world=False,
     time_limit_seconds=10,
 )
 

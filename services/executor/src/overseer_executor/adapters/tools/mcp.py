@@ -8,8 +8,10 @@ and starts it again with exponential backoff; a call waits for the
 restarted session within its own time limit.
 
 Declarations come from the server's tool annotations (``readOnlyHint``,
-``idempotentHint``), conservatively: a tool that says nothing is treated as
-irreversible and APPROVE level. The configuration may override any of it.
+``idempotentHint``, ``destructiveHint``, ``openWorldHint``), conservatively: a tool
+that says nothing is treated as irreversible. The configuration may override any
+of it. A server that sends ``notifications/tools/list_changed`` is asked for its
+tools again, and the registry (and through it the firewall's catalogue) follows.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any, TextIO
 import anyio
 import orjson
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
-from mcp.types import TextContent
+from mcp.types import TextContent, ToolListChangedNotification
 
 from overseer_executor.domain.tools import ToolCall, ToolError, ToolSpec, TransientToolError, UnknownTool
 
@@ -59,6 +61,9 @@ def spec_from_mcp(server: str, tool: Any, overrides: dict[str, Any], time_limit:
         level="AUTO" if read_only else ("CONFIRM" if idempotent else "APPROVE"),
         time_limit_seconds=time_limit,
         source=f"mcp:{server}",
+        read_only=hints.read_only_hint if hints else None,
+        destructive=hints.destructive_hint if hints else None,
+        open_world=hints.open_world_hint if hints else None,
     )
     return spec.with_overrides(overrides) if overrides else spec
 
@@ -103,6 +108,7 @@ class McpServerTools:
         self._session: ClientSession | None = None
         self._ready = asyncio.Event()
         self._wake = asyncio.Event()
+        self._relist = asyncio.Event()  # the server said its tools changed
         self._stopping = False
         self._owner: asyncio.Task[None] | None = None
         self._errlog: TextIO | None = None
@@ -160,7 +166,7 @@ class McpServerTools:
             try:
                 async with (
                     stdio_client(self.params, errlog=self._stderr()) as (read, write),
-                    ClientSession(read, write) as session,
+                    ClientSession(read, write, message_handler=self._notified) as session,
                 ):
                     await asyncio.wait_for(session.initialize(), self.connect_timeout)
                     listed = await asyncio.wait_for(session.list_tools(), self.connect_timeout)
@@ -183,12 +189,35 @@ class McpServerTools:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self.restart_backoff_max)
 
+    async def _notified(self, message: object) -> None:
+        """A server's notification: ``tools/list_changed`` asks for its tools again (in :meth:`_watch`, not
+        here: this runs in the session's receiving loop, which the answer to that request must pass)."""
+        if isinstance(message, ToolListChangedNotification):
+            self._relist.set()
+
     async def _watch(self, session: ClientSession) -> None:
-        """Return when the server must be restarted (or we are stopping)."""
+        """Return when the server must be restarted (or we are stopping); list the tools again whenever
+        the server says they changed."""
         while not self._stopping and not self._wake.is_set():
+            if self._relist.is_set():
+                self._relist.clear()
+                try:
+                    listed = await asyncio.wait_for(session.list_tools(), self.connect_timeout)
+                except Exception as exc:
+                    log.warning("MCP server %s did not list its tools: %s", self.name, _describe(exc))
+                    return
+                self._absorb(listed.tools)
+                log.info("MCP server %s changed its tools (%d now)", self.name, len(self._specs))
+                continue
+            waiting = [asyncio.ensure_future(self._wake.wait()), asyncio.ensure_future(self._relist.wait())]
             try:
-                await asyncio.wait_for(self._wake.wait(), self.health_interval)
-            except TimeoutError:
+                done, _ = await asyncio.wait(
+                    waiting, timeout=self.health_interval, return_when="FIRST_COMPLETED"
+                )
+            finally:
+                for task in waiting:
+                    task.cancel()
+            if not done:
                 try:
                     await asyncio.wait_for(session.send_ping(), max(self.health_interval, 2.0))
                 except Exception as exc:

@@ -19,7 +19,7 @@ from overseer_executor.adapters.tools.fs import FsTools, GrantedPaths
 from overseer_executor.adapters.tools.mcp import McpServerTools
 from overseer_executor.adapters.tools.shell import ShellTool
 from overseer_executor.domain.tools import ToolCall, ToolError, ToolPlugin, ToolSpec, UnknownTool
-from overseer_executor.settings import McpSettings, ToolsSettings
+from overseer_executor.settings import McpServerSettings, McpSettings, ToolsSettings
 
 log = logging.getLogger("overseer.executor.tools")
 
@@ -27,19 +27,22 @@ Validator = Callable[[Any], Any]
 
 
 class ToolRegistry:
+    """Every plugin's tools by name. ``on_change`` is told (with why) whenever the tools changed."""
+
     def __init__(
         self, plugins: Sequence[ToolPlugin], overrides: dict[str, dict[str, Any]] | None = None
     ) -> None:
         self.plugins = list(plugins)
         self.overrides = overrides or {}
+        self.on_change: Callable[[str], None] | None = None
         self._specs: dict[str, ToolSpec] = {}
         self._owners: dict[str, ToolPlugin] = {}
         self._validators: dict[str, Validator] = {}
         self.refresh()
 
     # -- discovery -------------------------------------------------------------
-    def refresh(self) -> None:
-        """Rebuild the index from the plugins' tool lists (again whenever an MCP server restarts)."""
+    def refresh(self, reason: str = "the tools were listed again") -> None:
+        """Rebuild the index from the plugins' tool lists (again whenever an MCP server lists its tools)."""
         specs: dict[str, ToolSpec] = {}
         owners: dict[str, ToolPlugin] = {}
         for plugin in self.plugins:
@@ -52,8 +55,11 @@ class ToolRegistry:
                 specs[spec.name] = spec.with_overrides(override) if override else spec
                 owners[spec.name] = plugin
         changed = {n for n in specs if specs[n] != self._specs.get(n)}
+        withdrawn = self._specs.keys() - specs.keys()
         self._validators = {n: v for n, v in self._validators.items() if n in specs and n not in changed}
         self._specs, self._owners = specs, owners
+        if (changed or withdrawn) and self.on_change is not None:
+            self.on_change(reason)
 
     def spec(self, name: str | None) -> ToolSpec | None:
         return self._specs.get(name) if name else None
@@ -73,6 +79,28 @@ class ToolRegistry:
             except Exception:
                 log.exception("tool plugin %r failed to connect", plugin)
         self.refresh()
+
+    def servers(self) -> list[McpServerTools]:
+        """The MCP servers the registry holds."""
+        return [plugin for plugin in self.plugins if isinstance(plugin, McpServerTools)]
+
+    async def add_server(self, server: McpServerTools) -> None:
+        """Start ``server`` and take its tools in (a server of that name is refused)."""
+        if any(existing.name == server.name for existing in self.servers()):
+            raise ValueError(f"an MCP server named {server.name!r} is already running")
+        self.plugins.append(server)
+        await server.connect()
+        self.refresh(f"the MCP server {server.name} was added")
+
+    async def remove_server(self, name: str) -> bool:
+        """Stop the MCP server ``name`` and withdraw its tools; False when there is none."""
+        found = [server for server in self.servers() if server.name == name]
+        if not found:
+            return False
+        self.plugins.remove(found[0])
+        await found[0].disconnect()
+        self.refresh(f"the MCP server {name} was removed")
+        return True
 
     async def disconnect(self) -> None:
         for plugin in reversed(self.plugins):
@@ -114,22 +142,27 @@ def build_registry(
     ]
     registry = ToolRegistry(plugins, overrides=dict(tools.overrides))
     for name, server in mcp.servers.items():
-        if not server.enabled:
-            continue
-        plugin = McpServerTools(
-            name,
-            server.command,
-            [str(arg) for arg in server.args],
-            env={key: str(value) for key, value in server.env.items()},
-            cwd=server.cwd,
-            tool_overrides=dict(server.tools),
-            time_limit_seconds=server.time_limit_seconds,
-            log_path=home / "logs" / f"mcp-{name}.log",
-            connect_timeout=mcp.connect_timeout_seconds,
-            restart_backoff=mcp.restart_backoff_seconds,
-            restart_backoff_max=mcp.restart_backoff_max_seconds,
-            health_interval=mcp.health_interval_seconds,
-            on_change=registry.refresh,
-        )
-        registry.plugins.append(plugin)
+        if server.enabled:
+            registry.plugins.append(mcp_server(name, server, mcp, home, registry))
     return registry
+
+
+def mcp_server(
+    name: str, server: McpServerSettings, mcp: McpSettings, home: Path, registry: ToolRegistry
+) -> McpServerTools:
+    """The MCP server ``[mcp.servers.<name>]`` describes, telling ``registry`` whenever it lists its tools."""
+    return McpServerTools(
+        name,
+        server.command,
+        [str(arg) for arg in server.args],
+        env={key: str(value) for key, value in server.env.items()},
+        cwd=server.cwd,
+        tool_overrides=dict(server.tools),
+        time_limit_seconds=server.time_limit_seconds,
+        log_path=home / "logs" / f"mcp-{name}.log",
+        connect_timeout=mcp.connect_timeout_seconds,
+        restart_backoff=mcp.restart_backoff_seconds,
+        restart_backoff_max=mcp.restart_backoff_max_seconds,
+        health_interval=mcp.health_interval_seconds,
+        on_change=lambda: registry.refresh(f"the MCP server {name} listed its tools"),
+    )

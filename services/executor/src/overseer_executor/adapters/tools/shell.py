@@ -84,6 +84,9 @@ RUN = ToolSpec(
     },
     irreversible=True,
     level="APPROVE",
+    read_only=False,
+    destructive=True,
+    open_world=False,  # jailed: no network
     time_limit_seconds=30,
 )
 

@@ -2,7 +2,8 @@
 
 Unknown parameters (an LLM's hallucinated extras) are stripped with a warning;
 a missing or invalid required one denies the call with the reason; an unknown
-tool cannot be checked at all and is held at CONFIRM (fail-closed).
+tool cannot be checked at all and is held at CONFIRM (fail-closed); a tool the
+executor no longer offers (withdrawn) is refused, saying why.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ class ParameterLayer:
 
     def run(self, ev: Evaluation, kernel: KernelView) -> None:
         spec = ev.spec
+        if spec is None and ev.tool in kernel.policy.catalogue.withdrawn:
+            why = kernel.policy.catalogue.withdrawn[ev.tool]
+            ev.deny(L1, f"{ev.tool} is withdrawn: {why}; nobody can run it now", tool=ev.tool)
+            return
         if spec is None:
             ev.hold(
                 L1, f"unknown tool {ev.tool!r}: its arguments cannot be checked", Level.CONFIRM, tool=ev.tool
