@@ -21,6 +21,7 @@ from rich.prompt import Prompt
 
 from overseer_cli import homes, render
 from overseer_cli.client import CliError, Gateway, Target, console, errors, friendly, resolve
+from overseer_events.ids import uuid7
 
 app = typer.Typer(
     name="overseer",
@@ -476,6 +477,33 @@ def chat(
         )
     except KeyboardInterrupt:
         shown.print()
+
+
+# ----------------------------------------------------------------------- mcp --
+@app.command()
+@friendly
+def mcp(
+    session: Annotated[
+        str | None,
+        typer.Option(help="the session the calls belong to (default: a new one per run, mcp-…)"),
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(help="seconds a call held for a person waits for a decision before it is cancelled"),
+    ] = 300.0,
+    url: Url = None,
+    token: Token = None,
+) -> None:
+    """Serve Overseer as an MCP server on standard input and output, for any MCP client.
+
+    Point the client at the command `overseer mcp` (with OVERSEER_HOME, or --url and an agent's --token).
+    It lists the tools the stack offers; each call is proposed as the token's agent and goes through the
+    firewall: it runs, waits for a person's approval (the client is told while it waits), or is refused
+    with the reason. The answer is what really happened."""
+    from overseer_cli.mcp_proxy import run
+
+    target = resolve(url, token, "agent")
+    run(target, session or f"mcp-{uuid7()[-12:]}", timeout)
 
 
 # ---------------------------------------------------------------- demo, bench --

@@ -70,7 +70,8 @@ async def reaches(rt: Runtime, execution_id: str, expected: str) -> None:
 
 
 async def published(stack: Stack, expected: int) -> list[Envelope]:
-    """The executor's events as they arrived on its JetStream stream (in stream order)."""
+    """The executor's contract events as they arrived on its JetStream stream (in stream order); its tool
+    catalogue announcements are left out."""
     async with stack.client("provisioner") as nc:
         js = nc.jetstream()
         sub = await js.pull_subscribe(
@@ -80,7 +81,9 @@ async def published(stack: Stack, expected: int) -> list[Envelope]:
         try:
             while len(events) < expected:
                 for msg in await sub.fetch(expected - len(events), timeout=5):
-                    events.append(decode(msg.data))
+                    event = decode(msg.data)
+                    if event.type != "tools.announced":
+                        events.append(event)
                     await msg.ack()
         finally:
             await sub.unsubscribe()

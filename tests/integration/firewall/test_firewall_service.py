@@ -207,6 +207,7 @@ async def test_three_rejections_escalate_the_user_layer_with_an_event_and_an_aud
             "effective": "APPROVE",
             "irreversible": False,
             "read_only": False,
+            "source": "builtin",
             "rules": [],
         }
         records = await stack.rpc("firewall", "audit.list", {"after": 0, "limit": 1000})

@@ -70,10 +70,15 @@ class ExecutorService(Service):
     def rpc(self) -> RpcTable:
         return rpc(lambda: self.queries, lambda: self.registry.specs(), self.cancel)
 
-    async def cancel(self, execution_id: str, by: str, reason: str | None) -> ExecutionContract:
-        """A person's cancellation of one contract, in a transaction of its own (RPC ``execution.cancel``)."""
+    async def cancel(
+        self, execution_id: str, by: str, reason: str | None, proposer_only: bool = False
+    ) -> ExecutionContract:
+        """A cancellation of one contract, in a transaction of its own (RPC ``execution.cancel``)."""
         return await self.runtime.execute_in(
-            self.unit_for, lambda unit: self.execution.cancel_execution(unit, execution_id, by, reason)
+            self.unit_for,
+            lambda unit: self.execution.cancel_execution(
+                unit, execution_id, by, reason, proposer_only=proposer_only
+            ),
         )
 
     def unit_for(self, uow: UnitOfWork) -> ExecutorUnit:

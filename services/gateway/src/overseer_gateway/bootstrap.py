@@ -31,6 +31,7 @@ from overseer_gateway.adapters.tokens import TokenRegistry
 from overseer_gateway.application.ports import GatewayUnit
 from overseer_gateway.domain.chat import MessageLimits
 from overseer_gateway.entrypoints.http import build_app, build_asgi
+from overseer_gateway.entrypoints.mcp import McpEndpoint
 from overseer_gateway.settings import GatewaySettings
 from overseer_runtime import tracing
 from overseer_runtime.service import Host, Service
@@ -114,7 +115,9 @@ class GatewayService(Service):
         home = runtime.settings.home
         self.sandbox = str((home / str(runtime.settings.section("tools")["sandbox"])).resolve())
         telemetry = tracing.exporter_named(runtime.settings.telemetry.exporter) != "none"
-        self.app = build_app(self, settings, telemetry=telemetry)
+        self.mcp = McpEndpoint(self, host=settings.host)
+        await self.mcp.start()
+        self.app = build_app(self, settings, telemetry=telemetry, mcp=self.mcp)
         self.host = settings.host
         sock = _bind(self.host, settings.port)
         self.port = int(sock.getsockname()[1])
@@ -147,6 +150,8 @@ class GatewayService(Service):
                 await asyncio.wait_for(asyncio.shield(self._serving), 5.0)
         if hasattr(self, "live"):  # a start that failed earlier has none
             await self.live.close()
+        if hasattr(self, "mcp"):
+            await self.mcp.stop()
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -92,14 +92,23 @@ class ExecutionHandlers:
 
     # -- commands (RPC) ------------------------------------------------------------------
     def cancel_execution(
-        self, unit: ExecutorUnit, execution_id: str, by: str, reason: str | None
+        self,
+        unit: ExecutorUnit,
+        execution_id: str,
+        by: str,
+        reason: str | None,
+        *,
+        proposer_only: bool = False,
     ) -> ExecutionContract:
-        """A person cancels one PENDING or WAITING contract: one CANCELLED transition through the state
-        machine, like a cancelled session's. Raises :class:`CancelRefused` for an unknown contract (404),
-        and for one RUNNING or already ended (409: its state is named)."""
+        """A person (or, with ``proposer_only``, the agent that proposed it) cancels one PENDING or WAITING
+        contract: one CANCELLED transition through the state machine, like a cancelled session's. Raises
+        :class:`CancelRefused` for an unknown contract (404), one another agent proposed (403), and one
+        RUNNING or already ended (409: its state is named)."""
         contract = unit.contracts.get(execution_id)
         if contract is None:
             raise CancelRefused(404, f"no execution {execution_id!r} is known")
+        if proposer_only and str(contract.proposer) != by:
+            raise CancelRefused(403, f"execution {execution_id} was proposed by another agent")
         if contract.status not in CANCELLABLE:
             raise CancelRefused(409, cancel_conflict(execution_id, contract.status))
         text = f"cancelled by {by}" + (f": {reason}" if reason else "")

@@ -7,8 +7,9 @@
 * ``contract.get`` ``{execution_id}`` → the contract with its transitions;
 * ``tools.list`` → every tool with its declaration and JSON schema;
 * ``decisions.refused`` ``{execution_id?}`` → decisions the resume alignment check refused, with why;
-* ``execution.cancel`` ``{execution_id, by, reason?}`` → a person cancels one PENDING or WAITING contract
-  (404 unknown, 409 RUNNING or ended, the state named) and gets the contract back, CANCELLED.
+* ``execution.cancel`` ``{execution_id, by, reason?, proposer_only?}`` → a person (or, with
+  ``proposer_only``, the agent that proposed it) cancels one PENDING or WAITING contract (404 unknown,
+  403 another agent's, 409 RUNNING or ended, the state named) and gets the contract back, CANCELLED.
 """
 
 from __future__ import annotations
@@ -43,10 +44,12 @@ class CancelRequest(RpcRequest):
     execution_id: str = Field(min_length=1)
     by: Principal
     reason: str | None = Field(default=None, max_length=500)
+    proposer_only: bool = False  # an agent cancelling its own proposal: refused (403) for another's
 
 
-# Cancels one contract in a unit of work of its own: (execution_id, by, reason) → the contract after.
-Cancel = Callable[[str, str, str | None], Awaitable[ExecutionContract]]
+# Cancels one contract in a unit of work of its own: (execution_id, by, reason, proposer_only) → the
+# contract after.
+Cancel = Callable[[str, str, str | None, bool], Awaitable[ExecutionContract]]
 
 
 def rpc(
@@ -80,7 +83,9 @@ def rpc(
 
     async def execution_cancel(request: CancelRequest) -> dict[str, Any]:
         try:
-            contract = await cancel(request.execution_id, str(request.by), request.reason)
+            contract = await cancel(
+                request.execution_id, str(request.by), request.reason, request.proposer_only
+            )
         except CancelRefused as exc:
             raise RpcError(exc.status, exc.detail) from None
         return contract_view(contract)

@@ -7,6 +7,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from overseer_gateway.entrypoints import (
@@ -53,10 +54,12 @@ class GatewayApp(FastAPI):
         return self.openapi_schema
 
 
-def build_app(gateway: Gateway, settings: GatewaySettings, *, telemetry: bool) -> FastAPI:
+def build_app(
+    gateway: Gateway, settings: GatewaySettings, *, telemetry: bool, mcp: ASGIApp | None = None
+) -> FastAPI:
     """The FastAPI application. ``telemetry``: FastAPI's own OpenTelemetry hooks, for when an exporter
     is configured; without one they only cost time (three global-provider lookups, each reading
-    ``os.environ``, on every request)."""
+    ``os.environ``, on every request). ``mcp``: the MCP proxy, served at ``/mcp``."""
     app = GatewayApp(
         title="Overseer gateway",
         version="1.0.0",
@@ -76,6 +79,8 @@ def build_app(gateway: Gateway, settings: GatewaySettings, *, telemetry: bool) -
     app.include_router(routes_console.router)
     routes_docs.install(app)
     app.mount("/console", routes_console.assets(), name="console")
+    if mcp is not None:  # streamable HTTP: POST a message, GET the server's stream, DELETE the session
+        app.router.routes.append(Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"]))
     app.add_middleware(RequestBodyGuard, max_bytes=settings.max_body_bytes, max_depth=settings.max_json_depth)
     app.add_middleware(QueryGuard)
 

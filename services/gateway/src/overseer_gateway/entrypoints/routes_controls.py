@@ -181,6 +181,31 @@ async def cancel_execution(
     return await passed_on(gateway_of(request).peers, "executor", "execution.cancel", payload)
 
 
+@router.post(
+    "/v1/actions/{execution_id}/cancel",
+    response_model=ExecutionCancelled,
+    responses=problems(*WRITE, 404, 409),
+    tags=["actions"],
+    summary="Withdraw one of your own proposals that has not started to run (as its agent)",
+)
+async def cancel_own_action(
+    request: Request,
+    execution_id: ExecutionId,
+    body: Reason = None,
+    caller: Caller = Depends(require(Role.AGENT)),
+) -> Response:
+    """The agent that proposed an execution withdraws it while it is PENDING or WAITING (it gave up
+    waiting, its user cancelled): CANCELLED, once, with why. 403 for another agent's execution, 404 for an
+    unknown one, 409 when it runs or has ended."""
+    payload = {
+        "execution_id": execution_id,
+        "by": caller.as_principal("agent").model_dump(),
+        "reason": _reason(body),
+        "proposer_only": True,
+    }
+    return await passed_on(gateway_of(request).peers, "executor", "execution.cancel", payload)
+
+
 # ----------------------------------------------------------- the firewall --
 @router.get(
     "/v1/perception",

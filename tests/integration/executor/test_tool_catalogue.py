@@ -1,0 +1,127 @@
+"""The firewall's catalogue follows the executor's MCP servers, over a real nats-server with real MCP servers
+over stdio (``mcp-server-git`` on a repository the test makes, and a server whose tools change while it
+runs): each tool judged by its own schema and what it says of itself, a server removed (the executor
+restarted without it) withdraws its tools, and a server's ``tools/list_changed`` reaches the firewall."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from overseer_executor.bootstrap import ExecutorService
+from overseer_executor.domain.tools import ToolCall
+from overseer_runtime.testing import Stack, eventually
+from tests.integration.executor.executor_support import proposed
+from tests.support.services import running
+
+pytestmark = pytest.mark.slow
+
+GROWING = Path(__file__).resolve().parents[2] / "fakes" / "growing_mcp_server.py"
+
+
+def git_server(repo: Path) -> dict[str, Any]:
+    command = shutil.which("mcp-server-git") or str(Path(sys.executable).parent / "mcp-server-git")
+    return {"command": command, "args": ["--repository", str(repo)]}
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for args in (["init", "-q"], ["config", "user.email", "t@example.com"], ["config", "user.name", "T"]):
+        subprocess.run(["git", *args], cwd=repo, check=True)
+    (repo / "README.md").write_text("hello\n")
+    subprocess.run(["git", "add", "README.md"], cwd=repo, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "first"], cwd=repo, check=True)
+    return repo
+
+
+async def policy_tools(stack: Stack) -> dict[str, Any]:
+    policy = await stack.rpc("firewall", "policy.get", {})
+    return {"tools": policy["tools"], "withdrawn": policy["withdrawn"]}
+
+
+async def verdict_of(stack: Stack, execution_id: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Propose ``tool`` as the agent and answer the firewall's verdict, as the executor's contract holds it."""
+    await stack.publish_as("reasoning", proposed(execution_id, tool, args))
+
+    async def judged() -> dict[str, Any] | None:
+        try:
+            contract = await stack.rpc("executor", "contract.get", {"execution_id": execution_id})
+        except Exception:
+            return None
+        return contract if contract["verdict"] is not None and contract["status"] != "running" else None
+
+    return dict(await eventually(judged, timeout=20))
+
+
+async def test_each_mcp_tool_is_judged_by_its_own_schema_and_hints_and_a_removed_server_s_are_refused(
+    stack: Stack, repo: Path
+) -> None:
+    async with running(stack, ("firewall",)):
+        async with running(stack, ("executor",), mcp={"servers": {"git": git_server(repo)}}):
+
+            async def announced() -> dict[str, Any] | None:
+                tools = await policy_tools(stack)
+                return tools if "git.git_status" in tools["tools"] else None
+
+            tools = (await eventually(announced, timeout=30))["tools"]
+            levels = {
+                name: tools[name]["admin"] for name in ("git.git_status", "git.git_reset", "git.git_commit")
+            }
+            assert levels == {
+                "git.git_status": "AUTO",
+                "git.git_reset": "APPROVE",
+                "git.git_commit": "CONFIRM",
+            }
+            assert tools["git.git_status"]["source"] == "mcp:git"
+            assert tools["time.get_current_time"]["admin"] == "AUTO"  # the default configuration's server
+
+            ran = await verdict_of(stack, "cat-1", "git.git_status", {"repo_path": str(repo)})
+            assert (ran["verdict"]["decision"], ran["status"]) == ("allow", "completed")
+            assert "branch" in ran["result"].lower()
+            wrong = await verdict_of(
+                stack, "cat-2", "git.git_log", {"repo_path": str(repo), "max_count": "many"}
+            )
+            assert wrong["verdict"]["decision"] == "deny"
+            assert "max_count" in " ".join(wrong["verdict"]["reasons"])
+
+        # The executor starts again without the git server: its tools are withdrawn, and refused.
+        async with running(stack, ("executor",)):
+
+            async def withdrawn() -> dict[str, Any] | None:
+                tools = await policy_tools(stack)
+                return tools if "git.git_status" in tools["withdrawn"] else None
+
+            gone = await eventually(withdrawn, timeout=30)
+            assert "git.git_status" not in gone["tools"]
+            refused = await verdict_of(stack, "cat-3", "git.git_status", {"repo_path": str(repo)})
+            assert refused["verdict"]["decision"] == "deny"
+            assert "withdrawn" in refused["verdict"]["reasons"][0]
+            assert "mcp:git no longer offers it" in refused["verdict"]["reasons"][0]
+
+
+async def test_a_server_that_says_its_tools_changed_changes_what_the_firewall_judges_from(
+    stack: Stack,
+) -> None:
+    growing = {"command": sys.executable, "args": [str(GROWING)]}
+    async with running(stack, ("firewall", "executor"), mcp={"servers": {"growing": growing}}) as services:
+        executor = services["executor"]
+        assert isinstance(executor, ExecutorService)
+
+        async def has(name: str, where: str) -> dict[str, Any] | None:
+            tools = await policy_tools(stack)
+            return tools if name in tools[where] else None
+
+        await eventually(lambda: has("growing.unlock", "tools"), timeout=30)
+        await executor.registry.execute(ToolCall("growing.unlock", {}))
+        opened = (await eventually(lambda: has("growing.read_vault", "tools"), timeout=20))["tools"]
+        assert opened["growing.read_vault"]["admin"] == "AUTO"  # it says it is read-only
+        await executor.registry.execute(ToolCall("growing.lock", {}))
+        closed = await eventually(lambda: has("growing.read_vault", "withdrawn"), timeout=20)
+        assert "growing.read_vault" not in closed["tools"]
