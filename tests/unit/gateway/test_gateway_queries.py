@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from overseer_events.catalogue import Principal
+from overseer_events.views import Until
 from overseer_gateway.application.queries import consequence_when_settled, open_question
 from overseer_runtime.rpc import RpcError
 from tests.fakes.gateway import APPROVAL_FORM, InMemoryPeers
@@ -23,12 +24,12 @@ def observer(answer: Any) -> InMemoryPeers:
     return InMemoryPeers(methods={("observer", "consequence"): consequence})
 
 
-@pytest.mark.parametrize(("terminal", "until"), [(False, "settled"), (True, "terminal")])
+@pytest.mark.parametrize("until", ["settled", "terminal", "started"])
 async def test_the_observer_waits_for_the_execution_to_settle_a_little_longer_than_asked(
-    terminal: bool, until: str
+    until: Until,
 ) -> None:
     peers = observer(VIEW)
-    view = await consequence_when_settled(peers, "e1", wait=2.0, until_terminal=terminal)
+    view = await consequence_when_settled(peers, "e1", wait=2.0, until=until)
     assert view == VIEW
     (asked,) = peers.asked
     assert asked.payload == {"execution_id": "e1", "wait": 2.0, "until": until}
@@ -38,14 +39,14 @@ async def test_the_observer_waits_for_the_execution_to_settle_a_little_longer_th
 
 async def test_an_execution_the_observer_does_not_know_is_no_view() -> None:
     peers = observer(RpcError(404, "no execution e1"))
-    assert await consequence_when_settled(peers, "e1", wait=0.0, until_terminal=False) is None
+    assert await consequence_when_settled(peers, "e1", wait=0.0, until="settled") is None
 
 
 @pytest.mark.parametrize("status", [503, 504, 500])
 async def test_an_observer_that_cannot_answer_is_an_error_not_an_unknown_execution(status: int) -> None:
     peers = observer(RpcError(status, "observer is away"))
     with pytest.raises(RpcError) as failed:
-        await consequence_when_settled(peers, "e1", wait=0.0, until_terminal=False)
+        await consequence_when_settled(peers, "e1", wait=0.0, until="settled")
     assert failed.value.status == status
 
 

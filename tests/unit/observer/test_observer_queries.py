@@ -67,7 +67,7 @@ def test_snapshot_uses_the_observer_clock() -> None:
 
 async def test_a_settled_consequence_is_answered_without_waiting() -> None:
     changes = ChangeFeed()
-    view = await _observer(changes=changes).settled_consequence(TOOL_ID, wait=20, until_terminal=True)
+    view = await _observer(changes=changes).settled_consequence(TOOL_ID, wait=20, until="terminal")
     assert view.consequence_label == "SUCCESS"
     assert changes.waits == []
 
@@ -80,7 +80,7 @@ async def test_a_running_execution_is_read_again_after_each_commit_until_it_sett
 
     changes = ChangeFeed([lambda: None, complete])  # a commit that changes nothing, then the completion
     observer = ExecutionObserver(folded, folded, changes, folded)
-    view = await observer.settled_consequence(TOOL_ID, wait=20, until_terminal=False)
+    view = await observer.settled_consequence(TOOL_ID, wait=20, until="settled")
     assert view.consequence_label == "SUCCESS"
     assert [execution_id for execution_id, _ in changes.waits] == [TOOL_ID, TOOL_ID]
 
@@ -88,14 +88,26 @@ async def test_a_running_execution_is_read_again_after_each_commit_until_it_sett
 async def test_without_waiting_a_running_execution_is_answered_as_it_is() -> None:
     folded = FoldedExample([TOOL_PROPOSED, TOOL_CREATED, TOOL_TRANSITIONS[0]])
     changes = ChangeFeed()
-    view = await ExecutionObserver(folded, folded, changes, folded).settled_consequence(TOOL_ID, 0, True)
+    view = await ExecutionObserver(folded, folded, changes, folded).settled_consequence(
+        TOOL_ID, 0, "terminal"
+    )
+    assert view.consequence_label == "IN_PROGRESS"
+    assert changes.waits == []
+
+
+async def test_a_caller_waiting_until_it_starts_is_answered_once_it_runs() -> None:
+    folded = FoldedExample([TOOL_PROPOSED, TOOL_CREATED, TOOL_TRANSITIONS[0]])
+    changes = ChangeFeed()
+    view = await ExecutionObserver(folded, folded, changes, folded).settled_consequence(
+        TOOL_ID, 20, "started"
+    )
     assert view.consequence_label == "IN_PROGRESS"
     assert changes.waits == []
 
 
 async def test_an_execution_still_unknown_when_the_wait_runs_out_is_refused() -> None:
     with pytest.raises(UnknownExecution):
-        await _observer().settled_consequence("exec-404", wait=0.01, until_terminal=True)
+        await _observer().settled_consequence("exec-404", wait=0.01, until="terminal")
 
 
 async def test_a_page_of_executions_says_where_the_next_begins_and_the_last_page_says_there_is_none() -> None:

@@ -9,6 +9,8 @@ names are part of the external contract: add fields, never rename them.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict
 
 
@@ -110,6 +112,10 @@ class StateMachineTopology(ObservationModel):
     initial_status: str
 
 
+Until = Literal["settled", "terminal", "started"]
+"""How far a caller waits for an execution: see :meth:`ExecutionConsequenceView.reached`."""
+
+
 class ExecutionConsequenceView(ObservationModel):
     """What an execution did to the world, in words an LLM can read (the reasoning side's input)."""
 
@@ -153,9 +159,16 @@ class ExecutionConsequenceView(ObservationModel):
 
     def is_settled(self, until_terminal: bool = False) -> bool:
         """Terminal, or WAITING for a person (unless the caller waits for the terminal state only)."""
+        return self.reached("terminal" if until_terminal else "settled")
+
+    def reached(self, until: Until) -> bool:
+        """Whether a caller waiting ``until`` stops here: always at a terminal state; at WAITING for a
+        person when ``settled``; once it runs (IN_PROGRESS) when ``started``."""
         if not self.is_still_pending:
             return True
-        return not until_terminal and self.consequence_label == "WAITING"
+        if until == "settled":
+            return self.consequence_label == "WAITING"
+        return until == "started" and self.consequence_label == "IN_PROGRESS"
 
 
 class ExecutionSummary(ObservationModel):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from overseer_events.catalogue import Principal
+from overseer_events.views import Until
 from overseer_gateway.application.ports import KnownTools, Peers
 from overseer_gateway.domain.approvals import ApprovalCard
 from overseer_gateway.domain.tools import closest_tools, unknown_tool
@@ -14,9 +15,10 @@ from overseer_runtime.rpc import RpcError
 
 
 async def consequence_when_settled(
-    peers: Peers, execution_id: str, *, wait: float, until_terminal: bool
+    peers: Peers, execution_id: str, *, wait: float, until: Until
 ) -> dict[str, Any] | None:
-    """The observer's consequence view as soon as it settles, else as it is after ``wait`` seconds.
+    """The observer's consequence view as soon as it reaches ``until`` (terminal; or WAITING for a person,
+    ``settled``; or running, ``started``), else as it is after ``wait`` seconds.
 
     The observer does the waiting: it answers right after the commit that settles the
     execution in its read model, one hop sooner than any announcement could reach us.
@@ -25,7 +27,7 @@ async def consequence_when_settled(
     payload = {
         "execution_id": execution_id,
         "wait": wait,
-        "until": "terminal" if until_terminal else "settled",
+        "until": until,
     }
     try:
         view: dict[str, Any] = await peers.ask("observer", "consequence", payload, timeout=wait + 5.0)

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from overseer_events.views import Until
 from overseer_gateway.domain.access import Role
 from overseer_gateway.domain.actions import ID
 from overseer_gateway.entrypoints.answers import JSON, send_json
@@ -44,7 +45,7 @@ ACTIONS = "/v1/actions"
 ONE_ACTION = "/v1/actions/"
 # What FastAPI reads the same way for ``wait`` (a float, 0..60): plain decimals, no sign or exponent.
 PLAIN_WAIT = re.compile(r"(0|[1-9][0-9]{0,2})(\.[0-9]{1,9})?")
-UNTIL = frozenset({"settled", "terminal"})
+UNTIL: dict[str, Until] = {"settled": "settled", "terminal": "terminal", "started": "started"}
 
 
 class FastActions:
@@ -145,7 +146,7 @@ def _headers(scope: Scope) -> tuple[bytes | None, bytes | None, bytes | None] | 
     return authorization, content_type, content_length
 
 
-def _plain_query(query_string: bytes) -> tuple[float, str] | None:
+def _plain_query(query_string: bytes) -> tuple[float, Until] | None:
     """``wait`` and ``until`` read as FastAPI reads them, or None when they are anything but plain."""
     if not query_string:
         return 0.0, "settled"
@@ -155,7 +156,7 @@ def _plain_query(query_string: bytes) -> tuple[float, str] | None:
     if not PLAIN_WAIT.fullmatch(wait) or until not in UNTIL:
         return None
     seconds = float(wait)
-    return (seconds, until) if seconds <= MAX_WAIT else None
+    return (seconds, UNTIL[until]) if seconds <= MAX_WAIT else None
 
 
 def _text(value: bytes | None) -> str | None:

@@ -116,7 +116,7 @@ class GatewayDesk:
 
     async def settled(self, execution_id: str, wait: float, until_terminal: bool) -> dict[str, Any] | None:
         return await consequence_when_settled(
-            self.gateway.peers, execution_id, wait=wait, until_terminal=until_terminal
+            self.gateway.peers, execution_id, wait=wait, until="terminal" if until_terminal else "settled"
         )
 
     async def cancel(self, execution_id: str, reason: str) -> None:

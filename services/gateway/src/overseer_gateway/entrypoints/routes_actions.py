@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 
-from overseer_events.views import ExecutionConsequenceView
+from overseer_events.views import ExecutionConsequenceView, Until
 from overseer_gateway.application.commands import (
     DecideApproval,
     ProposeAction,
@@ -63,12 +63,9 @@ async def accept_action(gateway: Gateway, body: ActionRequest, caller: Caller) -
     return {"execution_id": execution_id}
 
 
-async def settled_view(gateway: Gateway, execution_id: str, wait: float, until: str) -> dict[str, Any]:
+async def settled_view(gateway: Gateway, execution_id: str, wait: float, until: Until) -> dict[str, Any]:
     view = await consequence_when_settled(
-        gateway.peers,
-        execution_id,
-        wait=min(wait, gateway.max_wait),
-        until_terminal=until == "terminal",
+        gateway.peers, execution_id, wait=min(wait, gateway.max_wait), until=until
     )
     if view is None:
         raise ProblemError(404, f"no execution {execution_id!r} is known (yet)")
@@ -105,8 +102,9 @@ async def consequence(
     wait: float = Query(
         0.0, ge=0.0, le=MAX_WAIT, description="seconds to wait for a terminal or WAITING state"
     ),
-    until: Literal["settled", "terminal"] = Query(
-        "settled", description="`terminal`: do not stop at WAITING"
+    until: Until = Query(
+        "settled",
+        description="`terminal`: do not stop at WAITING; `started`: stop once it runs (or ends), not at WAITING",
     ),
     _: Caller = Depends(require(Role.VIEWER)),
 ) -> Response:

@@ -13,6 +13,7 @@ from overseer_events.views import (
     ExecutionTimeline,
     StateMachineTopology,
     TransitionRecord,
+    Until,
 )
 from overseer_observer.application.ports import (
     ExecutionLists,
@@ -77,11 +78,12 @@ class ExecutionObserver:
         return views.consequence_view(self._contract(execution_id))
 
     async def settled_consequence(
-        self, execution_id: str, wait: float, until_terminal: bool
+        self, execution_id: str, wait: float, until: Until
     ) -> ExecutionConsequenceView:
-        """The consequence view once the execution settles, else as it is after ``wait`` seconds.
+        """The consequence view once the execution reaches ``until``, else as it is after ``wait`` seconds.
 
-        Settled is terminal, or also WAITING unless ``until_terminal``. The view is read again after
+        ``until`` (:meth:`~overseer_events.views.ExecutionConsequenceView.reached`): terminal; or also
+        WAITING for a person (``settled``); or also running (``started``). The view is read again after
         each commit that touched the execution, never on a timer; an execution still unknown at the
         end is :class:`UnknownExecution`.
         """
@@ -90,7 +92,7 @@ class ExecutionObserver:
             contract = self.executions.contract(execution_id)
             view = views.consequence_view(contract) if contract is not None else None
             remaining = deadline - time.monotonic()
-            if (view is not None and view.is_settled(until_terminal)) or remaining <= 0:
+            if (view is not None and view.reached(until)) or remaining <= 0:
                 if view is None:
                     raise UnknownExecution(execution_id)
                 return view

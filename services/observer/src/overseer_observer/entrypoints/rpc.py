@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Literal, Protocol
+from typing import Protocol
 
 from pydantic import Field, StrictFloat, StrictInt
 
@@ -20,6 +20,7 @@ from overseer_events.views import (
     ExecutionTimeline,
     StateMachineTopology,
     TransitionRecord,
+    Until,
 )
 from overseer_observer.application.queries import ExecutionObserver
 from overseer_observer.domain.errors import UnknownExecution, UnknownSession
@@ -40,11 +41,12 @@ class SessionRequest(RpcRequest):
 
 
 class ConsequenceRequest(RpcRequest):
-    """``wait`` seconds at most for the execution to settle: terminal, or WAITING unless ``until`` is terminal."""
+    """``wait`` seconds at most for the execution to reach ``until``: terminal, or WAITING for a person
+    (``settled``), or running (``started``)."""
 
     execution_id: str = Id
     wait: StrictInt | StrictFloat = Field(default=0, ge=0, le=MAX_WAIT_SECONDS)
-    until: Literal["settled", "terminal"] = "settled"
+    until: Until = "settled"
 
 
 MAX_PAGE = 500
@@ -127,9 +129,7 @@ class _Methods:
     async def consequence(self, r: ConsequenceRequest) -> ExecutionConsequenceView:
         """Answers as soon as the execution settles, re-reading after each commit that touched it."""
         try:
-            return await self.observer.queries.settled_consequence(
-                r.execution_id, float(r.wait), r.until == "terminal"
-            )
+            return await self.observer.queries.settled_consequence(r.execution_id, float(r.wait), r.until)
         except UnknownExecution:
             raise RpcError(404, f"no execution {r.execution_id!r} is known (yet)") from None
 
