@@ -212,6 +212,11 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
     def open_in_session(self, session_id: str) -> list[ExecutionContract]:
         return self._many(lambda c: c.session_id == session_id and c.status in OPEN)
 
+    def running_at_agent_since_before(self, cutoff: float) -> list[ExecutionContract]:
+        return self._many(
+            lambda c: c.status == ExecutionStatus.RUNNING and not c.runs_here and c.updated_at <= cutoff
+        )
+
     def waiting_since_before(self, cutoff: float) -> list[ExecutionContract]:
         return self._many(
             lambda c: (

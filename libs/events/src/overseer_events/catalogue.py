@@ -19,6 +19,7 @@ from overseer_events.views import ExecutionConsequenceView
 JSON = dict[str, Any]
 
 ActionType = Literal["tool_call", "ecs_request"]
+RunsAt = Literal["executor", "agent"]
 PermissionLevel = Literal["AUTO", "NOTIFY", "CONFIRM", "APPROVE"]
 VerdictDecision = Literal["allow", "hold", "deny"]
 ApprovalKind = Literal["approval", "reconciliation", "confirmation"]
@@ -180,6 +181,9 @@ class ExecutionProposed(EventData):
     summary: str | None = None
     proposer: Principal
     depends_on: ProposalId | None = None
+    # Where the tool runs: the executor's registry, or the agent's own process (the agent runs it once
+    # allowed, with the approved arguments, and reports the outcome: ``execution.outcome_reported``).
+    runs_at: RunsAt = "executor"
 
     @field_validator("proposer")
     @classmethod
@@ -187,6 +191,19 @@ class ExecutionProposed(EventData):
         if not proposer.kind or not proposer.id:
             raise ValueError("the proposer needs a kind and an id")
         return proposer
+
+
+@event("execution.outcome_reported")
+class OutcomeReported(EventData):
+    """The agent that ran an execution in its own process (``runs_at: agent``) says how it ended, with the
+    hash of the arguments it ran with (they must be the approved ones). Accepted once, from that agent."""
+
+    execution_id: ProposalId
+    status: Literal["completed", "failed"]
+    result: str | None = None
+    error: str | None = None
+    args_hash: str
+    reported_by: Principal
 
 
 # -------------------------------------------------------------- reasoning --
@@ -470,6 +487,7 @@ class ContractCreated(EventData):
     proposer: Principal
     depends_on: str | None = None
     created_at: float
+    runs_at: RunsAt = "executor"
     # The ``create_contract:<id>`` step (node_id: the proposing service).
     trace: TraceStep | None = None
 

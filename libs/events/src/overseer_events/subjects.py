@@ -25,6 +25,7 @@ OWNERSHIP: dict[str, tuple[str, ...]] = {
         "human.responded",
         "co.command.*",
         "execution.proposed",
+        "execution.outcome_reported",
     ),
     "reasoning": ("execution.proposed", "conversation.replied", "agent.*", "memory.*", "co.suggested"),
     "firewall": (

@@ -138,19 +138,26 @@ class ExecutorService(Service):
         self._opened.callback(sweeper.cancel)
 
     async def _sweep(self, runtime: Host) -> None:
-        """Time out WAITING approvals nobody answered within ``approval_ttl_seconds``."""
+        """Time out WAITING approvals nobody answered within ``approval_ttl_seconds``, and ask a person
+        about calls an agent was allowed to run and has not reported on within ``agent_outcome_seconds``."""
         ttl = self.settings.approval_ttl_seconds
+        silence = self.settings.agent_outcome_seconds
         while True:
             await asyncio.sleep(self.settings.sweep_interval_seconds)
             try:
                 expired = await runtime.execute_in(
                     self.unit_for, lambda unit: self.execution.expire_waits(unit, ttl)
                 )
+                silent = await runtime.execute_in(
+                    self.unit_for, lambda unit: self.execution.expire_agent_runs(unit, silence)
+                )
             except Exception:
                 log.exception("approval TTL sweep failed")
                 continue
             if expired:
                 log.info("timed out %d unanswered wait(s)", expired)
+            if silent:
+                log.warning("%d agent(s) did not report how a call they were allowed to run ended", silent)
 
     async def stop(self) -> None:
         await self._opened.aclose()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
+
 from overseer_runtime.config import Section
 
 
@@ -21,6 +23,7 @@ class ExecutorSettings(Section):
     retry_max_seconds: float
     approval_ttl_seconds: float
     sweep_interval_seconds: float
+    agent_outcome_seconds: float = Field(gt=0)
     max_result_chars: int
     drain_seconds: float
 

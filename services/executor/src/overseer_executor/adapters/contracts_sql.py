@@ -72,7 +72,8 @@ class ContractsProjection(SqlProjection):
         version         INTEGER NOT NULL,
         updated_at      REAL NOT NULL,
         result          TEXT,
-        error_message   TEXT
+        error_message   TEXT,
+        runs_at         TEXT NOT NULL  -- executor | agent (the agent runs the call and reports)
     );
     -- The claim on an idempotency key (claims.py) is a contract's status: a twin is found by key and status.
     DROP INDEX IF EXISTS executor_contracts_completed_key;
@@ -131,7 +132,7 @@ class ContractsProjection(SqlProjection):
     def _created(conn: sqlite3.Connection, d: ContractCreated, event: Envelope) -> None:
         conn.execute(
             "INSERT OR IGNORE INTO executor_contracts VALUES "
-            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, NULL, NULL)",
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, NULL, NULL, ?)",
             (
                 d.execution_id,
                 d.session_id,
@@ -149,6 +150,7 @@ class ContractsProjection(SqlProjection):
                 d.created_at,
                 event.aggregate_version,
                 d.created_at,
+                d.runs_at,
             ),
         )
 
@@ -262,7 +264,7 @@ _CONTRACT_COLUMNS = (
     "c.idempotent, c.idempotency_key, c.timeout_seconds, c.co_id, c.proposer, c.depends_on, c.created_at, "
     "c.status, c.version, c.updated_at, c.result, c.error_message, "
     "v.decision, v.level, v.args, v.args_hash, v.reasons, v.preview, v.requested_by, "
-    "a.kind, a.args_hash, a.requested_at"
+    "a.kind, a.args_hash, a.requested_at, c.runs_at"
 )
 _CONTRACT_FROM = (
     "FROM executor_contracts c "
@@ -313,6 +315,7 @@ def _contract(row: tuple[Any, ...]) -> ExecutionContract:
         error_message=row[18],
         verdict=verdict,
         open_request=form,
+        runs_at="agent" if row[29] == "agent" else "executor",
     )
 
 
@@ -385,6 +388,9 @@ class SqliteContractRepository(ContractRepository):
 
     def open_in_session(self, session_id: str) -> list[ExecutionContract]:
         return self._many("c.session_id = ? AND c.status IN ('pending', 'waiting')", (session_id,))
+
+    def running_at_agent_since_before(self, cutoff: float) -> list[ExecutionContract]:
+        return self._many("c.status = 'running' AND c.runs_at = 'agent' AND c.updated_at <= ?", (cutoff,))
 
     def waiting_since_before(self, cutoff: float) -> list[ExecutionContract]:
         return self._many(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from overseer_events.catalogue import (
     ExecutionProposed,
     HumanDecisionRecorded,
+    OutcomeReported,
     SessionCancelRequested,
     VerdictIssued,
 )
@@ -25,8 +26,11 @@ from overseer_executor.application.tool_runner import ToolCalls
 from overseer_executor.domain.contract import ExecutionContract, Outcome, Verdict, open_contract
 from overseer_executor.domain.rules import (
     CANCELLABLE,
+    AgentReport,
     ToolOutcome,
     cancel_conflict,
+    decide_agent_report,
+    decide_agent_silence,
     decide_approval_expiry,
     decide_human_decision,
     decide_recovery,
@@ -122,6 +126,28 @@ class ExecutionHandlers:
         if contract is not None:
             self._commit(unit, contract, decide_tool_outcome(contract, result, now=unit.clock()))
 
+    def on_outcome_reported(self, report: OutcomeReported, unit: ExecutorUnit, event: Envelope) -> None:
+        """The agent that ran a call in its own process says how it ended."""
+        contract = unit.contracts.get(report.execution_id)
+        if contract is None:
+            log.warning("outcome report for %s ignored: no such contract", report.execution_id)
+            return
+        said = AgentReport(
+            completed=report.status == "completed",
+            text=(report.result or "") if report.status == "completed" else (report.error or "failed"),
+            args_hash=report.args_hash,
+            by=str(report.reported_by),
+        )
+        self._commit(unit, contract, decide_agent_report(contract, said, now=unit.clock()))
+
+    def expire_agent_runs(self, unit: ExecutorUnit, silence_seconds: float) -> int:
+        """Calls an agent was allowed to run and has not reported on within ``silence_seconds``: a person is
+        asked what happened (never taken as done)."""
+        silent = unit.contracts.running_at_agent_since_before(unit.clock() - silence_seconds)
+        for contract in silent:
+            self._commit(unit, contract, decide_agent_silence(contract, now=unit.clock()))
+        return len(silent)
+
     def expire_waits(self, unit: ExecutorUnit, ttl_seconds: float) -> int:
         now = unit.clock()
         expired = unit.contracts.waiting_since_before(now - ttl_seconds)
@@ -130,8 +156,9 @@ class ExecutionHandlers:
         return len(expired)
 
     def recover(self, unit: ExecutorUnit) -> int:
-        """After a restart: every contract still RUNNING lost its tool call."""
-        found = unit.contracts.with_status(ExecutionStatus.RUNNING)
+        """After a restart: every contract still RUNNING here lost its tool call (one that runs at the agent
+        did not: the agent's report, or its silence, ends it)."""
+        found = [c for c in unit.contracts.with_status(ExecutionStatus.RUNNING) if c.runs_here]
         for contract in found:
             if unit.calls.in_flight(contract.execution_id):
                 continue

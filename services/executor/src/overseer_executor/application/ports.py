@@ -65,6 +65,10 @@ class ContractRepository(abc.ABC):
     def waiting_since_before(self, cutoff: float) -> list[ExecutionContract]:
         """Contracts WAITING on an approval or a confirmation requested at or before ``cutoff``."""
 
+    @abc.abstractmethod
+    def running_at_agent_since_before(self, cutoff: float) -> list[ExecutionContract]:
+        """Contracts that run at the agent, RUNNING since ``cutoff`` or before (no report has come)."""
+
 
 class ToolSpecs(Protocol):
     """Tool declarations by name: dictionary reads, asked inside handlers."""

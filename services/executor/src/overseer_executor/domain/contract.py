@@ -17,6 +17,7 @@ from overseer_events.catalogue import (
     ExecutionProposed,
     ExecutionTransitioned,
     Principal,
+    RunsAt,
     TraceStep,
     VerdictIssued,
 )
@@ -87,6 +88,12 @@ class ExecutionContract:
     error_message: str | None = None
     verdict: Verdict | None = None
     open_request: OpenRequest | None = None
+    runs_at: RunsAt = "executor"  # "agent": the agent runs the tool itself, once allowed, and reports
+
+    @property
+    def runs_here(self) -> bool:
+        """Whether the executor runs the call (else the agent does, and reports how it ended)."""
+        return self.runs_at == "executor"
 
     @property
     def node(self) -> str:
@@ -124,6 +131,7 @@ class ExecutionContract:
             depends_on=data.depends_on,
             created_at=data.created_at,
             updated_at=data.created_at,
+            runs_at=data.runs_at,
         )
 
 
@@ -149,7 +157,8 @@ def open_contract(
     tool = tool_of(proposal)
     args = dict(proposal.args) if proposal.args else dict(proposal.action_detail.get("args") or {})
     irreversible = bool(proposal.irreversible) or (spec is not None and spec.irreversible)
-    idempotent = spec is not None and spec.idempotent and not irreversible
+    # Only a call the executor runs may be run again after a crash; an agent's call is the agent's.
+    idempotent = proposal.runs_at == "executor" and spec is not None and spec.idempotent and not irreversible
     if proposal.action_type == "tool_call" and tool:
         key: str | None = idempotency_key(tool, args)
         detail = dict(proposal.action_detail) or _detail_for(tool, args)
@@ -171,6 +180,7 @@ def open_contract(
         proposer=proposal.proposer,
         depends_on=proposal.depends_on,
         created_at=now,
+        runs_at=proposal.runs_at,
         trace=TraceStep(
             node_id=node_id,
             action=f"create_contract:{proposal.execution_id}",

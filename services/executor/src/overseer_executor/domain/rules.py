@@ -146,7 +146,8 @@ class Moves:
         return self
 
     def outcome(self, *, run_tool: bool = False, note: str | None = None) -> Outcome:
-        return Outcome(self.contract, tuple(self.events), run_tool, note)
+        # A call that runs at the agent is never run here: the agent runs it and reports.
+        return Outcome(self.contract, tuple(self.events), run_tool and self.contract.runs_here, note)
 
 
 def _fire(moves: Moves, triggers: tuple[str, ...], actor: str, text: str | None) -> Moves:
@@ -323,6 +324,8 @@ def decide_recovery(contract: ExecutionContract, *, tool_idempotent: bool, now: 
     """
     if contract.status != ExecutionStatus.RUNNING:
         return Outcome(contract, note=f"nothing to recover: the contract is {contract.status.value}")
+    if not contract.runs_here:
+        return Outcome(contract, note="it runs at the agent: its report, or its silence, ends it")
     if contract.action_type == "tool_call" and tool_idempotent and not contract.irreversible:
         return Outcome(contract, run_tool=True, note="re-run: the tool is idempotent")
     moves = Moves(contract, now).fire("suspend", contract.node)
@@ -333,3 +336,49 @@ def decide_recovery(contract: ExecutionContract, *, tool_idempotent: bool, now: 
         "Answer 'completed' if it did, 'failed' if it did not."
     )
     return moves.request("reconciliation", message=message).outcome()
+
+
+@dataclass(frozen=True, slots=True)
+class AgentReport:
+    """How a call the agent ran in its own process ended, as that agent reported it."""
+
+    completed: bool
+    text: str  # the result, or the error
+    args_hash: str  # of the arguments it ran with
+    by: str  # the reporting principal, ``agent:<name>``
+
+
+def decide_agent_report(contract: ExecutionContract, report: AgentReport, *, now: float) -> Outcome:
+    """The agent that was allowed to run the call says how it ended: the RUNNING contract ends with it.
+
+    Only the proposing agent's report, with the hash of the approved arguments, for a call that runs at
+    the agent and is RUNNING, counts; any other is ignored (the gateway refused it already).
+    """
+    refusal = (
+        "it runs at the executor" if contract.runs_here
+        else f"the contract is {contract.status.value}" if contract.status != ExecutionStatus.RUNNING
+        else f"it came from {report.by}, not from {contract.proposer}" if report.by != str(contract.proposer)
+        else "it ran with other arguments than approved" if report.args_hash != contract.args_hash
+        else None
+    )  # fmt: skip
+    if refusal is not None:
+        return Outcome(contract, note=f"agent report ignored: {refusal}")
+    outcome = ToolOutcome("succeeded" if report.completed else "failed", report.text)
+    return decide_tool_outcome(contract, outcome, now=now)
+
+
+def decide_agent_silence(contract: ExecutionContract, *, now: float) -> Outcome:
+    """An agent allowed to run a call has not said how it ended in time: whether it took effect is
+    unknown, so it is never taken as done; a person is asked what really happened (reconciliation)."""
+    if contract.runs_here or contract.status != ExecutionStatus.RUNNING:
+        return Outcome(contract, note=f"not waiting for an agent: the contract is {contract.status.value}")
+    message = (
+        f"{contract.proposer} was allowed to run {contract.tool} in its own process and has not said what "
+        "happened; whether it took effect is unknown. Answer 'completed' if it did, 'failed' if it did not."
+    )
+    return (
+        Moves(contract, now)
+        .fire("suspend", contract.node)
+        .request("reconciliation", message=message)
+        .outcome()
+    )

@@ -1,7 +1,8 @@
 """What the executor consumes, from whom, and the handler of each event class.
 
 Consumed: ``execution.proposed`` from reasoning (its own agent) and the
-gateway (external agents); from the firewall its verdicts, the human
+gateway (external agents), and from the gateway the outcome an agent reports of a
+call it ran in its own process; from the firewall its verdicts, the human
 decisions HumanGate recorded, second-stage session aborts, and session path
 grants (``policy.path_granted``: no handler, only the read model the file
 tools ask, ``adapters/path_grants.py``).
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from overseer_events.catalogue import (
     ExecutionProposed,
     HumanDecisionRecorded,
+    OutcomeReported,
     SessionCancelRequested,
     VerdictIssued,
 )
@@ -30,6 +32,7 @@ PROPOSAL_GATHER = 0.01
 SUBSCRIPTIONS = (
     Subscription(owner="reasoning", types=("execution.proposed",), gather=PROPOSAL_GATHER),
     Subscription(owner="gateway", types=("execution.proposed",), gather=PROPOSAL_GATHER),
+    Subscription(owner="gateway", types=("execution.outcome_reported",)),
     Subscription(
         owner="firewall",
         # A grant comes before the verdicts that rely on it, on the same consumer: it is recorded first.
@@ -51,4 +54,5 @@ def handlers(unit_for: Callable[[UnitOfWork], ExecutorUnit]) -> HandlerTable[Exe
         .on(VerdictIssued, lambda verdict, unit, _: execution.on_verdict(verdict, unit))
         .on(HumanDecisionRecorded, lambda decision, unit, _: execution.on_decision(decision, unit))
         .on(SessionCancelRequested, lambda request, unit, _: execution.on_session_cancel(request, unit))
+        .on(OutcomeReported, execution.on_outcome_reported)
     )
