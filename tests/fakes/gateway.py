@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import orjson
 from starlette.websockets import WebSocket
 
-from overseer_events.catalogue import AnswerReceived, HumanResponded
+from overseer_events.catalogue import AnswerReceived, HumanResponded, OutcomeReported
 from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.subjects import SERVICES, NotOwner, Subjects, owns, type_of_subject
 from overseer_gateway.application.ports import GatewayUnit
@@ -43,6 +43,7 @@ class InMemoryGateway:
         self.events: list[Envelope] = []
         self.responded: set[tuple[str, str]] = set()
         self.answered: set[tuple[str, str]] = set()
+        self.outcomes: set[str] = set()
         self.stream = InMemoryLiveEvents(self.subjects.namespace)
 
     async def execute(self, command: Callable[[GatewayUnit], T]) -> T:
@@ -55,6 +56,8 @@ class InMemoryGateway:
                 self.responded.add((event.data.execution_id, card_of(event.aggregate_id)))
             if isinstance(event.data, AnswerReceived):
                 self.answered.add((event.data.session_id, event.data.request_id))
+            if isinstance(event.data, OutcomeReported):
+                self.outcomes.add(event.data.execution_id)
             self.stream.store(self.subjects.event(SERVICE, event.type), event.encode())
         return result
 
@@ -120,6 +123,10 @@ class InMemoryResponses:
             if isinstance(e.data, AnswerReceived)
         }
         return (session_id, request_id) in self.store.answered | pending
+
+    def outcome_reported(self, execution_id: str) -> bool:
+        pending = {e.data.execution_id for e in self.outbox.pending if isinstance(e.data, OutcomeReported)}
+        return execution_id in self.store.outcomes | pending
 
 
 # -- the events stream --------------------------------------------------------------------------

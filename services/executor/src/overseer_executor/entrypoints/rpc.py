@@ -134,4 +134,5 @@ def contract_view(contract: ExecutionContract) -> dict[str, Any]:
             "reasons": list(verdict.reasons),
         },
         "waiting_on": None if contract.open_request is None else contract.open_request.kind,
+        "runs_at": contract.runs_at,
     }

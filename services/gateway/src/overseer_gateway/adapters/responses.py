@@ -1,7 +1,9 @@
-"""The gateway's own record of the decisions it accepted: one per approval card, never two; and of
-the answers to the agent's questions: one per question.
+"""The gateway's own record of the decisions it accepted: one per approval card, never two; of the
+answers to the agent's questions: one per question; and of the outcomes agents reported of the calls
+they ran: one per execution.
 
-A projection of the gateway's ``human.responded`` and ``conversation.answer_received`` events. Checked and written in
+A projection of the gateway's ``human.responded``, ``conversation.answer_received`` and
+``execution.outcome_reported`` events. Checked and written in
 the same transaction as the emit (``runtime.execute`` runs without awaiting), so
 two concurrent decisions on one card cannot both pass.
 """
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from overseer_events.catalogue import AnswerReceived, HumanResponded
+from overseer_events.catalogue import AnswerReceived, HumanResponded, OutcomeReported
 from overseer_events.envelope import Envelope
 from overseer_gateway.domain.approvals import card_of
 from overseer_runtime.projection import SqlProjection
@@ -34,8 +36,12 @@ class RecordedResponses(SqlProjection):
         event_id TEXT NOT NULL,
         PRIMARY KEY (session_id, request_id)
     );
+    CREATE TABLE IF NOT EXISTS gateway_outcomes (
+        execution_id TEXT PRIMARY KEY,
+        event_id TEXT NOT NULL
+    );
     """
-    tables = ("gateway_responses", "gateway_answers")
+    tables = ("gateway_responses", "gateway_answers", "gateway_outcomes")
 
     def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
         match event.data:
@@ -56,6 +62,11 @@ class RecordedResponses(SqlProjection):
                     "INSERT OR IGNORE INTO gateway_answers VALUES (?, ?, ?)",
                     (data.session_id, data.request_id, event.event_id),
                 )
+            case OutcomeReported() as data:
+                conn.execute(
+                    "INSERT OR IGNORE INTO gateway_outcomes VALUES (?, ?)",
+                    (data.execution_id, event.event_id),
+                )
 
 
 class SqliteResponses:
@@ -73,5 +84,11 @@ class SqliteResponses:
     def already_answered(self, session_id: str, request_id: str) -> bool:
         row = self.conn.execute(
             "SELECT 1 FROM gateway_answers WHERE session_id = ? AND request_id = ?", (session_id, request_id)
+        ).fetchone()
+        return row is not None
+
+    def outcome_reported(self, execution_id: str) -> bool:
+        row = self.conn.execute(
+            "SELECT 1 FROM gateway_outcomes WHERE execution_id = ?", (execution_id,)
         ).fetchone()
         return row is not None

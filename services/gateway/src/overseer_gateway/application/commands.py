@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from overseer_events.catalogue import (
     AnswerReceived,
@@ -21,6 +21,7 @@ from overseer_events.catalogue import (
     ExecutionProposed,
     HumanResponded,
     MessageReceived,
+    OutcomeReported,
     PathGrant,
 )
 from overseer_events.envelope import Envelope
@@ -28,7 +29,13 @@ from overseer_events.ids import uuid7
 from overseer_gateway.application.ports import GatewayUnit, Peers, Transactions
 from overseer_gateway.application.queries import OpenQuestion
 from overseer_gateway.domain.access import Caller
-from overseer_gateway.domain.approvals import Refusal, refuse_decision, response_aggregate
+from overseer_gateway.domain.approvals import (
+    AgentRun,
+    Refusal,
+    refuse_decision,
+    refuse_report,
+    response_aggregate,
+)
 
 # A user's command on a Cognitive Object; the col service carries it out.
 CoCommand = (
@@ -54,6 +61,7 @@ class ProposeAction:
     summary: str | None = None
     timeout_seconds: float | None = None
     idempotency_key: str | None = None
+    runs_at: Literal["executor", "agent"] = "executor"
 
 
 def propose_action(unit: GatewayUnit, command: ProposeAction, caller: Caller) -> str:
@@ -73,12 +81,46 @@ def propose_action(unit: GatewayUnit, command: ProposeAction, caller: Caller) ->
             co_id=command.co_id,
             summary=command.summary,
             proposer=caller.as_principal("agent"),
+            runs_at=command.runs_at,
         ),
         aggregate_id=execution_id,
         aggregate_version=1,
         correlation_id=command.session_id,
     )
     return execution_id
+
+
+@dataclass(frozen=True, slots=True)
+class ReportOutcome:
+    execution_id: str
+    status: Literal["completed", "failed"]
+    args_hash: str
+    result: str | None = None
+    error: str | None = None
+
+
+def report_outcome(unit: GatewayUnit, command: ReportOutcome, run: AgentRun, caller: Caller) -> str | Refusal:
+    """``execution.outcome_reported`` for the agent that ran the call in its own process (its event id),
+    unless the call refuses the report: once, from its proposer, while it may run, with the approved
+    arguments (:func:`~overseer_gateway.domain.approvals.refuse_report`)."""
+    reporter = caller.as_principal("agent")
+    already = unit.responses.outcome_reported(command.execution_id)
+    refusal = refuse_report(run, reporter=reporter, args_hash=command.args_hash, already_reported=already)
+    if refusal is not None:
+        return refusal
+    event = unit.emit_as(actor(caller))(
+        OutcomeReported(
+            execution_id=command.execution_id,
+            status=command.status,
+            result=command.result,
+            error=command.error,
+            args_hash=command.args_hash,
+            reported_by=reporter,
+        ),
+        aggregate_id=f"outcome:{command.execution_id}",
+        aggregate_version=1,
+    )
+    return event.event_id
 
 
 @dataclass(frozen=True, slots=True)

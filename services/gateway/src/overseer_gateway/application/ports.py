@@ -36,6 +36,10 @@ class Responses(Protocol):
         """Whether the agent's question ``request_id`` in the session was answered through the gateway."""
         ...
 
+    def outcome_reported(self, execution_id: str) -> bool:
+        """Whether an agent reported how the call it ran ended (one report per execution)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class GatewayUnit:

@@ -9,7 +9,7 @@ from typing import Any
 from overseer_events.catalogue import Principal
 from overseer_events.views import Until
 from overseer_gateway.application.ports import KnownTools, Peers
-from overseer_gateway.domain.approvals import ApprovalCard
+from overseer_gateway.domain.approvals import AgentRun, ApprovalCard
 from overseer_gateway.domain.tools import closest_tools, unknown_tool
 from overseer_runtime.rpc import RpcError
 
@@ -115,3 +115,24 @@ async def unregistered_tool(tools: KnownTools, tool: str) -> UnknownTool | None:
             return None
     assert names is not None
     return UnknownTool(unknown_tool(tool, names), closest_tools(tool, names))
+
+
+async def agent_run(peers: Peers, execution_id: str) -> AgentRun | None:
+    """The call as the agent that runs it sees it (the executor's contract), None when it is not known."""
+    try:
+        contract: dict[str, Any] = await peers.ask("executor", "contract.get", {"execution_id": execution_id})
+    except RpcError as exc:
+        if exc.status != 404:
+            raise
+        return None
+    verdict = contract.get("verdict") or {}
+    return AgentRun(
+        execution_id=execution_id,
+        runs_at=str(contract.get("runs_at", "executor")),
+        proposer=str(contract["proposer"]),
+        status=str(contract["status"]),
+        args=dict(verdict.get("args") or contract.get("args") or {}),
+        args_hash=verdict.get("args_hash"),
+        error=contract.get("error_message"),
+        verdict=verdict.get("decision"),
+    )

@@ -9,6 +9,7 @@ requester approving its own proposal.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from overseer_events.catalogue import Principal
 from overseer_events.machines import ExecutionStatus
@@ -84,3 +85,42 @@ def response_aggregate(execution_id: str, card: str) -> str:
 def card_of(aggregate_id: str) -> str:
     """The card a response's aggregate names (see :func:`response_aggregate`)."""
     return aggregate_id.rpartition(":")[2]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRun:
+    """A call as the agent that runs it in its own process sees it (from the executor's contract)."""
+
+    execution_id: str
+    runs_at: str
+    proposer: str  # ``agent:<name>``
+    status: str  # the contract's state: pending, running, waiting, completed …
+    args: dict[str, Any]  # the approved arguments (the firewall's, once it spoke)
+    args_hash: str | None  # their hash, None before the firewall spoke
+    error: str | None = None  # why it ended without running (refused, rejected, cancelled)
+    verdict: str | None = None  # the firewall's decision: allow, hold or deny (None before it spoke)
+
+
+def refuse_report(
+    run: AgentRun, *, reporter: Principal, args_hash: str, already_reported: bool
+) -> Refusal | None:
+    """None when the agent's outcome report may be recorded, else why not (HTTP status, title, detail)."""
+    if str(reporter) != run.proposer:
+        return Refusal(403, "Not yours", f"execution {run.execution_id} was proposed by {run.proposer}")
+    if run.runs_at != "agent":
+        return Refusal(409, "Runs at the executor", f"execution {run.execution_id} is run by the executor")
+    if already_reported:
+        return Refusal(409, "Already reported", f"the outcome of execution {run.execution_id} was reported")
+    if run.status != ExecutionStatus.RUNNING:
+        return Refusal(
+            409,
+            "Not allowed to run",
+            f"execution {run.execution_id} is {run.status}: it was not allowed to run now",
+        )
+    if args_hash != run.args_hash:
+        return Refusal(
+            409,
+            "Arguments changed",
+            f"args_hash {args_hash!r} does not match the approved arguments ({run.args_hash!r})",
+        )
+    return None

@@ -11,10 +11,13 @@ from overseer_events.views import ExecutionConsequenceView, Until
 from overseer_gateway.application.commands import (
     DecideApproval,
     ProposeAction,
+    ReportOutcome,
     decide_approval,
     propose_action,
+    report_outcome,
 )
 from overseer_gateway.application.queries import (
+    agent_run,
     consequence_when_settled,
     open_question,
     pending_approvals,
@@ -22,7 +25,7 @@ from overseer_gateway.application.queries import (
 )
 from overseer_gateway.domain.access import Caller, Role
 from overseer_gateway.domain.actions import ID, ID_MAX
-from overseer_gateway.domain.approvals import Refusal
+from overseer_gateway.domain.approvals import AgentRun, Refusal
 from overseer_gateway.entrypoints.answers import json_response, passed_on
 from overseer_gateway.entrypoints.auth import require
 from overseer_gateway.entrypoints.context import Gateway, gateway_of
@@ -34,6 +37,9 @@ from overseer_gateway.entrypoints.schemas import (
     ApprovalItem,
     DecisionRecorded,
     DecisionRequest,
+    OutcomeRecorded,
+    OutcomeRequest,
+    Permission,
     ToolView,
 )
 
@@ -55,7 +61,8 @@ ExecutionId = Annotated[
 
 # The work of the two hot endpoints, shared with their fast path (fast_actions.py).
 async def accept_action(gateway: Gateway, body: ActionRequest, caller: Caller) -> dict[str, str]:
-    unknown = await unregistered_tool(gateway.tools, body.tool)
+    # A call the agent runs itself is its own function: it need not be a tool the executor registered.
+    unknown = await unregistered_tool(gateway.tools, body.tool) if body.runs_at == "executor" else None
     if unknown is not None:
         raise ProblemError(422, unknown.detail, closest=unknown.closest)
     command = ProposeAction(**dict(body))
@@ -109,6 +116,83 @@ async def consequence(
     _: Caller = Depends(require(Role.VIEWER)),
 ) -> Response:
     return json_response(await settled_view(gateway_of(request), execution_id, wait, until))
+
+
+@router.get(
+    "/v1/actions/{execution_id}/permission",
+    response_model=Permission,
+    responses=problems(*READ_ONE, 409),
+    tags=["actions"],
+    summary="Whether you may now run your own call (runs_at: agent), with the approved arguments",
+)
+async def permission(
+    request: Request,
+    execution_id: ExecutionId,
+    wait: float = Query(0.0, ge=0.0, le=MAX_WAIT, description="seconds to wait for a decision"),
+    caller: Caller = Depends(require(Role.AGENT)),
+) -> Response:
+    """For the agent that proposed a call it runs in its own process: `run` once it is allowed (run it
+    with `args`, then report with `args_hash`), `stop` when it will not run (with why), `wait` while
+    nobody decided yet after `wait` seconds. 403 for another agent's execution, 409 for one the executor
+    runs."""
+    gateway = gateway_of(request)
+    await consequence_when_settled(
+        gateway.peers, execution_id, wait=min(wait, gateway.max_wait), until="started"
+    )
+    run = await _own_run(gateway, execution_id, caller)
+    # The executor's contract is the truth; the observer's view above only did the waiting.
+    decision = {"running": "run", "pending": "wait", "waiting": "wait"}.get(run.status, "stop")
+    answer = {
+        "execution_id": execution_id,
+        "decision": decision,
+        "status": run.status,
+        "args": run.args if decision == "run" else None,
+        "args_hash": run.args_hash if decision == "run" else None,
+        "reason": run.error if decision == "stop" else None,
+        "refused_by": ("firewall" if run.verdict == "deny" else "person") if run.status in REFUSED else None,
+    }
+    return json_response(answer)
+
+
+@router.post(
+    "/v1/actions/{execution_id}/outcome",
+    status_code=202,
+    response_model=OutcomeRecorded,
+    responses=problems(*WRITE, 404, 409),
+    tags=["actions"],
+    summary="Report how your own call ended (runs_at: agent), once",
+)
+async def outcome(
+    request: Request,
+    body: OutcomeRequest,
+    execution_id: ExecutionId,
+    caller: Caller = Depends(require(Role.AGENT)),
+) -> Response:
+    """Recorded as `execution.outcome_reported`; the executor ends the contract COMPLETED or FAILED with
+    it. Only the proposing agent (403), once (409), while the call may run (409), with the hash of the
+    approved arguments (409 otherwise: it ran with something nobody approved)."""
+    gateway = gateway_of(request)
+    run = await _own_run(gateway, execution_id, caller)
+    command = ReportOutcome(execution_id, body.status, body.args_hash, body.result, body.error)
+    recorded = await gateway.execute(lambda unit: report_outcome(unit, command, run, caller))
+    if isinstance(recorded, Refusal):
+        raise ProblemError(recorded.status, recorded.detail, recorded.title)
+    return json_response({"execution_id": execution_id, "event_id": recorded}, 202)
+
+
+REFUSED = frozenset({"rejected", "cancelled"})
+
+
+async def _own_run(gateway: Gateway, execution_id: str, caller: Caller) -> AgentRun:
+    """The caller's own call that runs at the agent; 404 unknown, 403 another agent's, 409 the executor's."""
+    run = await agent_run(gateway.peers, execution_id)
+    if run is None:
+        raise ProblemError(404, f"no execution {execution_id!r} is known (yet)")
+    if run.proposer != str(caller.as_principal("agent")):
+        raise ProblemError(403, f"execution {execution_id} was proposed by {run.proposer}", "Not yours")
+    if run.runs_at != "agent":
+        raise ProblemError(409, f"execution {execution_id} is run by the executor", "Runs at the executor")
+    return run
 
 
 @router.get(

@@ -163,6 +163,14 @@ class ActionRequest(Strict):
         max_length=256,
         description="explicit key (addition): printable text, no control characters",
     )
+    runs_at: Literal["executor", "agent"] = Field(
+        default="executor",
+        description=(
+            "`agent`: the tool is the agent's own function and runs in its process. Once allowed "
+            "(`GET /v1/actions/{id}/permission`), the agent runs it with the approved arguments and "
+            "reports how it ended (`POST /v1/actions/{id}/outcome`); it need not be a registered tool"
+        ),
+    )
 
     @field_validator("tool", "session_id", "co_id", "idempotency_key")
     @classmethod
@@ -176,6 +184,69 @@ class ActionRequest(Strict):
     def _args(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
         refuse(args_problem(info.data.get("tool"), value))
         return value
+
+
+class Permission(Answer):
+    """Whether the agent may run its own call now (``runs_at: agent``)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "execution_id": "0190f1e2-…",
+                    "decision": "run",
+                    "status": "running",
+                    "args": {"path": "report.md"},
+                    "args_hash": "9f2c…",
+                    "reason": None,
+                    "refused_by": None,
+                }
+            ]
+        }
+    )
+
+    execution_id: str
+    decision: Literal["run", "wait", "stop"] = Field(
+        description="`run`: allowed, run it now with `args` and report with `args_hash`; `wait`: not decided "
+        "yet (held for a person, or not judged) after `wait` seconds, ask again; `stop`: it will not run "
+        "(refused, rejected, cancelled), `reason` says why"
+    )
+    status: str = Field(
+        description="the execution's state: pending, running, waiting, completed, failed, rejected or cancelled"
+    )
+    args: dict[str, Any] | None = Field(description="the approved arguments, when it may run")
+    args_hash: str | None = Field(description="their hash, to send back with the outcome")
+    reason: str | None = None
+    refused_by: Literal["firewall", "person"] | None = Field(
+        default=None, description="who stopped it: the firewall (denied) or a person (rejected, cancelled)"
+    )
+
+
+class OutcomeRequest(Strict):
+    """How a call the agent ran in its own process ended."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={
+            "examples": [
+                {"status": "completed", "result": "saved 3 lines", "args_hash": "9f2c…"},
+                {"status": "failed", "error": "disk full", "args_hash": "9f2c…"},
+            ]
+        },
+    )
+
+    status: Literal["completed", "failed"]
+    result: str | None = Field(default=None, max_length=16_000, description="what it returned (completed)")
+    error: str | None = Field(default=None, max_length=16_000, description="why it failed (failed)")
+    args_hash: str = Field(
+        min_length=1, max_length=128, description="the hash of the arguments it ran with: the approved ones'"
+    )
+
+
+class OutcomeRecorded(Answer):
+    execution_id: str
+    event_id: str
 
 
 class ActionAccepted(Answer):
