@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from overseer_events.catalogue import Principal
 from overseer_gateway.domain.access import Caller, Role, may
 from overseer_gateway.domain.actions import session_id_problem, tool_name_problem
-from overseer_gateway.domain.approvals import ApprovalCard, refuse_decision
+from overseer_gateway.domain.approvals import AgentRun, ApprovalCard, refuse_decision, refuse_report
 from overseer_gateway.domain.patterns import InvalidPattern, SubjectFilter
 
 # The roles (docs/gateway.md): viewer < agent, viewer < operator, admin can do everything; agent and operator apart.
@@ -195,3 +197,25 @@ def test_narrowing_asks_the_server_for_only_what_a_type_pattern_names() -> None:
     assert SubjectFilter.parse(None).server_filters("ns", OWNERS, HEADS) == []
     # "firewall.>" reads as a type and as an owner; the two overlap, which NATS refuses: no narrowing.
     assert SubjectFilter.parse("firewall.>").server_filters("ns", OWNERS, HEADS) == []
+
+
+RUN = AgentRun("exec-9", "agent", "agent:alpha", "running", {"path": "a.md"}, "h" * 64)
+ALPHA = Principal(kind="agent", id="alpha")
+
+
+@pytest.mark.parametrize(
+    ("run", "reporter", "args_hash", "already", "expected"),
+    [
+        (RUN, ALPHA, "h" * 64, False, None),
+        (RUN, Principal(kind="agent", id="mallory"), "h" * 64, False, (403, "Not yours")),
+        (replace(RUN, runs_at="executor"), ALPHA, "h" * 64, False, (409, "Runs at the executor")),
+        (RUN, ALPHA, "h" * 64, True, (409, "Already reported")),
+        (replace(RUN, status="waiting"), ALPHA, "h" * 64, False, (409, "Not allowed to run")),
+        (RUN, ALPHA, "x" * 64, False, (409, "Arguments changed")),
+    ],
+)
+def test_an_outcome_report_counts_only_from_its_agent_once_while_it_runs_with_the_approved_arguments(
+    run: AgentRun, reporter: Principal, args_hash: str, already: bool, expected: tuple[int, str] | None
+) -> None:
+    refused = refuse_report(run, reporter=reporter, args_hash=args_hash, already_reported=already)
+    assert (None if refused is None else (refused.status, refused.title)) == expected
