@@ -6,8 +6,11 @@ import asyncio
 import json
 import os
 import statistics
+import subprocess
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -89,3 +92,38 @@ def event_loop_runner() -> LoopRunner:
         return uvloop.run
     except ImportError:  # pragma: no cover
         return asyncio.run
+
+
+@dataclass(frozen=True)
+class StackProcesses:
+    """A stack whose services each run in their own process (as ``overseer up`` runs them)."""
+
+    url: str
+    tokens: dict[str, str]
+
+
+@asynccontextmanager
+async def stack_processes(work: Path, **overrides: dict[str, Any]) -> AsyncIterator[StackProcesses]:
+    """Every service as a process of its own on a nats-server of its own, under ``work``; ``overrides``:
+    configuration sections, as the environment hands them to the processes."""
+    from overseer_runtime.launcher import free_port
+    from overseer_runtime.testing import Stack, start_nats_under_test
+    from tests.support.services import START_ORDER
+
+    nats = start_nats_under_test(work / "nats")
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        port = free_port()
+        gateway = {**overrides.get("gateway", {}), "port": port}
+        stack = Stack(home=work / "home", nats=nats, overrides={**overrides, "gateway": gateway})
+        for name in START_ORDER:
+            processes.append(stack.spawn(name))
+            await stack.wait_ready(name, timeout=60)
+        tokens = json.loads((stack.home / "tokens.json").read_text())
+        yield StackProcesses(f"http://127.0.0.1:{port}", tokens)
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            process.wait(timeout=30)
+        nats.stop()

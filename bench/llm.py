@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from openai import AsyncOpenAI  # noqa: E402
 
-from bench.common import emit  # noqa: E402
+from bench.common import emit, stack_processes  # noqa: E402
 from overseer_reasoning.adapters.llm import OpenAICompatibleModel  # noqa: E402
 from tests.fakes.scripted_llm import MODEL, ScriptedModel, scripted_model  # noqa: E402
 
@@ -79,44 +79,31 @@ async def measure(server: ScriptedModel, calls: int) -> dict[str, float]:
 async def first_token(turns: int) -> dict[str, float]:
     """The scripted server's first piece to the WebSocket client, per turn, with each service in its own
     process (as ``overseer up`` runs them) on a real nats-server."""
-    import json
     import tempfile
     from urllib.parse import urlencode
 
     import httpx
     from websockets.asyncio.client import connect
 
-    from overseer_runtime.launcher import free_port
-    from overseer_runtime.testing import Stack, start_nats_under_test
     from tests.fakes.scripted_llm import Text
-    from tests.support.services import START_ORDER
 
     answer = Text("Thursday at ten suits Bob; the room is free.")
     added: list[float] = []
     with tempfile.TemporaryDirectory() as work:
-        nats = start_nats_under_test(Path(work) / "nats")
-        processes = []
-        try:
-            async with scripted_model() as server:
-                server.then(*(answer for _ in range(turns + WARM_UP)))
-                port = free_port()
-                llm = {"base_url": server.base_url, "api_key": "k", "model": MODEL}
-                stack = Stack(
-                    home=Path(work) / "home", nats=nats, overrides={"llm": llm, "gateway": {"port": port}}
-                )
-                for name in START_ORDER:
-                    processes.append(stack.spawn(name))
-                    await stack.wait_ready(name, timeout=60)
-                token = json.loads((stack.home / "tokens.json").read_text())["operator"]
-                url = f"http://127.0.0.1:{port}"
+        async with scripted_model() as server:
+            server.then(*(answer for _ in range(turns + WARM_UP)))
+            llm = {"base_url": server.base_url, "api_key": "k", "model": MODEL}
+            async with stack_processes(Path(work), llm=llm) as stack:
+                token = stack.tokens["operator"]
                 headers = {"Authorization": f"Bearer {token}"}
-                async with httpx.AsyncClient(base_url=url, headers=headers) as http:
+                async with httpx.AsyncClient(base_url=stack.url, headers=headers) as http:
                     for turn in range(turns + WARM_UP):
                         session = f"first-token-{turn}"
                         query = urlencode(
                             {"session": session, "token": token, "subjects": "agent.reply_delta"}
                         )
-                        async with connect(f"ws://127.0.0.1:{port}/v1/ws?{query}") as ws:
+                        ws_url = stack.url.replace("http", "ws", 1)
+                        async with connect(f"{ws_url}/v1/ws?{query}") as ws:
                             before = len(server.first_pieces)
                             await http.post(
                                 f"/v1/sessions/{session}/messages", json={"text": "when is Bob free?"}
@@ -125,12 +112,6 @@ async def first_token(turns: int) -> dict[str, float]:
                             arrived = time.perf_counter()
                         if turn >= WARM_UP and len(server.first_pieces) > before:
                             added.append((arrived - server.first_pieces[before]) * 1000)
-        finally:
-            for process in reversed(processes):
-                process.terminate()
-            for process in processes:
-                process.wait(timeout=30)
-            nats.stop()
     return {"turns": len(added), "added_p50_ms": round(statistics.median(added), 3)}
 
 
