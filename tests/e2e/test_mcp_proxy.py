@@ -110,12 +110,12 @@ async def test_an_mcp_client_calls_tools_through_the_firewall_and_a_person_decid
         connect = over_stdio if transport == "stdio" else over_http
         async with connect(stack_) as client:
             listed = {tool.name: tool for tool in (await client.list_tools()).tools}
-            assert {"fs.read", "email.send", "time.get_current_time"} <= listed.keys()
-            assert listed["email.send"].input_schema["required"] == ["to", "subject", "body"]
-            assert listed["fs.read"].annotations is not None
-            assert listed["fs.read"].annotations.read_only_hint
+            assert {"fs__read", "email__send", "time__get_current_time"} <= listed.keys()
+            assert listed["email__send"].input_schema["required"] == ["to", "subject", "body"]
+            assert listed["fs__read"].annotations is not None
+            assert listed["fs__read"].annotations.read_only_hint
 
-            clock = await client.call_tool("time.get_current_time", {"timezone": "UTC"})
+            clock = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
             assert not clock.is_error, text_of(clock)
             assert "UTC" in text_of(clock)
 
@@ -124,7 +124,7 @@ async def test_an_mcp_client_calls_tools_through_the_firewall_and_a_person_decid
             async def heard(progress: float, total: float | None, message: str | None) -> None:
                 told.append(message or "")
 
-            held = asyncio.ensure_future(client.call_tool("email.send", MAIL, progress_callback=heard))
+            held = asyncio.ensure_future(client.call_tool("email__send", MAIL, progress_callback=heard))
             card = await stack_.pending("email.send")
             await eventually(lambda: told, timeout=20)  # the client heard it waits before anyone decided
             await stack_.decide(card, "approve")
@@ -133,18 +133,18 @@ async def test_an_mcp_client_calls_tools_through_the_firewall_and_a_person_decid
             assert sent.structured_content == {"execution_id": card["execution_id"], "status": "SUCCESS"}
             assert "waits for a person's decision" in told[0]
 
-            rejected = asyncio.ensure_future(client.call_tool("email.send", {**MAIL, "subject": "Again"}))
+            rejected = asyncio.ensure_future(client.call_tool("email__send", {**MAIL, "subject": "Again"}))
             await stack_.decide(await stack_.pending("email.send"), "reject")
             answer = await rejected
             assert answer.is_error
             assert "was not run" in text_of(answer)
             assert "operator" in text_of(answer)
 
-            refused = await client.call_tool("shell.run", {"command": "sudo rm -rf /"})
+            refused = await client.call_tool("shell__run", {"command": "sudo rm -rf /"})
             assert refused.is_error
             assert "destructive or privileged commands" in text_of(refused)
 
-            unknown = await client.call_tool("nope.nothing", {})
+            unknown = await client.call_tool("nope__nothing", {})
             assert unknown.is_error
             assert "nope.nothing" in text_of(unknown)
         assert len(list((tmp_path / "mail").glob("*.eml"))) == 1
@@ -154,7 +154,7 @@ async def test_a_held_call_nobody_decides_in_time_is_cancelled_and_nothing_runs(
     stack: Stack, tmp_path: Path
 ) -> None:
     async with overseer(stack, tmp_path) as stack_, over_stdio(stack_, "--timeout", "3") as client:
-        late = await client.call_tool("email.send", MAIL)
+        late = await client.call_tool("email__send", MAIL)
         assert late.is_error
         assert "none came in time" in text_of(late)
         execution_id = late.structured_content["execution_id"] if late.structured_content else ""
@@ -164,7 +164,7 @@ async def test_a_held_call_nobody_decides_in_time_is_cancelled_and_nothing_runs(
 
 async def test_a_call_the_client_cancels_cancels_its_execution(stack: Stack, tmp_path: Path) -> None:
     async with overseer(stack, tmp_path) as stack_, over_http(stack_) as client:
-        call = asyncio.ensure_future(client.call_tool("email.send", MAIL))
+        call = asyncio.ensure_future(client.call_tool("email__send", MAIL))
         card = await stack_.pending("email.send")
         call.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -1,5 +1,5 @@
 """A scripted OpenAI-compatible model server on a real socket: it answers ``POST /v1/chat/completions``
-(streamed as server-sent events, the way the ``openai`` client asks) and ``GET /v1/models`` from a script
+(streamed as server-sent events when the client asks to stream, else as one JSON completion) and ``GET /v1/models`` from a script
 the test writes, and records every request. A fake server, not a mock of the client: the client under
 test speaks real HTTP to it, retries included.
 
@@ -131,6 +131,38 @@ def _events(answer: Text | Call | Cut) -> Iterator[str]:
     yield "data: [DONE]\n\n"
 
 
+def _completion(answer: Text | Call | Cut) -> dict[str, Any]:
+    """The answer as one ``chat.completion`` object, for a client that did not ask to stream."""
+    message: dict[str, Any] = {"role": "assistant", "content": None}
+    match answer:
+        case Text(text=text) | Cut(text=text):
+            message["content"] = text
+            finish, prompt, completion = ("length", 30, 4096) if isinstance(answer, Cut) else ("stop", 40, 8)
+            if isinstance(answer, Text):
+                prompt, completion = answer.prompt_tokens, answer.completion_tokens
+        case Call():
+            message["content"] = answer.content or None
+            call = {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": answer.name, "arguments": answer.arguments},
+            }
+            message["tool_calls"] = [call]
+            finish, prompt, completion = "tool_calls", answer.prompt_tokens, answer.completion_tokens
+    return {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion",
+        "created": 0,
+        "model": MODEL,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
 class ScriptedModel:
     """The server's script and what it was asked (see the module's documentation)."""
 
@@ -173,6 +205,8 @@ class ScriptedModel:
             case Stall(seconds=seconds):
                 await asyncio.sleep(seconds)
                 return JSONResponse({"error": {"message": "stalled"}}, status_code=504)
+            case _ if not body.get("stream"):
+                return JSONResponse(_completion(answer))
             case _:
                 return StreamingResponse(self._timed(list(_events(answer))), media_type="text/event-stream")
 

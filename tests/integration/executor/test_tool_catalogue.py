@@ -1,7 +1,8 @@
 """The firewall's catalogue follows the executor's MCP servers, over a real nats-server with real MCP servers
 over stdio (``mcp-server-git`` on a repository the test makes, and a server whose tools change while it
-runs): each tool judged by its own schema and what it says of itself, a server removed (the executor
-restarted without it) withdraws its tools, and a server's ``tools/list_changed`` reaches the firewall."""
+runs): each tool judged by its own schema and what it says of itself; a server removed and another added
+(the executor restarted with its new configuration) withdraw the one's tools and bring in the other's;
+and a server's ``tools/list_changed`` reaches the firewall."""
 
 from __future__ import annotations
 
@@ -91,8 +92,10 @@ async def test_each_mcp_tool_is_judged_by_its_own_schema_and_hints_and_a_removed
             assert wrong["verdict"]["decision"] == "deny"
             assert "max_count" in " ".join(wrong["verdict"]["reasons"])
 
-        # The executor starts again without the git server: its tools are withdrawn, and refused.
-        async with running(stack, ("executor",)):
+        # The executor starts again without the git server and with another one: the git tools are
+        # withdrawn, and refused; the new server's are judged like any.
+        growing = {"command": sys.executable, "args": [str(GROWING)]}
+        async with running(stack, ("executor",), mcp={"servers": {"growing": growing}}):
 
             async def withdrawn() -> dict[str, Any] | None:
                 tools = await policy_tools(stack)
@@ -100,6 +103,7 @@ async def test_each_mcp_tool_is_judged_by_its_own_schema_and_hints_and_a_removed
 
             gone = await eventually(withdrawn, timeout=30)
             assert "git.git_status" not in gone["tools"]
+            assert gone["tools"]["growing.unlock"]["source"] == "mcp:growing"
             refused = await verdict_of(stack, "cat-3", "git.git_status", {"repo_path": str(repo)})
             assert refused["verdict"]["decision"] == "deny"
             assert "withdrawn" in refused["verdict"]["reasons"][0]

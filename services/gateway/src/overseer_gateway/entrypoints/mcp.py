@@ -8,7 +8,7 @@ refused it and why; a call held for a person sends progress notifications while 
 
 It is served two ways, with the same rules: ``overseer mcp`` over stdio (the CLI's, on the REST API) and
 ``/mcp`` on the gateway over streamable HTTP (:class:`McpEndpoint`, with an agent's bearer token), where
-the desk works in process.
+the desk works in process. Tool names are offered with ``__`` for their dots (``email__send``).
 """
 
 from __future__ import annotations
@@ -47,6 +47,19 @@ DEFAULT_TIMEOUT = 300.0
 DeskFor = Callable[[ServerRequestContext[Any, Any]], ActionDesk]
 
 
+SEPARATOR = "__"
+"""Stands for the dot of a tool's name: ``email.send`` is offered as ``email__send``, since most models'
+function names may hold no dot (OpenAI's and Anthropic's allow letters, digits, ``_`` and ``-``)."""
+
+
+def offered_name(tool: str) -> str:
+    return tool.replace(".", SEPARATOR)
+
+
+def tool_named(offered: str) -> str:
+    return offered.replace(SEPARATOR, ".")
+
+
 def mcp_tool(tool: dict[str, Any]) -> types.Tool:
     """One of the executor's tools as MCP lists it."""
     hints = types.ToolAnnotations(
@@ -56,7 +69,7 @@ def mcp_tool(tool: dict[str, Any]) -> types.Tool:
         open_world_hint=tool.get("open_world"),
     )
     return types.Tool(
-        name=str(tool["name"]),
+        name=offered_name(str(tool["name"])),
         description=str(tool.get("description") or tool["name"]),
         input_schema=dict(tool.get("input_schema") or {"type": "object"}),
         annotations=hints,
@@ -78,7 +91,11 @@ def mcp_server(desk_for: DeskFor, *, timeout: float = DEFAULT_TIMEOUT, version: 
             await ctx.session.report_progress(seconds, None, message)
 
         answer = await call_through_firewall(
-            desk_for(ctx), params.name, dict(params.arguments or {}), timeout=timeout, progress=waiting
+            desk_for(ctx),
+            tool_named(params.name),
+            dict(params.arguments or {}),
+            timeout=timeout,
+            progress=waiting,
         )
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=answer.text)],
