@@ -115,6 +115,21 @@ def test_a_reconciliation_answer_that_overtakes_its_question_is_retried_within_t
     ]
 
 
+def test_a_reconciliation_answer_for_a_call_that_ran_at_once_is_retried_until_its_question_arrives() -> None:
+    firewall = InMemoryFirewall(engine_for(), response_grace_seconds=10.0)
+    read = firewall.propose("fs.read", {"path": "notes.txt"})
+    allowed = firewall.verdict(read)
+    assert allowed["decision"] == "allow"  # no approval was ever open for it
+
+    with pytest.raises(TransientError):
+        firewall.respond(read, "failed", allowed["args_hash"])  # the executor's question is on its way
+    firewall.deliver(reconciliation(read, allowed["args_hash"]), owner="executor", version=2)
+    firewall.respond(read, "failed", allowed["args_hash"])
+    assert [d["decision"] for d in firewall.emitted("human.decision_recorded", execution_id=read)] == [
+        "failed"
+    ]
+
+
 def test_a_reconciliation_answer_older_than_the_grace_is_refused() -> None:
     firewall = InMemoryFirewall(engine_for(), response_grace_seconds=10.0)
     mail, args_hash = held_mail(firewall)

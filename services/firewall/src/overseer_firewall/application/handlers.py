@@ -183,7 +183,8 @@ class FirewallHandlers:
         pending: PendingApproval | None,
         outcome: GateOutcome,
     ) -> None:
-        if self.may_still_open(pending, outcome.intent, event.occurred_at, unit.env):
+        judged = unit.proposals.has_verdict(data.execution_id)
+        if self.may_still_open(pending, outcome.intent, event.occurred_at, unit.env, judged=judged):
             raise TransientError(f"no open reconciliation for {data.execution_id} yet")
         refused = ResponseRefused(
             execution_id=data.execution_id,
@@ -218,12 +219,22 @@ class FirewallHandlers:
         self.emit(unit, decided, f"approval:{data.execution_id}")
 
     def may_still_open(
-        self, pending: PendingApproval | None, intent: Intent, responded_at: float, env: Surroundings
+        self,
+        pending: PendingApproval | None,
+        intent: Intent,
+        responded_at: float,
+        env: Surroundings,
+        *,
+        judged: bool,
     ) -> bool:
-        """A reconciliation answer may overtake the executor's ``ecs.requested`` on the way here."""
-        if intent not in (Intent.CONFIRM, Intent.FAILED) or pending is None:
+        """A reconciliation answer may overtake the executor's ``ecs.requested`` on the way here: for a
+        call that was held before (its approval decided) or that ran at once (no approval at all, but the
+        firewall judged it), the answer is tried again for ``response_grace_seconds``."""
+        if intent not in (Intent.CONFIRM, Intent.FAILED):
             return False
         fresh = env.clock() - responded_at < env.response_grace_seconds
+        if pending is None:
+            return judged and fresh
         return pending.status is not PendingStatus.PENDING and fresh
 
     def adapt(
