@@ -67,7 +67,12 @@ async def test_a_langgraph_agent_s_guarded_tool_runs_once_a_person_approves_it(
         )
         assert decided.status_code == 200, decided.text
         final = await running_graph
-        [ended] = await executions(operator, "langgraph")
+
+        async def ended_run() -> dict[str, Any] | None:  # the executor ends it a hop after the report
+            [run] = await executions(operator, "langgraph")
+            return run if run["status"] != "running" else None
+
+        ended = await eventually(ended_run, timeout=20)
     assert (tmp_path / "notes" / "plan.md").read_text() == "ship on Friday"
     assert final["messages"][-1].content == "Your plan is saved."
     tool_answer = next(m for m in final["messages"] if m.type == "tool")

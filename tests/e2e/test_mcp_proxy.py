@@ -53,7 +53,9 @@ class Overseer:
         assert answer.status_code == 200, answer.text
 
     async def status_of(self, execution_id: str) -> str:
-        view = (await self.operator.get(f"/v1/actions/{execution_id}")).json()
+        """How the execution ended (10 s at most: the observer records it a hop after the executor)."""
+        params: dict[str, str | int] = {"wait": 10, "until": "terminal"}
+        view = (await self.operator.get(f"/v1/actions/{execution_id}", params=params)).json()
         return str(view["consequence_label"])
 
 
