@@ -18,6 +18,7 @@ import httpx
 from mcp.server.stdio import stdio_server
 
 from overseer_cli.client import Target, problem_text
+from overseer_events.views import Until
 from overseer_gateway.application.tool_calls import ActionDesk, CallRefused
 from overseer_gateway.entrypoints.mcp import mcp_server
 
@@ -50,8 +51,8 @@ class RestDesk:
             raise CallRefused(problem_text(response))
         return str(response.json()["execution_id"])
 
-    async def settled(self, execution_id: str, wait: float, until_terminal: bool) -> dict[str, Any] | None:
-        params = {"wait": round(wait, 3), "until": "terminal" if until_terminal else "settled"}
+    async def settled(self, execution_id: str, wait: float, until: Until) -> dict[str, Any] | None:
+        params = {"wait": round(wait, 3), "until": until}
         response = await self._call("GET", f"/v1/actions/{execution_id}", params=params)
         if response.status_code == 404:
             return None

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from overseer_events.views import Until
 from overseer_gateway.application import tool_calls
 from overseer_gateway.application.tool_calls import CallRefused, ToolAnswer, call_through_firewall
 
@@ -25,7 +26,7 @@ class ScriptedDesk:
     views: list[dict[str, Any] | None]
     refuse: str | None = None
     cancelled: list[tuple[str, str]] = field(default_factory=list)
-    asked: list[bool] = field(default_factory=list)  # until_terminal of each settled()
+    asked: list[bool] = field(default_factory=list)  # whether each settled() waited for the end
 
     async def tools(self) -> list[dict[str, Any]]:
         return []
@@ -35,8 +36,8 @@ class ScriptedDesk:
             raise CallRefused(self.refuse)
         return "exec-1"
 
-    async def settled(self, execution_id: str, wait: float, until_terminal: bool) -> dict[str, Any] | None:
-        self.asked.append(until_terminal)
+    async def settled(self, execution_id: str, wait: float, until: Until) -> dict[str, Any] | None:
+        self.asked.append(until == "terminal")
         await asyncio.sleep(0)
         return self.views.pop(0) if len(self.views) > 1 else self.views[0]
 

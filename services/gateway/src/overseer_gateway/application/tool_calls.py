@@ -23,6 +23,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from overseer_events.views import Until
+
 log = logging.getLogger("overseer.gateway.tool_calls")
 
 PROGRESS_SECONDS = 2.0
@@ -41,9 +43,9 @@ class ActionDesk(Protocol):
         """Propose one call as the agent; its execution id. :class:`CallRefused` when it is refused at once."""
         ...
 
-    async def settled(self, execution_id: str, wait: float, until_terminal: bool) -> dict[str, Any] | None:
-        """The execution's consequence view once terminal (or WAITING for a person, unless
-        ``until_terminal``), or as it stands after ``wait`` seconds; None while it is not known yet."""
+    async def settled(self, execution_id: str, wait: float, until: Until) -> dict[str, Any] | None:
+        """The execution's consequence view once it reaches ``until`` (terminal, or also WAITING for a
+        person: ``settled``), or as it stands after ``wait`` seconds; None while it is not known yet."""
         ...
 
     async def cancel(self, execution_id: str, reason: str) -> None:
@@ -101,7 +103,9 @@ async def _answer(
                 execution_id,
                 "WAITING",
             )
-        view = await desk.settled(execution_id, min(left, PROGRESS_SECONDS), until_terminal=held)
+        view = await desk.settled(
+            execution_id, min(left, PROGRESS_SECONDS), "terminal" if held else "settled"
+        )
         if view is None:
             continue
         if not view.get("is_still_pending", True):

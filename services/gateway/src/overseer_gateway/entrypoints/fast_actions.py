@@ -18,6 +18,7 @@ values other than plain numbers and the two ``until`` words. The FastAPI routes 
 from __future__ import annotations
 
 import re
+from typing import cast, get_args
 from urllib.parse import parse_qsl
 
 from pydantic import ValidationError
@@ -45,7 +46,7 @@ ACTIONS = "/v1/actions"
 ONE_ACTION = "/v1/actions/"
 # What FastAPI reads the same way for ``wait`` (a float, 0..60): plain decimals, no sign or exponent.
 PLAIN_WAIT = re.compile(r"(0|[1-9][0-9]{0,2})(\.[0-9]{1,9})?")
-UNTIL: dict[str, Until] = {"settled": "settled", "terminal": "terminal", "started": "started"}
+UNTIL: frozenset[str] = frozenset(get_args(Until))
 
 
 class FastActions:
@@ -156,7 +157,7 @@ def _plain_query(query_string: bytes) -> tuple[float, Until] | None:
     if not PLAIN_WAIT.fullmatch(wait) or until not in UNTIL:
         return None
     seconds = float(wait)
-    return (seconds, UNTIL[until]) if seconds <= MAX_WAIT else None
+    return (seconds, cast(Until, until)) if seconds <= MAX_WAIT else None  # one of UNTIL, checked above
 
 
 def _text(value: bytes | None) -> str | None:

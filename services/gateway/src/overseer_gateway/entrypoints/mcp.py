@@ -26,6 +26,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
+from overseer_events.views import Until
 from overseer_gateway.application.commands import ProposeAction, propose_action
 from overseer_gateway.application.queries import consequence_when_settled, unregistered_tool
 from overseer_gateway.application.tool_calls import ActionDesk, CallRefused, call_through_firewall
@@ -131,10 +132,8 @@ class GatewayDesk:
         command = ProposeAction(session_id=self.session_id, tool=tool, args=args)
         return await self.gateway.execute(lambda unit: propose_action(unit, command, self.caller))
 
-    async def settled(self, execution_id: str, wait: float, until_terminal: bool) -> dict[str, Any] | None:
-        return await consequence_when_settled(
-            self.gateway.peers, execution_id, wait=wait, until="terminal" if until_terminal else "settled"
-        )
+    async def settled(self, execution_id: str, wait: float, until: Until) -> dict[str, Any] | None:
+        return await consequence_when_settled(self.gateway.peers, execution_id, wait=wait, until=until)
 
     async def cancel(self, execution_id: str, reason: str) -> None:
         by = self.caller.as_principal("agent").model_dump()
