@@ -45,3 +45,9 @@ def test_no_token_or_one_that_is_not_exactly_known_stands_for_nobody(
 ) -> None:
     token = presented(known.tokens) if callable(presented) else presented
     assert known.callers.identify(token) is None  # type: ignore[arg-type]
+
+
+def test_a_principal_is_found_by_its_name_whatever_its_token(known: CallersBackend) -> None:
+    assert known.callers.named("alice") == Caller("alice", Role.OPERATOR)
+    assert known.callers.named("admin") == Caller("admin", Role.ADMIN)
+    assert known.callers.named("mallory") is None

@@ -98,3 +98,31 @@ async def test_a_question_of_the_agent_is_answered_once_its_answer_is_recorded_i
     assert await gateway.transactions.execute(lambda unit: unit.responses.already_answered("s1", "t1:4"))
     assert not await gateway.transactions.execute(lambda unit: unit.responses.already_answered("s1", "t1:9"))
     assert not await gateway.transactions.execute(lambda unit: unit.responses.already_answered("s2", "t1:4"))
+
+
+def respond_by_link(unit: GatewayUnit, execution_id: str, link_id: str) -> None:
+    unit.emit_as("gateway:olga")(
+        HumanResponded(
+            execution_id=execution_id,
+            response="approve",
+            args_hash="h1",
+            responder=Principal(kind="operator", id="olga"),
+            via="link:ops",
+            link_id=link_id,
+        ),
+        aggregate_id=response_aggregate(execution_id, "approval@1.5"),
+        aggregate_version=1,
+    )
+
+
+async def test_an_approval_link_is_used_once_its_decision_is_recorded_in_that_transaction_already(
+    gateway: GatewayBackend,
+) -> None:
+    def use_and_look(unit: GatewayUnit) -> tuple[bool, bool]:
+        before = unit.responses.link_used("link-1")
+        respond_by_link(unit, "e1", "link-1")
+        return before, unit.responses.link_used("link-1")
+
+    assert await gateway.transactions.execute(use_and_look) == (False, True)
+    assert await gateway.transactions.execute(lambda unit: unit.responses.link_used("link-1"))
+    assert not await gateway.transactions.execute(lambda unit: unit.responses.link_used("link-2"))

@@ -10,8 +10,9 @@ the routes see the gateway (``overseer_gateway.entrypoints.context.Gateway``).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, TypeVar
 
@@ -21,10 +22,11 @@ from starlette.websockets import WebSocket
 from overseer_events.catalogue import AnswerReceived, HumanResponded, OutcomeReported
 from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.subjects import SERVICES, NotOwner, Subjects, owns, type_of_subject
-from overseer_gateway.application.ports import GatewayUnit
+from overseer_gateway.application.ports import BadLink, GatewayUnit
 from overseer_gateway.domain.access import Caller
 from overseer_gateway.domain.approvals import card_of
 from overseer_gateway.domain.chat import MessageLimits
+from overseer_gateway.domain.notices import Card, Delivery, LinkClaim, link_id_of
 from overseer_gateway.domain.patterns import SubjectFilter
 from overseer_runtime.metrics import merge_expositions, up_exposition
 from overseer_runtime.rpc import RpcError
@@ -44,6 +46,7 @@ class InMemoryGateway:
         self.responded: set[tuple[str, str]] = set()
         self.answered: set[tuple[str, str]] = set()
         self.outcomes: set[str] = set()
+        self.links_used: set[str] = set()
         self.stream = InMemoryLiveEvents(self.subjects.namespace)
 
     async def execute(self, command: Callable[[GatewayUnit], T]) -> T:
@@ -54,6 +57,8 @@ class InMemoryGateway:
             self.events.append(event)
             if isinstance(event.data, HumanResponded):
                 self.responded.add((event.data.execution_id, card_of(event.aggregate_id)))
+                if event.data.link_id is not None:
+                    self.links_used.add(event.data.link_id)
             if isinstance(event.data, AnswerReceived):
                 self.answered.add((event.data.session_id, event.data.request_id))
             if isinstance(event.data, OutcomeReported):
@@ -127,6 +132,10 @@ class InMemoryResponses:
     def outcome_reported(self, execution_id: str) -> bool:
         pending = {e.data.execution_id for e in self.outbox.pending if isinstance(e.data, OutcomeReported)}
         return execution_id in self.store.outcomes | pending
+
+    def link_used(self, link_id: str) -> bool:
+        pending = {e.data.link_id for e in self.outbox.pending if isinstance(e.data, HumanResponded)}
+        return link_id in self.store.links_used | pending
 
 
 # -- the events stream --------------------------------------------------------------------------
@@ -259,6 +268,51 @@ class InMemoryCallers:
     def identify(self, presented: str | None) -> Caller | None:
         return self.callers.get(presented) if presented else None
 
+    def named(self, name: str) -> Caller | None:
+        return next((caller for caller in self.callers.values() if caller.name == name), None)
+
+
+class InMemoryLinks:
+    """:class:`LinkSigner`: tokens issued here, each standing for its claim; ``expire`` makes one old."""
+
+    def __init__(self) -> None:
+        self.claims: dict[str, LinkClaim] = {}
+        self.expired: set[str] = set()
+
+    def issue(self, claim: LinkClaim) -> str:
+        token = f"link-token-{len(self.claims) + 1:08d}"
+        self.claims[token] = replace(claim, link_id=link_id_of(token), expires_at=time.time() + 3600)
+        return token
+
+    def read(self, token: str) -> LinkClaim:
+        if token in self.expired:
+            raise BadLink(410, "this approval link has expired")
+        claim = self.claims.get(token)
+        if claim is None:
+            raise BadLink(404, "this is not an approval link Overseer issued, or it was changed")
+        return claim
+
+
+class InMemoryNoticeBook:
+    """:class:`NoticeBook`: the cards and deliveries a test puts in."""
+
+    def __init__(self) -> None:
+        self.cards: dict[str, Card] = {}
+        self.deliveries: list[Delivery] = []
+
+    def due(self, now: float, limit: int = 64) -> list[Delivery]:
+        return self.deliveries[:limit]
+
+    def card(self, execution_id: str) -> Card | None:
+        return self.cards.get(execution_id)
+
+    def attempts(self, execution_id: str) -> list[dict[str, object]]:
+        return [
+            {"delivery_id": d.delivery_id, "notice": d.notice, "channel": d.channel, "attempts": d.attempts}
+            for d in self.deliveries
+            if d.execution_id == execution_id
+        ]
+
 
 # -- the gateway as the routes see it -------------------------------------------------------------
 class InMemoryTools:
@@ -290,6 +344,8 @@ class FakeGateway:
     sockets: set[WebSocket] = field(default_factory=set)
     message_limits: MessageLimits = field(default_factory=lambda: MessageLimits(16_000, 16))
     sandbox: str = "/srv/overseer/sandbox"
+    links: InMemoryLinks = field(default_factory=InMemoryLinks)
+    notices: InMemoryNoticeBook = field(default_factory=InMemoryNoticeBook)
 
     @property
     def live(self) -> InMemoryLiveEvents:

@@ -89,6 +89,31 @@ class HumanResponded(EventData):
     comment: str | None = None
     responder: Principal
     session_id: str | None = None
+    # Where the answer came from when not the API or the console: an approval link of a channel's
+    # notice (``link:<channel>``), and the link's id, so each link decides once.
+    via: str | None = None
+    link_id: str | None = None
+
+
+@event("notice.delivery_attempted")
+class NoticeDeliveryAttempted(EventData):
+    """One attempt to tell an approval channel about a held call (``notice`` ``held``) or an escalated
+    one (``escalated``): delivered, or failed with why and whether another attempt follows.
+
+    ``delivery_id`` names the notice to that channel (one per execution, notice and channel); its
+    attempts are numbered from 1. ``retry_in`` (seconds) is set when another attempt is planned;
+    a failure without it is the last one."""
+
+    delivery_id: str
+    execution_id: str
+    notice: Literal["held", "escalated"]
+    channel: str
+    channel_kind: Literal["webhook", "email", "unknown"]
+    attempt: int = Field(ge=1)
+    outcome: Literal["delivered", "failed"]
+    detail: str = ""
+    status_code: int | None = None
+    retry_in: float | None = None
 
 
 @event("co.command.create")

@@ -26,6 +26,7 @@ OWNERSHIP: dict[str, tuple[str, ...]] = {
         "co.command.*",
         "execution.proposed",
         "execution.outcome_reported",
+        "notice.*",
     ),
     "reasoning": ("execution.proposed", "conversation.replied", "agent.*", "memory.*", "co.suggested"),
     "firewall": (

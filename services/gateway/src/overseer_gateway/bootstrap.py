@@ -7,7 +7,9 @@ Requests become the gateway's own events (``execution.proposed``,
 ``human.responded``, ``conversation.message_received``, ``co.command.*``),
 emitted in a transaction of its store (:meth:`GatewayService.execute`, with the
 ports :meth:`GatewayService.unit_for` binds to it); everything else is asked of the owning
-service over request/reply. The gateway consumes no events and serves no RPC
+service over request/reply. It consumes what the approval channels need (the executor's
+approval requests, the firewall's escalations, decisions and admin policy: its notice book) and
+sends the notices (:class:`~overseer_gateway.application.notices.NoticeSender`). It serves no RPC
 methods of its own (the runtime answers ``health``).
 """
 
@@ -23,18 +25,24 @@ from typing import Any, TypeVar
 import uvicorn
 from fastapi import FastAPI, WebSocket
 
+from overseer_gateway.adapters.channels import HttpWebhooks, SignedLinks, SmtpMailer, link_secret
 from overseer_gateway.adapters.known_tools import ExecutorTools
 from overseer_gateway.adapters.live_stream import LiveStream
+from overseer_gateway.adapters.notices import NoticeBook, SqliteNotices
 from overseer_gateway.adapters.peers import Peers
 from overseer_gateway.adapters.responses import RecordedResponses, SqliteResponses
 from overseer_gateway.adapters.tokens import TokenRegistry
+from overseer_gateway.application.notices import NoticeSender
 from overseer_gateway.application.ports import GatewayUnit
 from overseer_gateway.domain.chat import MessageLimits
+from overseer_gateway.entrypoints import events
 from overseer_gateway.entrypoints.http import build_app, build_asgi
 from overseer_gateway.entrypoints.mcp import McpEndpoint
-from overseer_gateway.settings import GatewaySettings
+from overseer_gateway.settings import ChannelsSettings, GatewaySettings
 from overseer_runtime import tracing
-from overseer_runtime.service import Host, Service
+from overseer_runtime.config import Settings
+from overseer_runtime.provisioning import Subscription
+from overseer_runtime.service import HandlerTable, Host, Service
 from overseer_runtime.store import Projection
 from overseer_runtime.unit_of_work import UnitOfWork
 
@@ -72,9 +80,22 @@ class GatewayService(Service):
         self.port = 0
         self.host = ""
         self._serving: asyncio.Task[Any] | None = None
+        self.links: SignedLinks
+        self.webhooks: HttpWebhooks
+        self.sender: NoticeSender
 
     def projections(self) -> Sequence[Projection]:
-        return [RecordedResponses()]
+        return [RecordedResponses(), NoticeBook()]
+
+    def subscriptions(self) -> Sequence[Subscription]:
+        return events.SUBSCRIPTIONS
+
+    def handlers(self) -> HandlerTable[Any]:
+        return events.handlers(lambda: self.sender.wake.set())
+
+    @property
+    def notices(self) -> SqliteNotices:
+        return SqliteNotices(self.runtime.store.conn)
 
     @property
     def url(self) -> str:
@@ -115,6 +136,9 @@ class GatewayService(Service):
         home = runtime.settings.home
         self.sandbox = str((home / str(runtime.settings.section("tools")["sandbox"])).resolve())
         telemetry = tracing.exporter_named(runtime.settings.telemetry.exporter) != "none"
+        channels = runtime.settings.typed("channels", ChannelsSettings)
+        self.links = SignedLinks(link_secret(home, channels.link_secret), channels.link_ttl_seconds)
+        self.webhooks = HttpWebhooks(channels.timeout_seconds)
         self.mcp = McpEndpoint(self, host=settings.host)
         await self.mcp.start()
         self.app = build_app(self, settings, telemetry=telemetry, mcp=self.mcp)
@@ -138,6 +162,17 @@ class GatewayService(Service):
                 raise RuntimeError("the HTTP server stopped while starting")
             await asyncio.sleep(0.01)
         log.info("gateway listening on %s", self.url)
+        self.sender = NoticeSender(
+            channels,
+            book=lambda: self.notices,
+            transactions=self,
+            webhooks=self.webhooks,
+            mailer=SmtpMailer(*smtp_endpoint(channels, runtime.settings), channels.smtp.timeout_seconds),
+            links=self.links,
+            callers=self.tokens,
+            public_url=channels.public_url or self.url,
+        )
+        runtime.spawn(self.sender.run())
 
     async def stop(self) -> None:
         for websocket in list(self.sockets):
@@ -152,6 +187,18 @@ class GatewayService(Service):
             await self.live.close()
         if hasattr(self, "mcp"):
             await self.mcp.stop()
+        if hasattr(self, "sender"):
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.sender.idle(), 3.0)
+        if hasattr(self, "webhooks"):
+            await self.webhooks.close()
+
+
+def smtp_endpoint(channels: ChannelsSettings, settings: Settings) -> tuple[str, int, str]:
+    """(host, port, sender) of the mail server notices go through: ``overseer up``'s dev sink
+    (``tools.smtp_port``), when set, wins over ``[channels.smtp]`` port."""
+    sink = int(settings.section("tools").get("smtp_port") or 0)
+    return channels.smtp.host, sink or channels.smtp.port, channels.smtp.sender
 
 
 def _bind(host: str, port: int) -> socket.socket:

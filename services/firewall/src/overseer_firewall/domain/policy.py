@@ -47,6 +47,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from overseer_events.notices import NoticeRoute
 from overseer_firewall.domain.levels import Level, stricter
 from overseer_firewall.domain.shell import (
     InvocationPattern,
@@ -330,6 +331,8 @@ class AdminPolicy:
     adaptive: AdaptiveThresholds = field(default_factory=AdaptiveThresholds)
     timeouts: tuple[tuple[Level, TimeoutRule], ...] = ()
     catalogue: CatalogueLevels = field(default_factory=lambda: CatalogueLevels())
+    # Which held calls reach which approval channel (the gateway sends the notices).
+    notify: tuple[NoticeRoute, ...] = ()
     _defaults: tuple[tuple[Matcher, Level], ...] = field(init=False, repr=False, compare=False)
     _plans: dict[str, tuple[Level, tuple[PolicyRule, ...]]] = field(init=False, repr=False, compare=False)
 
@@ -399,6 +402,7 @@ class AdminPolicy:
             "adaptive": self.adaptive.model_dump(),
             "timeouts": {level.name: rule.model_dump() for level, rule in self.timeouts},
             "catalogue": self.catalogue.as_dict(),
+            "notify": [route.model_dump(mode="json") for route in self.notify],
         }
         if self.tool_sources:
             out["tools"] = {name: dict(source) for name, source in self.tool_sources}
@@ -512,6 +516,7 @@ class AdminPolicyFile(PolicyTable):
     adaptive: AdaptiveThresholds = AdaptiveThresholds()
     timeouts: dict[LevelName, TimeoutRule] = Field(default_factory=dict)
     catalogue: CatalogueLevels = CatalogueLevels()
+    notify: list[NoticeRoute] = Field(default_factory=list)
 
     def admin_policy(self, version: int) -> AdminPolicy:
         levels = [(name, entry) for name, entry in self.tools.items() if isinstance(entry, Level)]
@@ -528,11 +533,12 @@ class AdminPolicyFile(PolicyTable):
             adaptive=self.adaptive,
             timeouts=tuple(self.timeouts.items()),
             catalogue=self.catalogue,
+            notify=tuple(self.notify),
         )
 
 
 # The tables an unknown key can be found in, by the top-level key they sit under.
-_TABLES: dict[str, type[PolicyTable]] = {
+_TABLES: dict[str, type[BaseModel]] = {
     "rules": RuleEntry,
     "sandbox": SandboxPolicy,
     "loops": LoopThresholds,
@@ -540,6 +546,7 @@ _TABLES: dict[str, type[PolicyTable]] = {
     "adaptive": AdaptiveThresholds,
     "timeouts": TimeoutRule,
     "catalogue": CatalogueLevels,
+    "notify": NoticeRoute,
 }
 
 

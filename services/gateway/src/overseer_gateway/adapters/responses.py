@@ -40,8 +40,12 @@ class RecordedResponses(SqlProjection):
         execution_id TEXT PRIMARY KEY,
         event_id TEXT NOT NULL
     );
+    CREATE TABLE IF NOT EXISTS gateway_links_used (
+        link_id TEXT PRIMARY KEY,
+        event_id TEXT NOT NULL
+    );
     """
-    tables = ("gateway_responses", "gateway_answers", "gateway_outcomes")
+    tables = ("gateway_responses", "gateway_answers", "gateway_outcomes", "gateway_links_used")
 
     def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
         match event.data:
@@ -57,6 +61,11 @@ class RecordedResponses(SqlProjection):
                         event.occurred_at,
                     ),
                 )
+                if data.link_id is not None:
+                    conn.execute(
+                        "INSERT OR IGNORE INTO gateway_links_used VALUES (?, ?)",
+                        (data.link_id, event.event_id),
+                    )
             case AnswerReceived() as data:
                 conn.execute(
                     "INSERT OR IGNORE INTO gateway_answers VALUES (?, ?, ?)",
@@ -91,4 +100,8 @@ class SqliteResponses:
         row = self.conn.execute(
             "SELECT 1 FROM gateway_outcomes WHERE execution_id = ?", (execution_id,)
         ).fetchone()
+        return row is not None
+
+    def link_used(self, link_id: str) -> bool:
+        row = self.conn.execute("SELECT 1 FROM gateway_links_used WHERE link_id = ?", (link_id,)).fetchone()
         return row is not None

@@ -77,6 +77,10 @@ class TokenRegistry:
         tokens = ensure_tokens_file(path.parent) if path.name == TOKENS_FILE else json.loads(path.read_text())
         return cls.from_sources(tokens, principals)
 
+    def named(self, name: str) -> Caller | None:
+        """The principal called ``name`` (a role token's name is its role), None when there is none."""
+        return next((caller for _, caller in self._entries if caller.name == name), None)
+
     def identify(self, presented: str | None) -> Caller | None:
         if not presented:
             return None

@@ -36,6 +36,7 @@ from overseer_gateway.domain.approvals import (
     refuse_report,
     response_aggregate,
 )
+from overseer_gateway.domain.notices import LinkClaim
 
 # A user's command on a Cognitive Object; the col service carries it out.
 CoCommand = (
@@ -129,6 +130,8 @@ class DecideApproval:
     decision: str
     args_hash: str
     comment: str | None = None
+    via: str | None = None  # ``link:<channel>`` for an approval link's decision
+    link_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +147,8 @@ def decide_approval(
 ) -> Decided | Refusal:
     """``human.responded`` with the operator principal, unless the card refuses this decision."""
     decider = caller.as_principal("operator")
+    if command.link_id is not None and unit.responses.link_used(command.link_id):
+        return Refusal(409, "Link used", "this approval link has decided already: each link decides once")
     refusal = refuse_decision(
         question.card,
         decision=command.decision,
@@ -160,6 +165,8 @@ def decide_approval(
         comment=command.comment,
         responder=decider,
         session_id=question.session_id,
+        via=command.via,
+        link_id=command.link_id,
     )
     event = unit.emit_as(actor(caller))(
         response,
@@ -168,6 +175,22 @@ def decide_approval(
         correlation_id=question.session_id,
     )
     return Decided(response, event.event_id)
+
+
+def decide_by_link(
+    unit: GatewayUnit, claim: LinkClaim, question: OpenQuestion, approver: Caller, comment: str | None = None
+) -> Decided | Refusal:
+    """The decision an approval link stands for, as its approver, once: the same checks as any decision
+    (the card waits, is undecided, has these exact arguments, was not requested by the approver)."""
+    command = DecideApproval(
+        claim.execution_id,
+        claim.decision,
+        claim.args_hash,
+        comment,
+        via=f"link:{claim.channel}",
+        link_id=claim.link_id,
+    )
+    return decide_approval(unit, command, question, approver)
 
 
 def receive_message(

@@ -13,11 +13,12 @@ same contract.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from overseer_gateway.domain.access import Caller
+from overseer_gateway.domain.notices import Card, Delivery, LinkClaim
 from overseer_gateway.domain.patterns import SubjectFilter
 from overseer_runtime.unit_of_work import Emit
 
@@ -38,6 +39,10 @@ class Responses(Protocol):
 
     def outcome_reported(self, execution_id: str) -> bool:
         """Whether an agent reported how the call it ran ended (one report per execution)."""
+        ...
+
+    def link_used(self, link_id: str) -> bool:
+        """Whether the approval link ``link_id`` decided already (each decides once)."""
         ...
 
 
@@ -97,6 +102,70 @@ class Callers(Protocol):
     """Who a bearer token stands for; compared in constant time, so timing reveals nothing."""
 
     def identify(self, presented: str | None) -> Caller | None: ...
+
+    def named(self, name: str) -> Caller | None:
+        """The principal called ``name``, whatever its token (an approval link acts as one)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """How one delivery attempt ended: ``ok``, or why not and whether trying again may help."""
+
+    ok: bool
+    detail: str
+    status_code: int | None = None
+    retry: bool = True
+
+
+class NoticeBook(Protocol):
+    """The approval notices the gateway plans and sends (a read model of the cards, routes and attempts)."""
+
+    def due(self, now: float, limit: int = 64) -> Sequence[Delivery]:
+        """Deliveries whose next attempt is due at ``now``, the oldest first."""
+        ...
+
+    def card(self, execution_id: str) -> Card | None:
+        """The approval card last requested for the execution, as the gateway was shown it."""
+        ...
+
+    def attempts(self, execution_id: str) -> list[dict[str, object]]:
+        """The execution's deliveries: channel, notice, attempts, state and the last attempt's detail."""
+        ...
+
+
+class Webhooks(Protocol):
+    """POSTs to a channel's URL."""
+
+    async def post(self, url: str, body: bytes, headers: dict[str, str]) -> Sent: ...
+
+
+class Mailer(Protocol):
+    """Sends one plain-text mail to each address (one message per recipient, each its own text)."""
+
+    async def send(self, messages: list[tuple[str, str, str]]) -> Sent:
+        """``messages``: (address, subject, text) each."""
+        ...
+
+
+class LinkSigner(Protocol):
+    """Signs approval links and reads them back: an edited token does not read, an old one expires."""
+
+    def issue(self, claim: LinkClaim) -> str: ...
+
+    def read(self, token: str) -> LinkClaim:
+        """The claim ``token`` carries; raises :class:`BadLink` when it is not one issued here, or expired."""
+        ...
+
+
+class BadLink(Exception):
+    """An approval link that is not valid: ``status`` 410 when it expired, 404 when it was never issued
+    here or was changed."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
 
 
 class SlowClient(Exception):

@@ -84,13 +84,18 @@ async function route() {
   cleanup?.();
   cleanup = null;
   const root = clear(document.getElementById("view"));
+  const [name, ...rest] = location.hash.replace(/^#\/?/, "").split("/");
+  if (name === "link") {  // an approval link is its own credential: no sign-in
+    const module = await import("./pages/link.js");
+    if (mine === generation) await module.render(root, app, rest.map(decodeURIComponent));
+    return;
+  }
   if (!app.me) {
     document.getElementById("nav").hidden = true;
     document.getElementById("who").hidden = true;
     signIn(root);
     return;
   }
-  const [name, ...rest] = location.hash.replace(/^#\/?/, "").split("/");
   const page = PAGES[name] ? name : "chat";
   for (const link of document.querySelectorAll("#nav a")) {
     link.toggleAttribute("aria-current", link.dataset.page === page);

@@ -7,7 +7,15 @@ from typing import Protocol
 from starlette.requests import HTTPConnection
 from starlette.websockets import WebSocket
 
-from overseer_gateway.application.ports import Callers, KnownTools, LiveEvents, Peers, Transactions
+from overseer_gateway.application.ports import (
+    Callers,
+    KnownTools,
+    LinkSigner,
+    LiveEvents,
+    NoticeBook,
+    Peers,
+    Transactions,
+)
 from overseer_gateway.domain.chat import MessageLimits
 
 
@@ -28,6 +36,16 @@ class Gateway(Transactions, Protocol):
 
     @property
     def live(self) -> LiveEvents: ...
+
+    @property
+    def links(self) -> LinkSigner:
+        """Signs and reads the approval links the notices carry."""
+        ...
+
+    @property
+    def notices(self) -> NoticeBook:
+        """The approval notices: the cards the channels were shown, and every delivery's attempts."""
+        ...
 
     @property
     def sockets(self) -> set[WebSocket]:

@@ -18,6 +18,7 @@ from overseer_gateway.entrypoints import (
     routes_controls,
     routes_cos,
     routes_docs,
+    routes_links,
     routes_views,
     routes_ws,
 )
@@ -72,6 +73,7 @@ def build_app(
     problems.install(app)
     app.include_router(routes_views.router)
     app.include_router(routes_actions.router)
+    app.include_router(routes_links.router)
     app.include_router(routes_cos.router)
     app.include_router(routes_chat.router)
     app.include_router(routes_controls.router)

@@ -354,6 +354,60 @@ class DecisionRequest(Strict):
     reason: str | None = Field(default=None, max_length=MAX_TEXT, description="alias of comment")
 
 
+class LinkDecisionRequest(Strict):
+    """The confirming click on an approval link: the link decides; a comment may go with it."""
+
+    model_config = ConfigDict(
+        extra="forbid", strict=True, json_schema_extra={"examples": [{"comment": "checked the recipient"}]}
+    )
+
+    comment: str | None = Field(default=None, max_length=MAX_TEXT)
+
+
+class LinkView(Answer):
+    """What an approval link stands for, and the card it decides (opening a link decides nothing)."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "execution_id": "0190f1e2-…",
+                    "decision": "approve",
+                    "approver": "alice",
+                    "channel": "admins",
+                    "state": "open",
+                    "expires_at": 1763866400.0,
+                    "card": {"tool": "email.send", "args": {"to": "bob@example.com"}, "args_hash": "9f2c…"},
+                }
+            ]
+        },
+    )
+
+    execution_id: str
+    decision: str
+    approver: str
+    channel: str
+    state: Literal["open", "used", "closed"] = Field(
+        description="open: the click decides; used: this link decided already; closed: the call no longer "
+        "waits for this decision (decided another way, or ended)"
+    )
+    expires_at: float
+    card: dict[str, Any] | None = Field(description="the approval card as the channel was shown it")
+
+
+class NoticeView(Answer):
+    """One approval notice to one channel: how many attempts, and how the last one went."""
+
+    delivery_id: str
+    notice: Literal["held", "escalated"]
+    channel: str
+    attempts: int
+    state: Literal["pending", "delivered", "failed", "closed"]
+    due_at: float
+    detail: str
+
+
 class DecisionRecorded(Answer):
     model_config = ConfigDict(
         extra="allow",

@@ -1,0 +1,160 @@
+"""The gateway's notice book: the approval cards it was shown, the admin policy's ``[[notify]]`` routes,
+and one delivery per notice and channel with its attempts so far.
+
+A projection of the executor's ``ecs.requested``, the firewall's ``firewall.approval_escalated``,
+``policy.admin_replaced`` and ``human.decision_recorded``, and the gateway's own
+``notice.delivery_attempted``: rebuilt from the store's events, it plans the same deliveries and
+knows which were made. A delivery is ``pending`` (due at ``due_at``), ``delivered``, ``failed``
+(its last attempt failed and none follows) or ``closed`` (the call was decided before it went out).
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Sequence
+
+import orjson
+from pydantic import ValidationError
+
+from overseer_events.catalogue import (
+    AdminPolicyReplaced,
+    ApprovalEscalated,
+    EcsRequested,
+    HumanDecisionRecorded,
+    NoticeDeliveryAttempted,
+)
+from overseer_events.envelope import Envelope
+from overseer_events.notices import NoticeKind, NoticeRoute, channels_for, parse_routes
+from overseer_gateway.domain.notices import Card, Delivery, delivery_id
+from overseer_runtime.projection import SqlProjection
+
+log = logging.getLogger("overseer.gateway.notices")
+
+
+class NoticeBook(SqlProjection):
+    name = "gateway_notices"
+    ddl = """
+    CREATE TABLE IF NOT EXISTS notice_cards (
+        execution_id TEXT PRIMARY KEY,
+        card TEXT NOT NULL,
+        decided INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE IF NOT EXISTS notice_routes (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        routes TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS notice_deliveries (
+        delivery_id TEXT PRIMARY KEY,
+        execution_id TEXT NOT NULL,
+        notice TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        state TEXT NOT NULL,
+        due_at REAL NOT NULL,
+        detail TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX IF NOT EXISTS notice_deliveries_due ON notice_deliveries (state, due_at);
+    CREATE INDEX IF NOT EXISTS notice_deliveries_execution ON notice_deliveries (execution_id);
+    """
+    tables = ("notice_cards", "notice_routes", "notice_deliveries")
+
+    def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
+        match event.data:
+            case EcsRequested() as data:
+                card = Card.of(data)
+                conn.execute(
+                    "INSERT OR REPLACE INTO notice_cards VALUES (?, ?, 0)",
+                    (card.execution_id, orjson.dumps(card.as_dict()).decode()),
+                )
+                self._plan(conn, card, "held", event.occurred_at)
+            case ApprovalEscalated() as data:
+                escalated = card_of(conn, data.execution_id)
+                if escalated is not None:
+                    self._plan(conn, escalated, "escalated", event.occurred_at)
+            case AdminPolicyReplaced() as data:
+                routes = _routes_of(data)
+                conn.execute(
+                    "INSERT OR REPLACE INTO notice_routes VALUES (1, ?)",
+                    (orjson.dumps([r.model_dump() for r in routes]).decode(),),
+                )
+            case HumanDecisionRecorded() as data:
+                conn.execute(
+                    "UPDATE notice_cards SET decided = 1 WHERE execution_id = ?", (data.execution_id,)
+                )
+                conn.execute(
+                    "UPDATE notice_deliveries SET state = 'closed', detail = 'decided before it went out' "
+                    "WHERE execution_id = ? AND state = 'pending'",
+                    (data.execution_id,),
+                )
+            case NoticeDeliveryAttempted() as data:
+                retry = data.outcome == "failed" and data.retry_in is not None
+                state = "pending" if retry else data.outcome
+                due = event.occurred_at + (data.retry_in or 0.0)
+                conn.execute(
+                    "UPDATE notice_deliveries SET attempts = ?, state = CASE WHEN state = 'closed' THEN state "
+                    "ELSE ? END, due_at = ?, detail = ? WHERE delivery_id = ?",
+                    (data.attempt, state, due, data.detail, data.delivery_id),
+                )
+
+    @staticmethod
+    def _plan(conn: sqlite3.Connection, card: Card, notice: NoticeKind, at: float) -> None:
+        for channel in channels_for(
+            routes(conn), notice, level=card.level, tool=card.tool, session_id=card.session_id
+        ):
+            conn.execute(
+                "INSERT OR IGNORE INTO notice_deliveries (delivery_id, execution_id, notice, channel, state, due_at) "
+                "VALUES (?, ?, ?, ?, 'pending', ?)",
+                (delivery_id(card, notice, channel), card.execution_id, notice, channel, at),
+            )
+
+
+def _routes_of(data: AdminPolicyReplaced) -> tuple[NoticeRoute, ...]:
+    try:
+        return parse_routes(data.policy.get("notify"))
+    except ValidationError as exc:  # the firewall validated it; an older policy shape routes nothing
+        log.warning("admin policy version %s: its [[notify]] routes are not readable: %s", data.version, exc)
+        return ()
+
+
+def routes(conn: sqlite3.Connection) -> tuple[NoticeRoute, ...]:
+    """The ``[[notify]]`` routes of the admin policy in force."""
+    row = conn.execute("SELECT routes FROM notice_routes WHERE id = 1").fetchone()
+    return parse_routes(orjson.loads(row[0])) if row is not None else ()
+
+
+def card_of(conn: sqlite3.Connection, execution_id: str) -> Card | None:
+    """The approval card last requested for ``execution_id``, as the gateway saw it."""
+    row = conn.execute("SELECT card FROM notice_cards WHERE execution_id = ?", (execution_id,)).fetchone()
+    return Card.from_dict(orjson.loads(row[0])) if row is not None else None
+
+
+class SqliteNotices:
+    """:class:`~overseer_gateway.application.ports.Notices` on the store's writer connection (point reads)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def due(self, now: float, limit: int = 64) -> Sequence[Delivery]:
+        rows = self.conn.execute(
+            "SELECT d.delivery_id, d.execution_id, d.notice, d.channel, d.attempts, c.card "
+            "FROM notice_deliveries d JOIN notice_cards c ON c.execution_id = d.execution_id "
+            "WHERE d.state = 'pending' AND d.due_at <= ? ORDER BY d.due_at LIMIT ?",
+            (now, limit),
+        ).fetchall()
+        return [
+            Delivery(row[0], row[1], row[2], row[3], int(row[4]), Card.from_dict(orjson.loads(row[5])))
+            for row in rows
+        ]
+
+    def card(self, execution_id: str) -> Card | None:
+        return card_of(self.conn, execution_id)
+
+    def attempts(self, execution_id: str) -> list[dict[str, object]]:
+        rows = self.conn.execute(
+            "SELECT delivery_id, notice, channel, attempts, state, due_at, detail FROM notice_deliveries "
+            "WHERE execution_id = ? ORDER BY delivery_id",
+            (execution_id,),
+        ).fetchall()
+        keys = ("delivery_id", "notice", "channel", "attempts", "state", "due_at", "detail")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
