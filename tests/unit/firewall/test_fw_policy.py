@@ -253,3 +253,33 @@ def test_describe_lists_admin_user_and_effective_level_per_tool() -> None:
     }
     assert described["user"]["levels"]["fs.write"]["trigger"] == "3 consecutive rejections"
     assert set(described["tools"]) == set(BUILTIN_CATALOGUE.names())
+
+
+def test_notify_routes_are_read_kept_and_round_trip_through_the_mapping() -> None:
+    admin = parse_admin_policy(
+        {
+            "notify": [
+                {"channel": "ops", "levels": ["approve"], "tools": "email.*"},
+                {"channel": "admins", "on": ["escalated"]},
+            ]
+        }
+    )
+    assert [(r.channel, r.levels, r.tools, r.on) for r in admin.notify] == [
+        ("ops", ("APPROVE",), ("email.*",), ("held",)),
+        ("admins", (), (), ("escalated",)),
+    ]
+    assert parse_admin_policy(admin.as_dict()) == admin
+
+
+@pytest.mark.parametrize(
+    ("notify", "problem"),
+    [
+        ([{"levels": ["APPROVE"]}], "notify[0].channel: is missing"),
+        ([{"channel": "ops", "when": "now"}], "notify[0] has an unknown key 'when'"),
+        ([{"channel": "ops", "levels": ["LOUD"]}], "notify[0].levels[0]"),
+    ],
+)
+def test_a_notify_route_that_is_not_valid_is_refused_where_it_is(notify: list[object], problem: str) -> None:
+    with pytest.raises(PolicyError) as refused:
+        parse_admin_policy({"notify": notify})
+    assert any(problem in p for p in refused.value.problems), refused.value.problems
