@@ -14,12 +14,14 @@ from overseer_events.catalogue import (
     CatalogueChanged,
     HintIssued,
     PathGranted,
+    Principal,
     SessionCancelRequested,
     SessionPaused,
     SessionResumed,
+    ToolChangeAccepted,
     UserLevelChanged,
 )
-from overseer_firewall.application.ports import PolicyRows
+from overseer_firewall.application.ports import PolicyRows, RecordedCatalogue
 from overseer_firewall.domain.gate import SessionState
 from overseer_firewall.domain.grants import PathGrant
 from overseer_firewall.domain.levels import Level
@@ -187,10 +189,38 @@ async def test_the_latest_catalogue_and_the_tools_withdrawn_are_what_the_kernel_
     git = [
         AnnouncedTool(name="git.git_log", source="mcp:git", read_only=True, input_schema={"type": "object"})
     ]
-    assert firewall.tools.current() == ([], {})
+    assert firewall.tools.current() == RecordedCatalogue()
     firewall.apply(CatalogueChanged(tools=git, added=["git.git_log"]), aggregate_id="catalogue")
     withdrawn = {"git.git_reset": "mcp:git no longer offers it (the server was removed)"}
     firewall.apply(CatalogueChanged(tools=git, withdrawn=withdrawn), aggregate_id="catalogue", version=2)
     rows = await (await firewall.policy_state()).rows()
     assert (rows.catalogue, rows.withdrawn) == (git, withdrawn)
-    assert firewall.tools.current() == (git, withdrawn)
+    assert firewall.tools.current() == RecordedCatalogue(git, withdrawn)
+
+
+async def test_what_an_admin_accepted_and_the_tools_changed_since_are_kept_and_an_acceptance_clears_one(
+    firewall: FirewallBackend,
+) -> None:
+    git = [
+        AnnouncedTool(name="git.git_log", source="mcp:git"),
+        AnnouncedTool(name="git.git_add", source="mcp:git"),
+    ]
+    accepted = {"git.git_log": "f1", "git.git_add": "f2"}
+    unreviewed = {"git.git_log": "description", "git.git_add": "hints"}
+    firewall.apply(
+        CatalogueChanged(tools=git, accepted=accepted, unreviewed=unreviewed), aggregate_id="catalogue"
+    )
+    assert firewall.tools.current() == RecordedCatalogue(git, {}, accepted, unreviewed)
+    by = Principal(kind="admin", id="ada")
+    firewall.apply(
+        ToolChangeAccepted(tool="git.git_log", fingerprint="f3", accepted_by=by),
+        aggregate_id="catalogue",
+        version=2,
+    )
+    after = firewall.tools.current()
+    assert (after.accepted, after.unreviewed) == (
+        {"git.git_log": "f3", "git.git_add": "f2"},
+        {"git.git_add": "hints"},
+    )
+    rows = await (await firewall.policy_state()).rows()
+    assert rows.unreviewed == {"git.git_add": "hints"}

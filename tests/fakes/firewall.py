@@ -19,7 +19,6 @@ import orjson
 from overseer_events.catalogue import (
     AdminPolicyReplaced,
     AgentModeSet,
-    AnnouncedTool,
     AnswerReceived,
     ApprovalEscalated,
     AuditHeadPublished,
@@ -36,6 +35,7 @@ from overseer_events.catalogue import (
     SessionCancelRequested,
     SessionPaused,
     SessionResumed,
+    ToolChangeAccepted,
     UserLevelChanged,
     VerdictIssued,
 )
@@ -49,6 +49,7 @@ from overseer_firewall.application.ports import (
     FirewallUnit,
     PolicyRows,
     PublishedEntry,
+    RecordedCatalogue,
     StoredProposal,
     Surroundings,
 )
@@ -225,12 +226,12 @@ class InMemoryPolicyState:
         self._sessions: dict[str, SessionState] = {}
         self._grants: dict[str, PathGrant] = {}  # by request id, in the order recorded
         self._hints: dict[tuple[str, str], dict[str, Any]] = {}
-        self._catalogue: tuple[list[AnnouncedTool], dict[str, str]] | None = None
+        self._catalogue: RecordedCatalogue | None = None
 
     def apply(self, event: Envelope) -> None:
         data = event.data
-        if isinstance(data, CatalogueChanged):
-            self._catalogue = (list(data.tools), dict(data.withdrawn))
+        if isinstance(data, CatalogueChanged | ToolChangeAccepted):
+            self._record_catalogue(data)
         elif isinstance(data, AdminPolicyReplaced):
             self._admin[data.version] = orjson.loads(orjson.dumps(data.policy))
         elif isinstance(data, UserLevelChanged):
@@ -256,6 +257,17 @@ class InMemoryPolicyState:
                 "at": event.occurred_at,
             }
 
+    def _record_catalogue(self, data: CatalogueChanged | ToolChangeAccepted) -> None:
+        if isinstance(data, CatalogueChanged):
+            self._catalogue = RecordedCatalogue(
+                list(data.tools), dict(data.withdrawn), dict(data.accepted), dict(data.unreviewed)
+            )
+            return
+        was = self.current()
+        unreviewed = {name: why for name, why in was.unreviewed.items() if name != data.tool}
+        accepted = {**was.accepted, data.tool: data.fingerprint}
+        self._catalogue = RecordedCatalogue(was.tools, was.withdrawn, accepted, unreviewed)
+
     def _user(self, data: UserLevelChanged) -> None:
         self._user_version += 1
         current = self._levels.get(data.tool)
@@ -278,16 +290,22 @@ class InMemoryPolicyState:
             modes=dict(self._modes),
             sessions=dict(self._sessions),
             grants=tuple(self._grants.values()),
-            catalogue=list(self._catalogue[0]) if self._catalogue else None,
-            withdrawn=dict(self._catalogue[1]) if self._catalogue else {},
+            catalogue=list(self._catalogue.tools) if self._catalogue is not None else None,
+            withdrawn=dict(self._catalogue.withdrawn) if self._catalogue else {},
+            unreviewed=dict(self._catalogue.unreviewed) if self._catalogue else {},
         )
 
     def granted(self, request_id: str) -> bool:
         return request_id in self._grants
 
-    def current(self) -> tuple[list[AnnouncedTool], dict[str, str]]:
+    def current(self) -> RecordedCatalogue:
         """:class:`ToolCatalogueRecord`: the catalogue recorded so far."""
-        return (list(self._catalogue[0]), dict(self._catalogue[1])) if self._catalogue else ([], {})
+        if self._catalogue is None:
+            return RecordedCatalogue()
+        was = self._catalogue
+        return RecordedCatalogue(
+            list(was.tools), dict(was.withdrawn), dict(was.accepted), dict(was.unreviewed)
+        )
 
     async def hints(self) -> list[dict[str, Any]]:
         return sorted((dict(h) for h in self._hints.values()), key=lambda h: h["at"])

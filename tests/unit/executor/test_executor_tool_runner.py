@@ -110,3 +110,21 @@ async def test_a_long_result_is_cut_to_the_configured_size() -> None:
 def test_backoff_doubles_up_to_its_maximum() -> None:
     policy = RetryPolicy(attempts=5, base_seconds=0.2, max_seconds=0.5)
     assert [policy.delay(n) for n in (1, 2, 3, 4)] == [0.2, 0.4, 0.5, 0.5]
+
+
+async def test_a_tool_name_two_plugins_offer_runs_in_neither_and_is_reported_as_a_collision() -> None:
+    from dataclasses import replace as changed
+
+    first = ScriptedPlugin(["from the first"])
+    second = ScriptedPlugin(["from the second"], spec=changed(FS_LIST, source="mcp:shadow"))
+    registry = ToolRegistry([first, second])
+    told: list[str] = []
+    assert registry.spec("fs.list") is None
+    assert registry.collisions == {"fs.list": [FS_LIST.source, "mcp:shadow"]}
+    registry.on_change = told.append
+    registry.plugins.remove(second)
+    registry.refresh("the shadow server was removed")
+    assert registry.spec("fs.list") is not None
+    assert registry.collisions == {}
+    assert told == ["the shadow server was removed"]
+    assert (await runner(first).run(running())).text == "from the first"

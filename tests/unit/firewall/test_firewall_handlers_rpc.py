@@ -66,6 +66,7 @@ def test_the_gateway_and_the_cli_find_every_method_under_its_name(methods: dict[
         "approvals.escalated",
         "audit.list",
         "audit.verify",
+        "catalogue.accept",
         "decision.parse",
         "perception.stats",
         "policy.get",
@@ -273,3 +274,13 @@ async def test_escalated_approvals_are_named_until_someone_answers_them(
 
     firewall.respond(mail, "approve", args_hash)
     assert await methods["approvals.escalated"]({}) == {"to_role": "admin", "execution_ids": []}
+
+
+async def test_accepting_a_tool_change_when_none_waits_is_refused_as_a_conflict(
+    methods: dict[str, RpcMethod],
+) -> None:
+    refusal = await refused(
+        methods, "catalogue.accept", {"tool": "git.git_log", "by": {"kind": "admin", "id": "ada"}}
+    )
+    assert refusal.status == 409
+    assert "no change waiting" in str(refusal)

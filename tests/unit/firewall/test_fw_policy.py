@@ -250,6 +250,7 @@ def test_describe_lists_admin_user_and_effective_level_per_tool() -> None:
         "read_only": False,
         "source": "builtin",
         "rules": [],
+        "unreviewed": None,
     }
     assert described["user"]["levels"]["fs.write"]["trigger"] == "3 consecutive rejections"
     assert set(described["tools"]) == set(BUILTIN_CATALOGUE.names())

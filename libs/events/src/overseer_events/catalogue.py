@@ -472,6 +472,24 @@ class CatalogueChanged(EventData):
     changed: list[str] = Field(default_factory=list)
     removed: list[str] = Field(default_factory=list)
     reason: str = ""
+    # MCP tools cannot change behind the approver's back: the fingerprint (name, description, input
+    # schema, hints) an admin accepted for each (the first one seen is accepted as it is), the tools
+    # whose fingerprint now differs from it (name → what changed: held at CONFIRM or above until an
+    # admin accepts, ``policy.tool_change_accepted``), and the tools this change held.
+    accepted: dict[str, str] = Field(default_factory=dict)
+    unreviewed: dict[str, str] = Field(default_factory=dict)
+    held: list[str] = Field(default_factory=list)
+
+
+@event("policy.tool_change_accepted")
+class ToolChangeAccepted(EventData):
+    """An admin looked at how an MCP tool changed and accepts it as it is now (its ``fingerprint``):
+    its calls are judged by the policy again, no longer held for the change."""
+
+    tool: str
+    fingerprint: str
+    change: str = ""
+    accepted_by: Principal
 
 
 @event("policy.agent_mode_set")
@@ -559,6 +577,8 @@ class ToolsAnnounced(EventData):
 
     tools: list[AnnouncedTool]
     reason: str = ""
+    # A tool name two sources offer (name → the sources): offered by neither, a call of it is refused.
+    collisions: dict[str, list[str]] = Field(default_factory=dict)
 
 
 # --------------------------------------------------------------------- col --

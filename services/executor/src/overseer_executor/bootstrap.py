@@ -122,6 +122,7 @@ class ExecutorService(Service):
             specs=self.registry.specs,
             run=lambda fn: runtime.execute_in(self.unit_for, fn),
             spawn=runtime.spawn,
+            collisions=lambda: self.registry.collisions,
         )
         self.registry.on_change = self.announcer.changed
         await self.announcer.announce_now("the executor started")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,9 +39,17 @@ def announced(spec: ToolSpec) -> AnnouncedTool:
     )
 
 
-def announce(unit: ExecutorUnit, tools: Sequence[AnnouncedTool], reason: str) -> None:
-    """Emit the whole catalogue (in the unit's transaction)."""
-    unit.emit(ToolsAnnounced(tools=list(tools), reason=reason), aggregate_id=CATALOGUE_AGGREGATE)
+def announce(
+    unit: ExecutorUnit,
+    tools: Sequence[AnnouncedTool],
+    reason: str,
+    collisions: Mapping[str, Sequence[str]] | None = None,
+) -> None:
+    """Emit the whole catalogue (in the unit's transaction), with the names refused as collisions."""
+    clashes = {name: list(sources) for name, sources in (collisions or {}).items()}
+    unit.emit(
+        ToolsAnnounced(tools=list(tools), reason=reason, collisions=clashes), aggregate_id=CATALOGUE_AGGREGATE
+    )
 
 
 RunInUnit = Callable[[Callable[[ExecutorUnit], None]], Awaitable[None]]
@@ -59,7 +67,8 @@ class CatalogueAnnouncer:
     specs: Callable[[], Sequence[ToolSpec]]
     run: RunInUnit  # records in a transaction of its own
     spawn: Callable[[Coroutine[Any, Any, None]], object]
-    _last: tuple[AnnouncedTool, ...] | None = None
+    collisions: Callable[[], Mapping[str, Sequence[str]]] = dict
+    _last: tuple[tuple[AnnouncedTool, ...], tuple[tuple[str, tuple[str, ...]], ...]] | None = None
     _reasons: list[str] = field(default_factory=list)
     _running: bool = False
     # One flush at a time: two could read the catalogue in one order and commit in the other, leaving an
@@ -90,9 +99,11 @@ class CatalogueAnnouncer:
         async with self._lock:
             reasons, self._reasons = self._reasons, []
             tools = tuple(announced(spec) for spec in self.specs())
-            if tools == self._last:
+            collisions = dict(self.collisions())
+            state = (tools, tuple(sorted((name, tuple(sources)) for name, sources in collisions.items())))
+            if state == self._last:
                 return
             reason = "; ".join(dict.fromkeys(reasons))
-            await self.run(lambda unit: announce(unit, tools, reason))
-            self._last = tools
+            await self.run(lambda unit: announce(unit, tools, reason, collisions))
+            self._last = state
             log.info("announced %d tools (%s)", len(tools), reason)

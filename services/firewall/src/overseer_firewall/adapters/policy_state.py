@@ -22,10 +22,11 @@ from overseer_events.catalogue import (
     SessionCancelRequested,
     SessionPaused,
     SessionResumed,
+    ToolChangeAccepted,
     UserLevelChanged,
 )
 from overseer_events.envelope import Envelope
-from overseer_firewall.application.ports import PolicyRows
+from overseer_firewall.application.ports import PolicyRows, RecordedCatalogue
 from overseer_firewall.application.translation import mode_setting
 from overseer_firewall.domain.gate import SessionState
 from overseer_firewall.domain.grants import PathGrant
@@ -48,6 +49,7 @@ class PolicyProjection(SqlProjection):
         "fw_path_grants",
         "fw_hints",
         "fw_catalogue",
+        "fw_catalogue_reviews",
     )
     ddl = """
     CREATE TABLE IF NOT EXISTS fw_admin_policy (
@@ -100,6 +102,11 @@ class PolicyProjection(SqlProjection):
         tools      TEXT NOT NULL,
         withdrawn  TEXT NOT NULL
     );
+    CREATE TABLE IF NOT EXISTS fw_catalogue_reviews (
+        id          INTEGER PRIMARY KEY CHECK (id = 1),
+        accepted    TEXT NOT NULL,
+        unreviewed  TEXT NOT NULL
+    );
     """
 
     def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
@@ -120,7 +127,7 @@ class PolicyProjection(SqlProjection):
                 _granted(conn, data, event)
             case HintIssued() as data:
                 _hint(conn, data, event)
-            case CatalogueChanged() as data:
+            case CatalogueChanged() | ToolChangeAccepted() as data:
                 _catalogue(conn, data)
 
 
@@ -211,21 +218,42 @@ def _hint(conn: sqlite3.Connection, data: HintIssued, event: Envelope) -> None:
     )
 
 
-def _catalogue(conn: sqlite3.Connection, data: CatalogueChanged) -> None:
+def _catalogue(conn: sqlite3.Connection, data: CatalogueChanged | ToolChangeAccepted) -> None:
+    if isinstance(data, ToolChangeAccepted):
+        _change_accepted(conn, data)
+        return
     tools = _json([tool.model_dump(mode="json") for tool in data.tools])
     conn.execute(
         "INSERT INTO fw_catalogue (id, tools, withdrawn) VALUES (1, ?, ?) "
         "ON CONFLICT(id) DO UPDATE SET tools = excluded.tools, withdrawn = excluded.withdrawn",
         (tools, _json(data.withdrawn)),
     )
+    _reviews(conn, data.accepted, data.unreviewed)
 
 
-def catalogue_in(conn: sqlite3.Connection) -> tuple[list[AnnouncedTool], dict[str, str]]:
-    """The catalogue as last recorded (none before the executor's first announcement)."""
+def _reviews(conn: sqlite3.Connection, accepted: dict[str, str], unreviewed: dict[str, str]) -> None:
+    conn.execute(
+        "INSERT INTO fw_catalogue_reviews (id, accepted, unreviewed) VALUES (1, ?, ?) "
+        "ON CONFLICT(id) DO UPDATE SET accepted = excluded.accepted, unreviewed = excluded.unreviewed",
+        (_json(accepted), _json(unreviewed)),
+    )
+
+
+def _change_accepted(conn: sqlite3.Connection, data: ToolChangeAccepted) -> None:
+    recorded = catalogue_in(conn)
+    accepted = {**recorded.accepted, data.tool: data.fingerprint}
+    _reviews(conn, accepted, {name: why for name, why in recorded.unreviewed.items() if name != data.tool})
+
+
+def catalogue_in(conn: sqlite3.Connection) -> RecordedCatalogue:
+    """The catalogue as last recorded (empty before the executor's first announcement)."""
     row = conn.execute("SELECT tools, withdrawn FROM fw_catalogue WHERE id = 1").fetchone()
+    reviews = conn.execute("SELECT accepted, unreviewed FROM fw_catalogue_reviews WHERE id = 1").fetchone()
+    accepted, unreviewed = (orjson.loads(reviews[0]), orjson.loads(reviews[1])) if reviews else ({}, {})
     if row is None:
-        return [], {}
-    return [AnnouncedTool.model_validate(tool) for tool in orjson.loads(row[0])], dict(orjson.loads(row[1]))
+        return RecordedCatalogue(accepted=accepted, unreviewed=unreviewed)
+    tools = [AnnouncedTool.model_validate(tool) for tool in orjson.loads(row[0])]
+    return RecordedCatalogue(tools, dict(orjson.loads(row[1])), accepted, unreviewed)
 
 
 class SqliteToolCatalogue:
@@ -236,7 +264,7 @@ class SqliteToolCatalogue:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
 
-    def current(self) -> tuple[list[AnnouncedTool], dict[str, str]]:
+    def current(self) -> RecordedCatalogue:
         return catalogue_in(self.conn)
 
 
@@ -287,6 +315,7 @@ class ReaderPolicyState:
             )
         )
         catalogue = await self.reader.fetch_one("SELECT tools, withdrawn FROM fw_catalogue WHERE id = 1")
+        reviews = await self.reader.fetch_one("SELECT unreviewed FROM fw_catalogue_reviews WHERE id = 1")
         return PolicyRows(
             catalogue=(
                 [AnnouncedTool.model_validate(tool) for tool in orjson.loads(catalogue["tools"])]
@@ -294,6 +323,7 @@ class ReaderPolicyState:
                 else None
             ),
             withdrawn=dict(orjson.loads(catalogue["withdrawn"])) if catalogue else {},
+            unreviewed=dict(orjson.loads(reviews["unreviewed"])) if reviews else {},
             admin_version=int(admin["version"]) if admin else None,
             admin_policy=orjson.loads(admin["policy"]) if admin else None,
             user_version=int(version["version"]) if version else 0,

@@ -26,6 +26,7 @@ from overseer_events.catalogue import (
     SessionCancelRequested,
     SessionPaused,
     SessionResumed,
+    ToolChangeAccepted,
     UserLevelChanged,
     VerdictIssued,
 )
@@ -133,7 +134,19 @@ def _catalogue(d: CatalogueChanged) -> Record:
         "added": d.added,
         "changed": d.changed,
         "withdrawn": d.removed,
+        "held_for_review": d.held,
         "reason": d.reason,
+    }
+
+
+def _change_accepted(d: ToolChangeAccepted) -> Record:
+    return {
+        "kind": "policy",
+        "change": "tool_change_accepted",
+        "tool": d.tool,
+        "what_changed": d.change,
+        "fingerprint": d.fingerprint,
+        "by": str(d.accepted_by),
     }
 
 
@@ -178,6 +191,7 @@ AUDITED: Mapping[str, Callable[[Any], Record]] = {
     "policy.agent_mode_set": _mode,
     "policy.path_granted": _grant,
     "policy.catalogue_changed": _catalogue,
+    "policy.tool_change_accepted": _change_accepted,
     "firewall.alert": _alert,
     "firewall.approval_escalated": _escalation,
     "firewall.session_paused": _session("paused"),

@@ -40,6 +40,10 @@ class FirewallCommands:
         """Pause, resume or cancel ``session_id`` (raises ``SessionRefused`` when its state does not allow it)."""
         return await self.run(lambda unit: self.firewall.stop_session(unit, session_id, action, by, reason))
 
+    async def accept_tool_change(self, tool: str, by: Principal) -> dict[str, Any]:
+        """Accept how ``tool`` changed (raises ``ChangeRefused`` when no change waits)."""
+        return await self.run(lambda unit: self.firewall.accept_tool_change(unit, tool, by))
+
     async def check_timeouts(self) -> int:
         """One round of the decider of last resort: escalate, or decide, requests nobody answered."""
         return await self.run(self.firewall.check_timeouts)

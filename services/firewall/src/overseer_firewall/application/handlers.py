@@ -34,6 +34,7 @@ from overseer_events.catalogue import (
     SessionCancelRequested,
     SessionPaused,
     SessionResumed,
+    ToolChangeAccepted,
     ToolsAnnounced,
     UserLevelChanged,
 )
@@ -43,7 +44,12 @@ from overseer_firewall.application.anchoring import AuditAnchor
 from overseer_firewall.application.audit_trail import audit_record
 from overseer_firewall.application.ports import FirewallUnit, Surroundings
 from overseer_firewall.application.state import ABORT_COMMENT, TERMINAL, KernelState
-from overseer_firewall.application.translation import catalogue_change, proposal_from_event, verdict_event
+from overseer_firewall.application.translation import (
+    catalogue_change,
+    proposal_from_event,
+    tool_fingerprint,
+    verdict_event,
+)
 from overseer_firewall.domain.adaptive import adapt
 from overseer_firewall.domain.audit import EMPTY_HEAD, append_entry
 from overseer_firewall.domain.gate import GateOutcome, Intent, PendingApproval, PendingStatus, TimeoutAction
@@ -381,8 +387,7 @@ class FirewallHandlers:
     # -- tools.announced ------------------------------------------------------------------------------------
     def on_tools_announced(self, data: ToolsAnnounced, unit: FirewallUnit, event: Envelope) -> None:
         """The executor's catalogue: recorded (and audited) when it changes what the firewall judges from."""
-        before, withdrawn = unit.tools.current()
-        change = catalogue_change(before, withdrawn, data)
+        change = catalogue_change(unit.tools.current(), data)
         if change is not None:
             self.emit(unit, change, "catalogue")
 
@@ -417,6 +422,22 @@ class FirewallHandlers:
         self.emit(unit, SessionResumed(session_id=session_id, by=by), key)
         return _session_answer(session_id, paused=False, aborts=0, changed=True)
 
+    def accept_tool_change(self, unit: FirewallUnit, tool: str, by: Principal) -> dict[str, Any]:
+        """An admin accepts how ``tool`` changed (its fingerprint as announced now); refused
+        (:class:`ChangeRefused`) when the tool is not held for a change."""
+        recorded = unit.tools.current()
+        change = recorded.unreviewed.get(tool)
+        now = next((t for t in recorded.tools if t.name == tool), None)
+        if change is None or now is None:
+            raise ChangeRefused(f"{tool!r} has no change waiting for an admin to accept it")
+        fingerprint = tool_fingerprint(now)
+        self.emit(
+            unit,
+            ToolChangeAccepted(tool=tool, fingerprint=fingerprint, change=change, accepted_by=by),
+            "catalogue",
+        )
+        return {"tool": tool, "fingerprint": fingerprint, "change": change}
+
     def set_mode(self, unit: FirewallUnit, principal: str, setting: ModeSetting, by: Principal) -> None:
         grant = setting.grant.as_dict() if setting.grant else None
         self.emit(
@@ -426,6 +447,10 @@ class FirewallHandlers:
 
 class SessionRefused(ValueError):
     """A session control that does not fit the session's state (answered 409)."""
+
+
+class ChangeRefused(ValueError):
+    """An acceptance of a tool change when none waits (answered 409)."""
 
 
 def _session_answer(session_id: str, *, paused: bool, aborts: int, changed: bool) -> dict[str, Any]:

@@ -62,6 +62,7 @@ class PolicyRows:
     grants: tuple[PathGrant, ...] = ()  # session path grants, in the order they were recorded
     catalogue: list[AnnouncedTool] | None = None  # the tools the executor announced (None: not yet)
     withdrawn: dict[str, str] = field(default_factory=dict)  # tools no longer offered, and why
+    unreviewed: dict[str, str] = field(default_factory=dict)  # MCP tools changed since accepted, and how
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -243,10 +244,21 @@ class FirewallUnit:
     tools: ToolCatalogueRecord
 
 
-class ToolCatalogueRecord(Protocol):
-    """The tool catalogue as recorded so far in this transaction: the tools announced, and those withdrawn."""
+@dataclass(frozen=True, slots=True)
+class RecordedCatalogue:
+    """The tool catalogue as recorded: the tools announced, those withdrawn (name → why), the fingerprint
+    an admin accepted for each MCP tool, and the MCP tools changed since (name → what changed)."""
 
-    def current(self) -> tuple[list[AnnouncedTool], dict[str, str]]: ...
+    tools: list[AnnouncedTool] = field(default_factory=list)
+    withdrawn: dict[str, str] = field(default_factory=dict)
+    accepted: dict[str, str] = field(default_factory=dict)
+    unreviewed: dict[str, str] = field(default_factory=dict)
+
+
+class ToolCatalogueRecord(Protocol):
+    """The tool catalogue as recorded so far in this transaction."""
+
+    def current(self) -> RecordedCatalogue: ...
 
 
 class UnitRunner(Protocol):

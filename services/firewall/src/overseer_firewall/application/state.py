@@ -33,6 +33,7 @@ from overseer_events.catalogue import (
     SessionCancelRequested,
     SessionPaused,
     SessionResumed,
+    ToolChangeAccepted,
     UserLevelChanged,
     VerdictIssued,
 )
@@ -58,6 +59,7 @@ LOOSENING = frozenset(
         "policy.agent_mode_set",
         "policy.path_granted",
         "policy.catalogue_changed",
+        "policy.tool_change_accepted",
         "firewall.session_resumed",
     }
 )
@@ -79,6 +81,7 @@ class KernelState:
             UserLevelChanged: self._user,
             AgentModeSet: self._mode,
             CatalogueChanged: self._catalogue,
+            ToolChangeAccepted: self._change_accepted,
             PathGranted: self._granted,
             SessionPaused: self._paused,
             SessionCancelRequested: self._cancel,
@@ -93,7 +96,7 @@ class KernelState:
         if rows.admin_policy is not None and rows.admin_version is not None:
             store = store.with_admin(parse_admin_policy(rows.admin_policy, version=rows.admin_version))
         catalogue = (
-            catalogue_of(rows.catalogue, rows.withdrawn)
+            catalogue_of(rows.catalogue, rows.withdrawn, rows.unreviewed)
             if rows.catalogue is not None
             else store.base_catalogue
         )
@@ -190,7 +193,13 @@ class KernelState:
         self.engine.modes.set(data.principal, mode_setting(data.mode, data.grant))
 
     def _catalogue(self, data: CatalogueChanged, lookup: Lookup) -> None:
-        self.engine.set_policy(self.engine.policy.with_catalogue(catalogue_of(data.tools, data.withdrawn)))
+        self.engine.set_policy(
+            self.engine.policy.with_catalogue(catalogue_of(data.tools, data.withdrawn, data.unreviewed))
+        )
+
+    def _change_accepted(self, data: ToolChangeAccepted, lookup: Lookup) -> None:
+        policy = self.engine.policy
+        self.engine.set_policy(policy.with_catalogue(policy.base_catalogue.accepted(data.tool)))
 
     def _granted(self, data: PathGranted, lookup: Lookup) -> None:
         self.engine.grants.add(path_grant(data))

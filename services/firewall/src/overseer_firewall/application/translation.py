@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from overseer_events.canonical import canonical_bytes, sha256_hex
 from overseer_events.catalogue import (
     AnnouncedTool,
     CatalogueChanged,
@@ -20,6 +21,7 @@ from overseer_events.catalogue import (
     ToolsAnnounced,
     VerdictIssued,
 )
+from overseer_firewall.application.ports import RecordedCatalogue
 from overseer_firewall.domain.grants import PathGrant
 from overseer_firewall.domain.model import Proposal, Verdict
 from overseer_firewall.domain.modes import AgentMode, Grant, ModeSetting
@@ -86,7 +88,9 @@ def path_grant(data: PathGranted) -> PathGrant:
     return PathGrant(data.session_id, data.tool, data.path, data.request_id, str(data.granted_by))
 
 
-def catalogue_of(tools: Sequence[AnnouncedTool], withdrawn: Mapping[str, str]) -> ToolCatalogue:
+def catalogue_of(
+    tools: Sequence[AnnouncedTool], withdrawn: Mapping[str, str], unreviewed: Mapping[str, str] | None = None
+) -> ToolCatalogue:
     """The catalogue the kernel judges from, as a ``policy.catalogue_changed`` recorded it."""
     return catalogue_from(
         (
@@ -103,29 +107,80 @@ def catalogue_of(tools: Sequence[AnnouncedTool], withdrawn: Mapping[str, str]) -
             for tool in tools
         ),
         withdrawn,
+        unreviewed,
     )
 
 
-def catalogue_change(
-    before: Sequence[AnnouncedTool], withdrawn: Mapping[str, str], announced: ToolsAnnounced
-) -> CatalogueChanged | None:
+def _relied_on(tool: AnnouncedTool) -> dict[str, Any]:
+    """What an approver relies on of an MCP tool: a change to any of these is a change to review."""
+    return {
+        "description": tool.description,
+        "input schema": tool.input_schema,
+        "hints": [tool.read_only, tool.destructive, tool.open_world],
+    }
+
+
+def tool_fingerprint(tool: AnnouncedTool) -> str:
+    """The hash of an announced tool's name, description, input schema and hints."""
+    return sha256_hex(canonical_bytes({"name": tool.name, **_relied_on(tool)}))
+
+
+def what_changed(before: AnnouncedTool | None, now: AnnouncedTool) -> str:
+    """``description``, ``input schema and hints``…: what differs between two announcements of a tool."""
+    if before is None:
+        return "description, input schema or hints"
+    was, is_now = _relied_on(before), _relied_on(now)
+    return (
+        " and ".join(part for part in was if was[part] != is_now[part])
+        or "description, input schema or hints"
+    )
+
+
+def catalogue_change(recorded: RecordedCatalogue, announced: ToolsAnnounced) -> CatalogueChanged | None:
     """What the executor's announcement changes in the catalogue recorded so far (None: nothing). A tool it
-    no longer lists is withdrawn, with why; a withdrawn tool it lists again is back."""
-    was = {tool.name: tool for tool in before}
+    no longer lists is withdrawn, with why; a withdrawn tool it lists again is back; a name two sources
+    offered is withdrawn as a collision. An MCP tool seen for the first time is accepted as it is; one
+    whose fingerprint differs from the accepted one is held for review until an admin accepts it, and is
+    no longer held once it is the accepted one again."""
+    was = {tool.name: tool for tool in recorded.tools}
     now = {tool.name: tool for tool in announced.tools}
     added = sorted(now.keys() - was.keys())
     changed = sorted(name for name in now.keys() & was.keys() if now[name] != was[name])
     removed = sorted(was.keys() - now.keys())
-    if not (added or changed or removed) and before:
+    collided = {name: sources for name, sources in announced.collisions.items() if name not in now}
+    if not (added or changed or removed) and recorded.tools and collided.keys() <= recorded.withdrawn.keys():
         return None
     why = announced.reason or "the executor's catalogue changed"
     gone = {name: f"{was[name].source} no longer offers it ({why})" for name in removed}
-    still = {name: reason for name, reason in withdrawn.items() if name not in now}
+    clash = {
+        name: f"refused: {' and '.join(sources)} both offer a tool of this name"
+        for name, sources in collided.items()
+    }
+    still = {name: reason for name, reason in recorded.withdrawn.items() if name not in now}
+    accepted, unreviewed = dict(recorded.accepted), dict(recorded.unreviewed)
+    held: list[str] = []
+    for name, tool in sorted(now.items()):
+        if not tool.source.startswith("mcp:"):
+            continue
+        fingerprint = tool_fingerprint(tool)
+        if name not in accepted:
+            accepted[name] = fingerprint
+        elif accepted[name] == fingerprint:
+            unreviewed.pop(name, None)
+        elif name in changed or name not in unreviewed:
+            if name not in unreviewed:
+                held.append(name)
+            unreviewed[name] = (
+                what_changed(was.get(name), tool) if name not in unreviewed else unreviewed[name]
+            )
     return CatalogueChanged(
         tools=list(announced.tools),
-        withdrawn={**still, **gone},
+        withdrawn={**still, **gone, **clash},
         added=added,
         changed=changed,
         removed=removed,
         reason=why,
+        accepted=accepted,
+        unreviewed=unreviewed,
+        held=held,
     )

@@ -720,6 +720,7 @@ class PolicyStore:
                 "read_only": spec.read_only,
                 "source": spec.source,
                 "rules": [r.label for r in self.admin.rules if r.matches_tool(spec.name)],
+                "unreviewed": self.catalogue.unreviewed.get(spec.name),
             }
         return {
             "version": self.version,
@@ -738,4 +739,5 @@ class PolicyStore:
             },
             "tools": tools,
             "withdrawn": dict(self.catalogue.withdrawn),
+            "unreviewed": dict(self.catalogue.unreviewed),
         }

@@ -167,18 +167,23 @@ BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
 
 
 class ToolCatalogue:
-    """Name → :class:`ToolSpec`, and the tools withdrawn (name → why). Immutable once built; ``extended``
-    returns a new catalogue."""
+    """Name → :class:`ToolSpec`, the tools withdrawn (name → why), and the tools that changed since an
+    admin accepted them (name → what changed: held at CONFIRM or above until one accepts the change).
+    Immutable once built; ``extended`` and ``accepted`` return a new catalogue."""
 
-    __slots__ = ("_specs", "withdrawn")
+    __slots__ = ("_specs", "unreviewed", "withdrawn")
 
     def __init__(
-        self, specs: Iterable[ToolSpec] = BUILTIN_TOOLS, withdrawn: Mapping[str, str] | None = None
+        self,
+        specs: Iterable[ToolSpec] = BUILTIN_TOOLS,
+        withdrawn: Mapping[str, str] | None = None,
+        unreviewed: Mapping[str, str] | None = None,
     ) -> None:
         self._specs: dict[str, ToolSpec] = {spec.name: spec for spec in specs}
         self.withdrawn: Mapping[str, str] = {
             name: why for name, why in (withdrawn or {}).items() if name not in self._specs
         }
+        self.unreviewed: Mapping[str, str] = dict(unreviewed or {})
 
     def get(self, name: str | None) -> ToolSpec | None:
         return self._specs.get(name) if name is not None else None
@@ -193,7 +198,12 @@ class ToolCatalogue:
         return [self._specs[name] for name in sorted(self._specs)]
 
     def extended(self, specs: Iterable[ToolSpec]) -> ToolCatalogue:
-        return ToolCatalogue([*self._specs.values(), *specs], self.withdrawn)
+        return ToolCatalogue([*self._specs.values(), *specs], self.withdrawn, self.unreviewed)
+
+    def accepted(self, tool: str) -> ToolCatalogue:
+        """This catalogue once an admin accepted how ``tool`` changed."""
+        unreviewed = {name: why for name, why in self.unreviewed.items() if name != tool}
+        return ToolCatalogue(self._specs.values(), self.withdrawn, unreviewed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,12 +239,16 @@ def spec_from_announced(tool: Announced) -> ToolSpec:
         return ToolSpec(tool.name, {"type": "object"}, **common)
 
 
-def catalogue_from(announced: Iterable[Announced], withdrawn: Mapping[str, str]) -> ToolCatalogue:
+def catalogue_from(
+    announced: Iterable[Announced], withdrawn: Mapping[str, str], unreviewed: Mapping[str, str] | None = None
+) -> ToolCatalogue:
     """The built-ins (the firewall's own declarations of the executor's built-in tools) and every other
-    tool announced, with the tools withdrawn."""
+    tool announced, with the tools withdrawn and those changed since an admin accepted them."""
     builtin = {spec.name for spec in BUILTIN_TOOLS}
     others = [spec_from_announced(tool) for tool in announced if tool.name not in builtin]
-    return ToolCatalogue([*BUILTIN_TOOLS, *others], withdrawn)
+    # A built-in is withdrawn only when another source offers its name too (a collision): refused.
+    builtins = [spec for spec in BUILTIN_TOOLS if spec.name not in withdrawn]
+    return ToolCatalogue([*builtins, *others], withdrawn, unreviewed)
 
 
 def spec_from_mapping(name: str, raw: Mapping[str, Any]) -> ToolSpec:

@@ -3,7 +3,8 @@
 Each request is a pydantic model, validated by the runtime (422 with the validation message). What
 the firewall refuses on its merits is an :class:`RpcError` too: 422 for an admin policy or an agent
 mode that does not validate (a policy with every problem listed); 409 for a session control that does
-not fit the session's state (resuming or cancelling a session that is not paused).
+not fit the session's state (resuming or cancelling a session that is not paused), and for accepting a
+tool change when none waits.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pydantic import Field, StrictInt, StrictStr, field_validator
 
 from overseer_events.catalogue import Principal
 from overseer_firewall.application.commands import FirewallCommands
-from overseer_firewall.application.handlers import SessionRefused
+from overseer_firewall.application.handlers import ChangeRefused, SessionRefused
 from overseer_firewall.application.queries import FirewallQueries
 from overseer_firewall.domain.policy import AdminPolicy, PolicyError, parse_admin_policy
 from overseer_runtime.rpc import NoArguments, RpcError, RpcRequest, RpcTable
@@ -60,6 +61,13 @@ class SessionStop(RpcRequest):
     reason: StrictStr | None = Field(default=None, max_length=500)
 
 
+class AcceptChange(RpcRequest):
+    """An admin accepts how an MCP tool changed (the gateway passes who)."""
+
+    tool: StrictStr = Field(min_length=1, max_length=256)
+    by: Principal
+
+
 class AuditList(RpcRequest):
     after: StrictInt = Field(default=0, ge=-1, le=2**62)
     limit: StrictInt = Field(default=100, ge=1, le=MAX_AUDIT_PAGE)
@@ -85,6 +93,7 @@ def rpc(firewall: RunningFirewall) -> RpcTable:
         .method("policy.replace_admin", ReplaceAdmin, methods.replace_admin)
         .method("policy.replay", Replay, methods.replay)
         .method("policy.set_mode", SetMode, methods.set_mode)
+        .method("catalogue.accept", AcceptChange, methods.accept_change)
         .method("agents.list", NoArguments, methods.agents_list)
         .method("approvals.escalated", NoArguments, methods.approvals_escalated)
         .method("session.pause", SessionStop, methods.session_pause)
@@ -121,6 +130,12 @@ class FirewallRpc:
             raise RpcError(422, str(exc)) from None
         await self.firewall.commands.set_mode(r.principal, setting, r.by)
         return {"agents": self.firewall.queries.agents()}
+
+    async def accept_change(self, r: AcceptChange) -> dict[str, Any]:
+        try:
+            return await self.firewall.commands.accept_tool_change(r.tool, r.by)
+        except ChangeRefused as exc:
+            raise RpcError(409, str(exc)) from None
 
     async def agents_list(self, _: NoArguments) -> dict[str, Any]:
         """Every agent principal with a mode set; any other agent is supervised."""

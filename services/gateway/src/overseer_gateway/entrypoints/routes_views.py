@@ -26,6 +26,7 @@ from overseer_gateway.entrypoints.schemas import (
     AuditVerification,
     Health,
     PolicyDocument,
+    ToolChangeAcceptedView,
 )
 
 router = APIRouter()
@@ -224,6 +225,26 @@ async def replace_admin_policy(
 ) -> Response:
     payload = {"policy": body.model_dump(), "principal": caller.as_principal("admin").model_dump()}
     return await ask(request, "firewall", "policy.replace_admin", payload)
+
+
+@router.post(
+    "/v1/policy/tools/{tool}/accept",
+    response_model=ToolChangeAcceptedView,
+    responses=problems(*WRITE, 409),
+    tags=["policy"],
+    summary="Accept how an MCP tool changed: its calls are no longer held for the change",
+)
+async def accept_tool_change(
+    request: Request,
+    tool: Annotated[
+        str, Path(min_length=1, max_length=256, pattern=r"^[A-Za-z][A-Za-z0-9_\-]*(\.[A-Za-z0-9_\-]+)*$")
+    ],
+    caller: Caller = Depends(require(Role.ADMIN)),
+) -> Response:
+    """An MCP tool whose description, input schema or hints changed since an admin accepted it is held
+    at CONFIRM or above (`unreviewed` in `GET /v1/policy`). 409 when no change of `tool` waits."""
+    payload = {"tool": tool, "by": caller.as_principal("admin").model_dump()}
+    return await ask(request, "firewall", "catalogue.accept", payload)
 
 
 @router.post(

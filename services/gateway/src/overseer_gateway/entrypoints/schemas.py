@@ -396,6 +396,14 @@ class LinkView(Answer):
     card: dict[str, Any] | None = Field(description="the approval card as the channel was shown it")
 
 
+class ToolChangeAcceptedView(Answer):
+    """The change an admin accepted: the tool, what had changed, and the fingerprint now accepted."""
+
+    tool: str
+    change: str
+    fingerprint: str
+
+
 class NoticeView(Answer):
     """One approval notice to one channel: how many attempts, and how the last one went."""
 

@@ -38,27 +38,38 @@ class ToolRegistry:
         self._specs: dict[str, ToolSpec] = {}
         self._owners: dict[str, ToolPlugin] = {}
         self._validators: dict[str, Validator] = {}
+        self.collisions: dict[str, list[str]] = {}  # a name two sources offer → the sources (neither runs)
         self.refresh()
 
     # -- discovery -------------------------------------------------------------
     def refresh(self, reason: str = "the tools were listed again") -> None:
         """Rebuild the index from the plugins' tool lists (again whenever an MCP server lists its tools)."""
-        specs: dict[str, ToolSpec] = {}
-        owners: dict[str, ToolPlugin] = {}
+        offered: dict[str, list[tuple[ToolSpec, ToolPlugin]]] = {}
         for plugin in self.plugins:
             for raw in plugin.list_tools():
                 spec = ToolSpec.from_dict(raw)
-                if spec.name in specs:
-                    log.warning("tool %s is offered twice; keeping the first", spec.name)
-                    continue
-                override = self.overrides.get(spec.name)
-                specs[spec.name] = spec.with_overrides(override) if override else spec
-                owners[spec.name] = plugin
+                offered.setdefault(spec.name, []).append((spec, plugin))
+        specs: dict[str, ToolSpec] = {}
+        owners: dict[str, ToolPlugin] = {}
+        collisions: dict[str, list[str]] = {}
+        for name, offers in offered.items():
+            if len(offers) > 1:
+                # Which one would run is an accident of start order: neither runs, and a call is refused.
+                collisions[name] = [spec.source for spec, _ in offers]
+                log.warning(
+                    "tool %s is offered by %s: refused as a collision", name, " and ".join(collisions[name])
+                )
+                continue
+            spec, plugin = offers[0]
+            override = self.overrides.get(name)
+            specs[name] = spec.with_overrides(override) if override else spec
+            owners[name] = plugin
         changed = {n for n in specs if specs[n] != self._specs.get(n)}
         withdrawn = self._specs.keys() - specs.keys()
+        collided = collisions != self.collisions
         self._validators = {n: v for n, v in self._validators.items() if n in specs and n not in changed}
-        self._specs, self._owners = specs, owners
-        if (changed or withdrawn) and self.on_change is not None:
+        self._specs, self._owners, self.collisions = specs, owners, collisions
+        if (changed or withdrawn or collided) and self.on_change is not None:
             self.on_change(reason)
 
     def spec(self, name: str | None) -> ToolSpec | None:

@@ -2,7 +2,9 @@
 
 Effective level = the stricter of the admin layer (argument-aware rules over
 tool defaults) and the user layer (adaptive). An admin ``deny`` rule denies.
-A delegated agent inside its grant runs at AUTO; outside it, at CONFIRM or above.
+A delegated agent inside its grant runs at AUTO; outside it, at CONFIRM or above. An MCP tool that
+changed since an admin accepted it (its description, schema or hints) is held at CONFIRM or above,
+whatever the mode, until an admin accepts the change.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class PermissionLayer:
         admin, denied, rule = policy.admin.judge(tool, ev.spec, ev.args)
         user = policy.user.level(tool)
         mode = kernel.modes.judge(proposal.proposer, tool, ev.irreversible, proposal.occurred_at)
+        changed = policy.catalogue.unreviewed.get(tool)
         key = (
             tool,
             admin,
@@ -41,6 +44,7 @@ class PermissionLayer:
             None if mode is SUPERVISED else mode,
             ev.spec is None,
             ev.irreversible,
+            changed,
         )
         cached = self._cache.get(key)
         if cached is None:
@@ -52,6 +56,7 @@ class PermissionLayer:
                 rule,
                 mode,
                 unknown_irreversible=ev.spec is None and ev.irreversible,
+                changed=changed,
             )
             if len(self._cache) >= CACHE_SIZE:
                 self._cache.clear()
@@ -76,6 +81,7 @@ def _judge(
     mode: ModeJudgement,
     *,
     unknown_irreversible: bool,
+    changed: str | None = None,
 ) -> tuple[Level, Finding]:
     details: dict[str, Any] = {
         "admin": admin.name,
@@ -100,6 +106,10 @@ def _judge(
     if unknown_irreversible:
         level = Level.APPROVE
         source = f"{source}; an unknown tool declared irreversible"
+    if changed is not None:
+        level = max(level, Level.CONFIRM)
+        source = f"{source}; its {changed} changed since an admin accepted it"
+        details["unreviewed"] = changed
     details["effective"] = level.name
     outcome = "hold" if level.holds else "pass"
     return level, Finding(L3, outcome, f"{tool} is {level.name} ({source})", details)

@@ -19,6 +19,28 @@ function toolsTable(tools) {
       h("td", { class: "muted" }, (t.rules ?? []).join(", ")))))));
 }
 
+/** MCP tools changed since an admin accepted them: held at CONFIRM or above until one accepts the change. */
+function changedTools(unreviewed, app, onAccepted) {
+  const names = Object.keys(unreviewed ?? {});
+  if (!names.length) return h("p", { class: "muted", id: "policy-changed" }, "No tool changed since it was accepted.");
+  return h("ul", { id: "policy-changed", class: "changed-tools" }, names.map((name) => {
+    const status = h("span", { class: "status", role: "status" });
+    const accept = app.may("admin") ? h("button", { type: "button", class: "ok", dataset: { tool: name }, onclick: async () => {
+      accept.disabled = true;
+      try {
+        await post(`/v1/policy/tools/${encodeURIComponent(name)}/accept`, {});
+        status.textContent = "accepted";
+        onAccepted();
+      } catch (error) {
+        status.textContent = error.message;
+        status.classList.add("error");
+        accept.disabled = false;
+      }
+    } }, "Accept the change") : null;
+    return h("li", { dataset: { tool: name } }, h("code", {}, name), ` — its ${unreviewed[name]} changed; its calls are held until an admin accepts. `, accept, status);
+  }));
+}
+
 function grantsView(grants) {
   const entries = Array.isArray(grants) ? grants : Object.entries(grants ?? {});
   if (!entries.length) return h("p", { class: "muted", id: "policy-grants" }, "No session holds a path grant.");
@@ -47,6 +69,11 @@ function replayView(report) {
         h("td", { class: "muted" }, (c.reasons ?? []).join("; "))))))) : null);
 }
 
+function clearSection(root) {
+  root.replaceChildren();
+  return root;
+}
+
 export async function render(root, app) {
   useStyles();
   const section = h("section", { class: "manage policy" });
@@ -62,6 +89,9 @@ export async function render(root, app) {
   const { version: adminVersion, ...adminLayer } = policy.admin ?? {};
   section.append(
     h("p", { class: "muted" }, `Policy version ${policy.version}; admin layer v${adminVersion}, user layer v${policy.user?.version}.`),
+    h("h3", {}, "Tools changed since accepted"),
+    h("p", { class: "muted" }, "An MCP server changed how it describes these tools (the text a model reads, the arguments, or its hints)."),
+    changedTools(policy.unreviewed, app, () => render(clearSection(root), app)),
     h("h3", {}, "Effective level per tool"),
     h("p", { class: "muted" }, "The stricter of the admin and the user layer."),
     toolsTable(policy.tools ?? {}),
