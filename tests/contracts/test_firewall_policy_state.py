@@ -12,6 +12,7 @@ from overseer_events.catalogue import (
     AgentModeSet,
     AnnouncedTool,
     CatalogueChanged,
+    ExecutionProposed,
     HintIssued,
     PathGranted,
     Principal,
@@ -20,8 +21,10 @@ from overseer_events.catalogue import (
     SessionResumed,
     ToolChangeAccepted,
     UserLevelChanged,
+    VerdictIssued,
 )
 from overseer_firewall.application.ports import PolicyRows, RecordedCatalogue
+from overseer_firewall.domain.budgets import Usage
 from overseer_firewall.domain.gate import SessionState
 from overseer_firewall.domain.grants import PathGrant
 from overseer_firewall.domain.levels import Level
@@ -224,3 +227,34 @@ async def test_what_an_admin_accepted_and_the_tools_changed_since_are_kept_and_a
     )
     rows = await (await firewall.policy_state()).rows()
     assert rows.unreviewed == {"git.git_add": "hints"}
+
+
+async def test_each_session_s_judged_calls_and_the_most_tokens_its_agent_said_are_what_the_kernel_loads(
+    firewall: FirewallBackend,
+) -> None:
+    agent = Principal(kind="agent", id="agent")
+    for n, tokens in enumerate((120, 900, 400)):
+        firewall.apply(
+            ExecutionProposed(
+                execution_id=f"e{n}", session_id="s1", tool="fs.read", proposer=agent, model_tokens=tokens
+            )
+        )
+        firewall.apply(
+            VerdictIssued(
+                execution_id=f"e{n}",
+                session_id="s1",
+                tool="fs.read",
+                level="AUTO",
+                decision="allow",
+                args_hash="h",
+            ),
+            aggregate_id=f"verdict:e{n}",
+        )
+    firewall.apply(
+        VerdictIssued(
+            execution_id="q", session_id="s2", tool=None, level="CONFIRM", decision="hold", args_hash="h"
+        ),
+        aggregate_id="verdict:q",
+    )  # a question for a person is no tool call
+    rows = await (await firewall.policy_state()).rows()
+    assert rows.usage == {"s1": Usage(3, 900)}

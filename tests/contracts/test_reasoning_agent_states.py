@@ -18,6 +18,7 @@ from overseer_reasoning.domain.plan import ToolCall
 from overseer_reasoning.domain.state import AgentState, new_state
 from overseer_reasoning.domain.steps import (
     Felt,
+    ModelCallRecord,
     Planned,
     Recalled,
     Selected,
@@ -184,3 +185,23 @@ def test_a_waiting_message_says_who_sent_it_and_what_it_attached(backend: Backen
     waiting = backend.states.next_message("s")
     assert waiting is not None
     assert (waiting.attachments, waiting.speaker) == (("logs/app.log",), "user:alice")
+
+
+def test_the_model_tokens_a_session_used_are_the_sum_of_its_steps_model_calls(backend: Backend) -> None:
+    turn_id = message(backend, "list the files")
+    state = new_state("s")
+    read = (ModelCallRecord(model="small", prompt_tokens=20, completion_tokens=3, latency_ms=1.0),)
+    felt = (
+        ModelCallRecord(model="small", prompt_tokens=30, completion_tokens=4, latency_ms=1.0),
+        ModelCallRecord(model="big", prompt_tokens=100, completion_tokens=0, latency_ms=1.0),
+    )
+    assert backend.states.tokens_used("s") == 0
+    state = step(
+        backend,
+        state,
+        turn_id,
+        Started(text="list the files", intent=recognise_intent("list the files", ()), calls=read),
+    )
+    state = step(backend, state, turn_id, Felt(calls=felt))
+    assert backend.states.tokens_used("s") == 23 + 34 + 100
+    assert backend.states.tokens_used("other") == 0

@@ -56,6 +56,7 @@ from overseer_firewall.application.ports import (
 from overseer_firewall.application.state import TERMINAL, KernelState
 from overseer_firewall.application.translation import mode_setting, path_grant, proposal_from_event
 from overseer_firewall.domain.audit import AuditHead, record_text
+from overseer_firewall.domain.budgets import Usage
 from overseer_firewall.domain.engine import FirewallEngine
 from overseer_firewall.domain.gate import PendingApproval, PendingStatus, SessionState
 from overseer_firewall.domain.grants import PathGrant
@@ -227,25 +228,22 @@ class InMemoryPolicyState:
         self._grants: dict[str, PathGrant] = {}  # by request id, in the order recorded
         self._hints: dict[tuple[str, str], dict[str, Any]] = {}
         self._catalogue: RecordedCatalogue | None = None
+        self._usage: dict[str, Usage] = {}
 
     def apply(self, event: Envelope) -> None:
         data = event.data
         if isinstance(data, CatalogueChanged | ToolChangeAccepted):
             self._record_catalogue(data)
+        elif isinstance(data, VerdictIssued | ExecutionProposed):
+            self._record_usage(data)
         elif isinstance(data, AdminPolicyReplaced):
             self._admin[data.version] = orjson.loads(orjson.dumps(data.policy))
         elif isinstance(data, UserLevelChanged):
             self._user(data)
         elif isinstance(data, AgentModeSet):
             self._modes[data.principal] = mode_setting(data.mode, data.grant or None)
-        elif isinstance(data, SessionPaused):
-            state = self._sessions.get(data.session_id, SessionState(True, 0))
-            self._sessions[data.session_id] = SessionState(True, max(state.aborts, 1))
-        elif isinstance(data, SessionCancelRequested):
-            paused = self._sessions.get(data.session_id)
-            self._sessions[data.session_id] = SessionState(True, paused.aborts + 1 if paused else 1)
-        elif isinstance(data, SessionResumed):
-            self._sessions.pop(data.session_id, None)
+        elif isinstance(data, SessionPaused | SessionCancelRequested | SessionResumed):
+            self._record_session(data)
         elif isinstance(data, PathGranted):
             self._grants.setdefault(data.request_id, path_grant(data))
         elif isinstance(data, HintIssued):
@@ -256,6 +254,22 @@ class InMemoryPolicyState:
                 "message": data.message,
                 "at": event.occurred_at,
             }
+
+    def _record_session(self, data: SessionPaused | SessionCancelRequested | SessionResumed) -> None:
+        if isinstance(data, SessionResumed):
+            self._sessions.pop(data.session_id, None)
+            return
+        was = self._sessions.get(data.session_id, SessionState(True, 0))
+        aborts = max(was.aborts, 1) if isinstance(data, SessionPaused) else was.aborts + 1
+        self._sessions[data.session_id] = SessionState(True, aborts)
+
+    def _record_usage(self, data: VerdictIssued | ExecutionProposed) -> None:
+        was = self._usage.get(data.session_id, Usage())
+        if isinstance(data, VerdictIssued):
+            if data.tool is not None:
+                self._usage[data.session_id] = Usage(was.calls + 1, was.tokens)
+        elif data.model_tokens:
+            self._usage[data.session_id] = Usage(was.calls, max(was.tokens, data.model_tokens))
 
     def _record_catalogue(self, data: CatalogueChanged | ToolChangeAccepted) -> None:
         if isinstance(data, CatalogueChanged):
@@ -293,6 +307,7 @@ class InMemoryPolicyState:
             catalogue=list(self._catalogue.tools) if self._catalogue is not None else None,
             withdrawn=dict(self._catalogue.withdrawn) if self._catalogue else {},
             unreviewed=dict(self._catalogue.unreviewed) if self._catalogue else {},
+            usage=dict(self._usage),
         )
 
     def granted(self, request_id: str) -> bool:

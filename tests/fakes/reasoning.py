@@ -59,6 +59,7 @@ class InMemoryAgentStates(AgentStates):
         self.states: dict[str, tuple[int, AgentState]] = {}
         self.inbox: dict[str, list[WaitingMessage]] = {}
         self.answers: dict[str, GrantingAnswer] = {}
+        self.tokens: dict[str, int] = {}
 
     def record(self, event: Envelope) -> None:
         match event.data:
@@ -75,6 +76,11 @@ class InMemoryAgentStates(AgentStates):
                     self._leave_inbox(taken.session_id, taken.turn_id)
                 if isinstance(step_input, Answered):
                     self.answers.pop(step_input.request_id, None)
+                used = sum(
+                    int(call.get("prompt_tokens", 0)) + int(call.get("completion_tokens", 0))
+                    for call in taken.input.get("calls") or ()
+                )
+                self.tokens[taken.session_id] = self.tokens.get(taken.session_id, 0) + used
             case AnswerReceived(grant=PathGrant()) as answer:
                 granting = GrantingAnswer(answer.session_id, answer.request_id, answer.answer)
                 self.answers.setdefault(answer.request_id, granting)
@@ -109,6 +115,9 @@ class InMemoryAgentStates(AgentStates):
 
     def granting(self, request_id: str) -> GrantingAnswer | None:
         return self.answers.get(request_id)
+
+    def tokens_used(self, session_id: str) -> int:
+        return self.tokens.get(session_id, 0)
 
     def unfinished(self) -> list[str]:
         thinking = {s for s, (_, state) in self.states.items() if state.status == "thinking"}

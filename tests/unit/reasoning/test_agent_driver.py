@@ -227,3 +227,23 @@ async def test_what_a_model_read_of_the_message_is_recorded_with_its_calls_and_a
         replayed = fold(replayed, step.turn_id, input_of(step.input))
     assert replayed.emotional_context == state.emotional_context
     assert replayed.semantic_input == state.semantic_input
+
+
+class ReadsAtACost:
+    """A reading plugin that agrees with the rules, at a cost."""
+
+    async def intent(self, text: str, rules: Intent) -> tuple[Intent, tuple[ModelCall, ...]]:
+        return rules, (ModelCall("small", 20, 3, 1.5),)
+
+    async def mood(
+        self, text: str, recent: Sequence[str]
+    ) -> tuple[EmotionalContext | None, tuple[ModelCall, ...]]:
+        return None, (ModelCall("small", 30, 4, 2.0),)
+
+
+async def test_a_tool_call_says_how_many_model_tokens_its_session_used_so_far() -> None:
+    agent = Agent()
+    agent.receive("list the files")
+    await agent.driver(reading=ReadsAtACost()).advance("s")
+    [proposal] = agent.proposals()
+    assert proposal.model_tokens == (20 + 3) + (30 + 4)  # what the normalise and emotion nodes' model used

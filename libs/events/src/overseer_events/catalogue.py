@@ -209,6 +209,9 @@ class ExecutionProposed(EventData):
     # Where the tool runs: the executor's registry, or the agent's own process (the agent runs it once
     # allowed, with the approved arguments, and reports the outcome: ``execution.outcome_reported``).
     runs_at: RunsAt = "executor"
+    # The model tokens the proposing agent's session has used so far (Overseer's own agent says; the
+    # firewall holds calls of a session past its token budget).
+    model_tokens: int | None = Field(default=None, ge=0)
 
     @field_validator("proposer")
     @classmethod

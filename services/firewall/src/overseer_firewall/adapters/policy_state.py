@@ -17,6 +17,7 @@ from overseer_events.catalogue import (
     AgentModeSet,
     AnnouncedTool,
     CatalogueChanged,
+    ExecutionProposed,
     HintIssued,
     PathGranted,
     SessionCancelRequested,
@@ -24,10 +25,12 @@ from overseer_events.catalogue import (
     SessionResumed,
     ToolChangeAccepted,
     UserLevelChanged,
+    VerdictIssued,
 )
 from overseer_events.envelope import Envelope
 from overseer_firewall.application.ports import PolicyRows, RecordedCatalogue
 from overseer_firewall.application.translation import mode_setting
+from overseer_firewall.domain.budgets import Usage
 from overseer_firewall.domain.gate import SessionState
 from overseer_firewall.domain.grants import PathGrant
 from overseer_firewall.domain.levels import Level
@@ -50,6 +53,7 @@ class PolicyProjection(SqlProjection):
         "fw_hints",
         "fw_catalogue",
         "fw_catalogue_reviews",
+        "fw_session_usage",
     )
     ddl = """
     CREATE TABLE IF NOT EXISTS fw_admin_policy (
@@ -102,6 +106,11 @@ class PolicyProjection(SqlProjection):
         tools      TEXT NOT NULL,
         withdrawn  TEXT NOT NULL
     );
+    CREATE TABLE IF NOT EXISTS fw_session_usage (
+        session_id  TEXT PRIMARY KEY,
+        calls       INTEGER NOT NULL,
+        tokens      INTEGER NOT NULL
+    );
     CREATE TABLE IF NOT EXISTS fw_catalogue_reviews (
         id          INTEGER PRIMARY KEY CHECK (id = 1),
         accepted    TEXT NOT NULL,
@@ -117,18 +126,16 @@ class PolicyProjection(SqlProjection):
                 _user(conn, data, event)
             case AgentModeSet() as data:
                 _mode(conn, data, event)
-            case SessionPaused() as data:
-                _paused(conn, data, event)
-            case SessionCancelRequested() as data:
-                _cancel(conn, data, event)
-            case SessionResumed() as data:
-                _resumed(conn, data, event)
+            case SessionPaused() | SessionCancelRequested() | SessionResumed() as data:
+                _session(conn, data)
             case PathGranted() as data:
                 _granted(conn, data, event)
             case HintIssued() as data:
                 _hint(conn, data, event)
             case CatalogueChanged() | ToolChangeAccepted() as data:
                 _catalogue(conn, data)
+            case VerdictIssued() | ExecutionProposed() as data:
+                _usage(conn, data)
 
 
 def _json(value: Any) -> str:
@@ -183,24 +190,17 @@ def _mode(conn: sqlite3.Connection, data: AgentModeSet, event: Envelope) -> None
     )
 
 
-def _paused(conn: sqlite3.Connection, data: SessionPaused, event: Envelope) -> None:
+def _session(conn: sqlite3.Connection, data: SessionPaused | SessionCancelRequested | SessionResumed) -> None:
+    """A pause sets the first abort, a cancel request adds one, a resume forgets the session's state."""
+    if isinstance(data, SessionResumed):
+        conn.execute("DELETE FROM fw_sessions WHERE session_id = ?", (data.session_id,))
+        return
+    aborts = "MAX(aborts, 1)" if isinstance(data, SessionPaused) else "aborts + 1"
     conn.execute(
         "INSERT INTO fw_sessions (session_id, paused, aborts) VALUES (?, 1, 1) "
-        "ON CONFLICT(session_id) DO UPDATE SET paused = 1, aborts = MAX(aborts, 1)",
+        f"ON CONFLICT(session_id) DO UPDATE SET paused = 1, aborts = {aborts}",
         (data.session_id,),
     )
-
-
-def _cancel(conn: sqlite3.Connection, data: SessionCancelRequested, event: Envelope) -> None:
-    conn.execute(
-        "INSERT INTO fw_sessions (session_id, paused, aborts) VALUES (?, 1, 1) "
-        "ON CONFLICT(session_id) DO UPDATE SET paused = 1, aborts = aborts + 1",
-        (data.session_id,),
-    )
-
-
-def _resumed(conn: sqlite3.Connection, data: SessionResumed, event: Envelope) -> None:
-    conn.execute("DELETE FROM fw_sessions WHERE session_id = ?", (data.session_id,))
 
 
 def _granted(conn: sqlite3.Connection, data: PathGranted, event: Envelope) -> None:
@@ -229,6 +229,23 @@ def _catalogue(conn: sqlite3.Connection, data: CatalogueChanged | ToolChangeAcce
         (tools, _json(data.withdrawn)),
     )
     _reviews(conn, data.accepted, data.unreviewed)
+
+
+def _usage(conn: sqlite3.Connection, data: VerdictIssued | ExecutionProposed) -> None:
+    """A verdict counts one call of its session (one verdict per execution); a proposal says the tokens."""
+    if isinstance(data, VerdictIssued):
+        if data.tool is not None:
+            conn.execute(
+                "INSERT INTO fw_session_usage VALUES (?, 1, 0) ON CONFLICT (session_id) DO UPDATE SET calls = calls + 1",
+                (data.session_id,),
+            )
+        return
+    if data.model_tokens:
+        conn.execute(
+            "INSERT INTO fw_session_usage VALUES (?, 0, ?) ON CONFLICT (session_id) DO UPDATE "
+            "SET tokens = MAX(tokens, excluded.tokens)",
+            (data.session_id, data.model_tokens),
+        )
 
 
 def _reviews(conn: sqlite3.Connection, accepted: dict[str, str], unreviewed: dict[str, str]) -> None:
@@ -324,6 +341,10 @@ class ReaderPolicyState:
             ),
             withdrawn=dict(orjson.loads(catalogue["withdrawn"])) if catalogue else {},
             unreviewed=dict(orjson.loads(reviews["unreviewed"])) if reviews else {},
+            usage={
+                r["session_id"]: Usage(int(r["calls"]), int(r["tokens"]))
+                for r in await fetch("SELECT session_id, calls, tokens FROM fw_session_usage")
+            },
             admin_version=int(admin["version"]) if admin else None,
             admin_policy=orjson.loads(admin["policy"]) if admin else None,
             user_version=int(version["version"]) if version else 0,

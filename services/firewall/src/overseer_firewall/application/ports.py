@@ -25,6 +25,7 @@ from typing import Any, Protocol, TypeVar
 
 from overseer_events.catalogue import AnnouncedTool, AuditHeadPublished, AuditRecorded
 from overseer_firewall.domain.audit import AuditHead
+from overseer_firewall.domain.budgets import Usage
 from overseer_firewall.domain.gate import PendingApproval, SessionState
 from overseer_firewall.domain.grants import PathGrant, SessionGrants
 from overseer_firewall.domain.model import Proposal
@@ -63,6 +64,7 @@ class PolicyRows:
     catalogue: list[AnnouncedTool] | None = None  # the tools the executor announced (None: not yet)
     withdrawn: dict[str, str] = field(default_factory=dict)  # tools no longer offered, and why
     unreviewed: dict[str, str] = field(default_factory=dict)  # MCP tools changed since accepted, and how
+    usage: dict[str, Usage] = field(default_factory=dict)  # each session's calls judged and model tokens
 
     def as_dict(self) -> dict[str, Any]:
         return {

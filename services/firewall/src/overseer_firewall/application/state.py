@@ -111,6 +111,8 @@ class KernelState:
                 engine.gate.cancel_requested(session_id)
         for grant in rows.grants:
             engine.grants.add(grant)
+        for session_id, usage in rows.usage.items():
+            engine.usage.load(session_id, usage)
 
     def warm(self, events: Iterable[Envelope], lookup: Lookup) -> int:
         """Refill loop windows and perception counters from recent events, oldest first."""
@@ -132,6 +134,7 @@ class KernelState:
     ) -> None:
         if event.type == "firewall.verdict_issued" and proposal is not None:
             self.engine.observe(proposal, signature)
+            self.engine.count_usage(proposal)
             return
         fold = self._apply.get(type(event.data))
         if fold is not None:

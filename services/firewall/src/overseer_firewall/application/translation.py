@@ -22,6 +22,7 @@ from overseer_events.catalogue import (
     VerdictIssued,
 )
 from overseer_firewall.application.ports import RecordedCatalogue
+from overseer_firewall.domain.budgets import SessionBudget
 from overseer_firewall.domain.grants import PathGrant
 from overseer_firewall.domain.model import Proposal, Verdict
 from overseer_firewall.domain.modes import AgentMode, Grant, ModeSetting
@@ -43,6 +44,7 @@ def proposal_from_event(data: ExecutionProposed, occurred_at: float) -> Proposal
         stagnation=stagnation if isinstance(stagnation, str) and stagnation else None,
         summary=data.summary,
         detail=dict(data.action_detail),
+        model_tokens=data.model_tokens,
     )
 
 
@@ -79,6 +81,7 @@ def mode_setting(mode: str, grant: Mapping[str, Any] | None) -> ModeSetting:
             grant.get("max_steps"),
             grant.get("expires_at"),
             float(grant.get("granted_at") or 0.0),
+            SessionBudget(grant.get("max_session_calls"), grant.get("max_session_tokens")),
         ),
     )
 

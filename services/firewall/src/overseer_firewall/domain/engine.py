@@ -4,7 +4,8 @@
 :class:`Verdict`; it reads the kernel's state and changes nothing. ``observe``
 then folds the proposal into that state (loop history, confidence, grant
 steps) — the service calls it when the proposal is recorded, and again for
-every stored proposal when it starts, so the state is a projection of the store.
+every stored proposal when it starts, so the state is a projection of the store;
+``count_usage`` counts it against its session's budget (loaded from the store at start).
 
 Fail-closed: an exception inside a layer becomes an ``error`` finding and a
 hold at CONFIRM at least; a deny stops the pipeline (later layers cannot undo it).
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from overseer_events.canonical import NotCanonical, args_hash, sha256_hex
+from overseer_firewall.domain.budgets import SessionUsage
 from overseer_firewall.domain.gate import HumanGate
 from overseer_firewall.domain.grants import SessionGrants
 from overseer_firewall.domain.layers.base import KernelView, Layer, SandboxGeometry, sandbox_geometry
@@ -61,10 +63,18 @@ class FirewallEngine:
         self.modes = AgentModes()
         self.gate = HumanGate()
         self.grants = SessionGrants()
+        self.usage = SessionUsage()
         self.layers = tuple(layers)
         store = policy or PolicyStore()
         self.kernel = KernelView(
-            store, self.bus, self.modes, self.history, self._geometry(store), self.resolver, self.grants
+            store,
+            self.bus,
+            self.modes,
+            self.history,
+            self._geometry(store),
+            self.resolver,
+            self.grants,
+            self.usage,
         )
 
     # -- policy ------------------------------------------------------------------
@@ -196,7 +206,14 @@ class FirewallEngine:
         if proposal.stagnation:
             self.bus.record_stagnation(proposal.session_id, proposal.stagnation)
 
+    def count_usage(self, proposal: Proposal) -> None:
+        """A judged call counts against its session's budget (live only: a restart loads the counts
+        from the store's read model instead of re-counting recent proposals)."""
+        if proposal.action_type == "tool_call":
+            self.usage.counted(proposal.session_id, proposal.model_tokens)
+
     def evaluate_and_observe(self, proposal: Proposal) -> Verdict:
         verdict = self.evaluate(proposal)
         self.observe(proposal, verdict.signature)
+        self.count_usage(proposal)
         return verdict

@@ -36,6 +36,7 @@ class Proposal:
     stagnation: str | None = None
     summary: str | None = None
     detail: Mapping[str, Any] = field(default_factory=dict)
+    model_tokens: int | None = None  # the session's model tokens so far, as its agent says
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
 """Agent modes: how much the firewall trusts one agent principal.
 
 * **supervised** (default): every call is judged and held as its level says.
-* **delegated**: a grant — a tool whitelist plus a budget of steps and time.
+* **delegated**: a grant — a tool whitelist plus a budget of steps and time, and of tool calls and
+  model tokens per session (past those, the session's next call is held).
   Inside it a call is AUTO (admin deny rules still apply, and an irreversible
   tool must be named exactly, never granted through a glob); outside it, held.
 * **audited**: the agent is never made to wait; calls that would have been
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from overseer_firewall.domain.budgets import SessionBudget
 from overseer_firewall.domain.policy import Matcher, glob_matcher
 
 
@@ -30,6 +32,7 @@ class Grant:
     max_steps: int | None = None
     expires_at: float | None = None
     granted_at: float = 0.0
+    session: SessionBudget = field(default_factory=SessionBudget)  # per session: tool calls, model tokens
     _matchers: tuple[Matcher, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -46,6 +49,8 @@ class Grant:
             "max_steps": self.max_steps,
             "expires_at": self.expires_at,
             "granted_at": self.granted_at,
+            "max_session_calls": self.session.calls,
+            "max_session_tokens": self.session.tokens,
         }
 
 
@@ -75,15 +80,15 @@ def parse_mode(mode: str, grant: Mapping[str, Any] | None, now: float) -> ModeSe
     if parsed is not AgentMode.DELEGATED:
         return ModeSetting(parsed)
     if not grant:
-        raise ValueError("delegated mode needs a grant: {tools, max_steps?, seconds?}")
+        raise ValueError(
+            "delegated mode needs a grant: {tools, max_steps?, seconds?, max_session_calls?, max_session_tokens?}"
+        )
     tools = grant.get("tools")
     if not isinstance(tools, list) or not tools or not all(isinstance(t, str) and t for t in tools):
         raise ValueError("grant.tools must be a non-empty list of tool names or globs")
-    max_steps = grant.get("max_steps")
-    if max_steps is not None and (
-        not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1
-    ):
-        raise ValueError("grant.max_steps must be a positive integer")
+    max_steps, calls, tokens = (
+        _positive(grant, key) for key in ("max_steps", "max_session_calls", "max_session_tokens")
+    )
     seconds = grant.get("seconds")
     if seconds is not None and (
         not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds <= 0
@@ -92,9 +97,15 @@ def parse_mode(mode: str, grant: Mapping[str, Any] | None, now: float) -> ModeSe
     expires = grant.get("expires_at")
     if seconds is not None:
         expires = now + float(seconds)
-    return ModeSetting(
-        parsed, Grant(tuple(tools), max_steps, float(expires) if expires is not None else None, now)
-    )
+    expires_at = float(expires) if expires is not None else None
+    return ModeSetting(parsed, Grant(tuple(tools), max_steps, expires_at, now, SessionBudget(calls, tokens)))
+
+
+def _positive(grant: Mapping[str, Any], key: str) -> int | None:
+    value = grant.get(key)
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise ValueError(f"grant.{key} must be a positive integer")
+    return value
 
 
 class AgentModes:

@@ -292,6 +292,13 @@ class AdaptiveThresholds(PolicyTable):
     rubber_stamp_ms: Amount = 1_500.0
 
 
+class BudgetLimits(PolicyTable):
+    """``[budgets]``: what one session may use before its next call is held for a person (0: no limit)."""
+
+    tool_calls_per_session: Count = 0
+    model_tokens_per_session: Count = 0
+
+
 class TimeoutRule(PolicyTable):
     """A held call unanswered for ``escalate_after_seconds`` goes to an admin; after
     ``decide_after_seconds`` the rule decides (``deny``: the contract times out; ``reject``)."""
@@ -329,6 +336,7 @@ class AdminPolicy:
     loops: LoopThresholds = field(default_factory=LoopThresholds)
     breaker: BreakerThresholds = field(default_factory=BreakerThresholds)
     adaptive: AdaptiveThresholds = field(default_factory=AdaptiveThresholds)
+    budgets: BudgetLimits = field(default_factory=lambda: BudgetLimits())
     timeouts: tuple[tuple[Level, TimeoutRule], ...] = ()
     catalogue: CatalogueLevels = field(default_factory=lambda: CatalogueLevels())
     # Which held calls reach which approval channel (the gateway sends the notices).
@@ -400,6 +408,7 @@ class AdminPolicy:
             "loops": self.loops.model_dump(),
             "breaker": self.breaker.model_dump(),
             "adaptive": self.adaptive.model_dump(),
+            "budgets": self.budgets.model_dump(),
             "timeouts": {level.name: rule.model_dump() for level, rule in self.timeouts},
             "catalogue": self.catalogue.as_dict(),
             "notify": [route.model_dump(mode="json") for route in self.notify],
@@ -514,6 +523,7 @@ class AdminPolicyFile(PolicyTable):
     loops: LoopThresholds = LoopThresholds()
     breaker: BreakerThresholds = BreakerThresholds()
     adaptive: AdaptiveThresholds = AdaptiveThresholds()
+    budgets: BudgetLimits = BudgetLimits()
     timeouts: dict[LevelName, TimeoutRule] = Field(default_factory=dict)
     catalogue: CatalogueLevels = CatalogueLevels()
     notify: list[NoticeRoute] = Field(default_factory=list)
@@ -531,6 +541,7 @@ class AdminPolicyFile(PolicyTable):
             loops=self.loops,
             breaker=self.breaker,
             adaptive=self.adaptive,
+            budgets=self.budgets,
             timeouts=tuple(self.timeouts.items()),
             catalogue=self.catalogue,
             notify=tuple(self.notify),
@@ -544,6 +555,7 @@ _TABLES: dict[str, type[BaseModel]] = {
     "loops": LoopThresholds,
     "breaker": BreakerThresholds,
     "adaptive": AdaptiveThresholds,
+    "budgets": BudgetLimits,
     "timeouts": TimeoutRule,
     "catalogue": CatalogueLevels,
     "notify": NoticeRoute,

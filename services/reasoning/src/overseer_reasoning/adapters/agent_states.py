@@ -275,6 +275,13 @@ class UnitAgentStates:
         ).fetchone()
         return None if row is None else GrantingAnswer(row[0], request_id, row[1])
 
+    def tokens_used(self, session_id: str) -> int:
+        row = self.conn.execute(
+            "SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0) FROM agent_usage WHERE session_id = ?",
+            (session_id,),
+        ).fetchone()
+        return int(row[0])
+
     def unfinished(self) -> list[str]:
         rows = self.conn.execute(
             "SELECT session_id FROM agent_states WHERE status = 'thinking'"

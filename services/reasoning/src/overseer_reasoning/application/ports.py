@@ -77,6 +77,10 @@ class AgentStates(Protocol):
         """The sessions with a turn that is thinking, or a message waiting for its turn."""
         ...
 
+    def tokens_used(self, session_id: str) -> int:
+        """The model tokens (prompt and completion, every model) the session's steps recorded so far."""
+        ...
+
 
 class ToolCatalogue(Protocol):
     """The tools the executor offers (asked over request/reply; an answer may be cached briefly)."""

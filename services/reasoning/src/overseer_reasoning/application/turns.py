@@ -171,6 +171,7 @@ def _propose(unit: ReasoningUnit, session_id: str, pending: PendingToolCall, co_
         confidence=call.confidence,
         co_id=co_id,
         proposer=AGENT,
+        model_tokens=unit.states.tokens_used(session_id),
     )
     unit.emit(proposal, aggregate_id=pending.call_id, aggregate_version=1, correlation_id=session_id)
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from overseer_firewall.domain.budgets import SessionUsage
 from overseer_firewall.domain.grants import SessionGrants
 from overseer_firewall.domain.model import Evaluation
 from overseer_firewall.domain.modes import ModeJudgement, ModeSetting
@@ -81,6 +82,7 @@ class KernelView:
     sandbox: SandboxGeometry
     resolver: PathResolver
     grants: SessionGrants
+    usage: SessionUsage
 
 
 class Layer(Protocol):

@@ -4,14 +4,19 @@
 * stagnation signals (the same result again, a reflection that made no
   progress) at or above a count → hold, quoting the signals.
 
-Both hand the next step to a person; the signals come from the PerceptionBus.
+* a session past its budget of tool calls or model tokens (the admin policy's ``[budgets]``, a
+  delegated agent's grant) → hold.
+
+All hand the next step to a person; the signals come from the PerceptionBus.
 """
 
 from __future__ import annotations
 
+from overseer_firewall.domain.budgets import SessionBudget, over_budget
 from overseer_firewall.domain.layers.base import KernelView
 from overseer_firewall.domain.levels import Level
 from overseer_firewall.domain.model import L5, Evaluation, Finding
+from overseer_firewall.domain.modes import AgentMode
 
 _PASS = Finding(L5, "pass", "confidence and progress are fine")
 
@@ -53,5 +58,21 @@ class BreakerLayer:
                 signals=signals,
             )
             held = True
+        why = over_budget(
+            kernel.usage.of(proposal.session_id), budget_of(kernel, proposal.proposer), proposal.model_tokens
+        )
+        if why is not None:
+            ev.hold(L5, f"budget: {why}", Level.CONFIRM, signal="budget")
+            held = True
         if not held:
             ev.record(_PASS)
+
+
+def budget_of(kernel: KernelView, proposer: str) -> SessionBudget:
+    """The session budget of ``proposer``'s sessions: the admin policy's, tightened by its delegated grant."""
+    limits = kernel.policy.admin.budgets
+    budget = SessionBudget(limits.tool_calls_per_session or None, limits.model_tokens_per_session or None)
+    setting = kernel.modes.setting(proposer)
+    if setting.mode is AgentMode.DELEGATED and setting.grant is not None:
+        return budget.tighter(setting.grant.session)
+    return budget
