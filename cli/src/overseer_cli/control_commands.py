@@ -54,6 +54,10 @@ def _grant_text(grant: dict[str, Any] | None) -> str:
     parts = [", ".join(grant.get("tools") or [])]
     if grant.get("max_steps") is not None:
         parts.append(f"{grant['max_steps']} steps")
+    if grant.get("max_session_calls") is not None:
+        parts.append(f"{grant['max_session_calls']} calls per session")
+    if grant.get("max_session_tokens") is not None:
+        parts.append(f"{grant['max_session_tokens']} model tokens per session")
     if grant.get("expires_at") is not None:
         left = float(grant["expires_at"]) - time.time()
         parts.append(f"{left / 60:.0f} min left" if left > 0 else "expired")
@@ -103,6 +107,14 @@ def agents_mode(
     seconds: Annotated[
         float | None, typer.Option("--seconds", help="delegated: how long the grant lasts, from now")
     ] = None,
+    session_calls: Annotated[
+        int | None,
+        typer.Option("--session-calls", help="delegated: tool calls per session before one is held"),
+    ] = None,
+    session_tokens: Annotated[
+        int | None,
+        typer.Option("--session-tokens", help="delegated: model tokens per session before a call is held"),
+    ] = None,
     url: Url = None,
     token: Token = None,
     as_json: AsJson = False,
@@ -110,13 +122,15 @@ def agents_mode(
     """Set an agent's mode (admin). Delegated needs at least one --tool."""
     parent = ctx.obj or {}
     body: dict[str, Any] = {"mode": mode}
-    if tools or max_steps is not None or seconds is not None:
-        grant: dict[str, Any] = {"tools": list(tools or [])}
-        if max_steps is not None:
-            grant["max_steps"] = max_steps
-        if seconds is not None:
-            grant["seconds"] = seconds
-        body["grant"] = grant
+    limits = {
+        "max_steps": max_steps,
+        "seconds": seconds,
+        "max_session_calls": session_calls,
+        "max_session_tokens": session_tokens,
+    }
+    if tools or any(value is not None for value in limits.values()):
+        given = {key: value for key, value in limits.items() if value is not None}
+        body["grant"] = {"tools": list(tools or []), **given}
     target = resolve(url or parent.get("url"), token or parent.get("token"), "admin")
     with Gateway(target) as gateway:
         answer = gateway.call("PUT", f"/v1/agents/{principal}/mode", json=body)

@@ -50,8 +50,9 @@ def levels_table(policy: dict[str, Any]) -> Table:
         table.add_column(column)
     for tool, levels in sorted(policy.get("tools", {}).items()):
         effective = str(levels.get("effective"))
+        changed = levels.get("unreviewed")
         table.add_row(
-            tool,
+            f"{tool} [yellow](its {changed} changed: held until accepted)[/]" if changed else tool,
             str(levels.get("admin")),
             str(levels.get("user") or "—"),
             f"[{LEVEL_STYLE.get(effective, 'white')}]{effective}[/]",
@@ -118,6 +119,20 @@ def edit(
         saved = gateway.call("PUT", "/v1/policy/admin", json=candidate)
     console.print(f"[green]Saved[/]: the admin layer is now version {saved.get('admin', {}).get('version')}.")
     console.print(levels_table(saved))
+
+
+@policy_app.command("accept")
+@friendly
+def accept(
+    tool: Annotated[str, typer.Argument(help="the MCP tool whose change to accept, e.g. git.git_log")],
+    url: Url = None,
+    token: Token = None,
+) -> None:
+    """Accept how an MCP tool changed (its description, input schema or hints) so its calls are judged by
+    the policy again instead of held (admin). `policy show` marks the tools that changed."""
+    with Gateway(resolve(url, token, "admin")) as gateway:
+        answer = gateway.post(f"/v1/policy/tools/{tool}/accept", {})
+    console.print(f"[green]Accepted[/]: {tool}'s {answer.get('change')} as it is now.")
 
 
 def mount(app: typer.Typer) -> None:

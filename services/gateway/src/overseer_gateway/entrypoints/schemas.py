@@ -883,11 +883,14 @@ class Me(Answer):
 # ------------------------------------------------------- operator controls --
 class ModeGrant(Strict):
     """What a delegated agent may do without asking: tools (names or globs; an irreversible tool only by
-    its exact name) and, optionally, a budget of steps and of seconds from now."""
+    its exact name) and, optionally, a budget of steps and of seconds from now, and per session a budget
+    of tool calls and of model tokens (past one, the session's next call is held for a person)."""
 
     tools: list[str] = Field(min_length=1, max_length=100)
     max_steps: int | None = Field(default=None, ge=1, le=1_000_000)
     seconds: float | None = Field(default=None, gt=0, le=10 * 365 * 86400)
+    max_session_calls: int | None = Field(default=None, ge=1, le=1_000_000_000)
+    max_session_tokens: int | None = Field(default=None, ge=1, le=10**12)
 
 
 class AgentModeRequest(Strict):
@@ -916,7 +919,8 @@ class AgentView(Answer):
     principal: str = Field(examples=["agent:helper"])
     mode: Literal["supervised", "delegated", "audited"]
     grant: dict[str, Any] | None = Field(
-        description="tools, max_steps, expires_at, granted_at (epoch seconds) of a delegated agent"
+        description="tools, max_steps, expires_at, granted_at (epoch seconds), max_session_calls and "
+        "max_session_tokens of a delegated agent"
     )
     steps_used: int = Field(description="steps taken inside the grant so far")
 
