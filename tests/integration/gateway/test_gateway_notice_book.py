@@ -21,7 +21,7 @@ from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_gateway.adapters.notices import NoticeBook, SqliteNotices
 
 AGENT = Principal(kind="agent", id="agent")
-ROUTES = [
+ROUTES: list[dict[str, object]] = [
     {"channel": "ops", "tools": ["email.*"]},
     {"channel": "admins", "on": ["escalated"]},
     {"channel": "ghost", "levels": ["AUTO"]},
@@ -36,7 +36,7 @@ def requested(execution_id: str, tool: str = "email.send", kind: str = "approval
     return EcsRequested(
         execution_id=execution_id,
         session_id="s1",
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         tool=tool,
         args={"to": "bob@example.com"},
         args_hash="h1",
@@ -60,7 +60,7 @@ def attempted(delivery: str, attempt: int, outcome: str, retry_in: float | None)
         channel="ops",
         channel_kind="webhook",
         attempt=attempt,
-        outcome=outcome,  # type: ignore[arg-type]
+        outcome=outcome,
         retry_in=retry_in,
     )
 
@@ -79,10 +79,10 @@ def apply(conn: sqlite3.Connection, *events: Envelope) -> None:
         book.apply(conn, event)
 
 
-def states(conn: sqlite3.Connection, execution_id: str) -> dict[str, tuple[str, int]]:
+def states(conn: sqlite3.Connection, execution_id: str) -> dict[object, tuple[object, object]]:
     return {
         row["channel"]: (row["state"], row["attempts"]) for row in SqliteNotices(conn).attempts(execution_id)
-    }  # type: ignore[misc]
+    }
 
 
 def test_a_request_plans_one_delivery_per_matching_channel_due_at_once(conn: sqlite3.Connection) -> None:

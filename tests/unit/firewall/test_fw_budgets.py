@@ -4,6 +4,8 @@ and a restart counts on from the store."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from overseer_events.catalogue import Principal
@@ -20,7 +22,7 @@ def firewall_with(budgets: str) -> InMemoryFirewall:
     return InMemoryFirewall(engine_for(admin_from(f"[budgets]\n{budgets}")))
 
 
-def decisions(firewall: InMemoryFirewall, session_id: str, count: int, **fields: object) -> list[str]:
+def decisions(firewall: InMemoryFirewall, session_id: str, count: int, **fields: Any) -> list[str]:
     return [
         firewall.verdict(
             firewall.propose(

@@ -153,7 +153,7 @@ def git_tool(description: str = "Show the log", **changes: object) -> AnnouncedT
         source="mcp:git",
         description=description,
         read_only=True,
-        **changes,  # type: ignore[arg-type]
+        **changes,
     )
 
 
