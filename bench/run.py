@@ -8,7 +8,8 @@ pipeline_auto and pipeline_approval with the LangGraph peer (bench/pipeline.py,
 bench/peers/), chat_turn with its LangGraph peer (bench/chat.py, bench/peers/), llm_plugin_overhead
 and llm_first_token (bench/llm.py: the model plugin against the raw openai client on a scripted server,
 and the model's first piece of text to a WebSocket client), mcp_proxy (bench/mcp_proxy.py: an allowed MCP call
-through the proxy against the MCP server itself).
+through the proxy against the MCP server itself), approval_notice (bench/channels.py: a held call's notice
+reaching a webhook and a mail list).
 Progress goes to stderr; a failed scenario prints an ``{"scenario": …, "error": …}``
 line and the run goes on.
 """
@@ -33,6 +34,7 @@ SCRIPTS: dict[str, tuple[str, ...]] = {
     "chat.py": ("chat_turn",),
     "llm.py": ("llm_plugin_overhead", "llm_first_token"),
     "mcp_proxy.py": ("mcp_proxy",),
+    "channels.py": ("approval_notice",),
 }
 
 

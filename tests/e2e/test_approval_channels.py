@@ -20,7 +20,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -33,6 +32,7 @@ from overseer_gateway.bootstrap import GatewayService
 from overseer_gateway.domain.notices import SIGNATURE_HEADER, LinkClaim, signature, signature_valid
 from overseer_runtime.testing import NatsUnderTest, Stack, eventually
 from tests.e2e.e2e_support import FullStack
+from tests.support.asgi_server import serving
 from tests.support.services import running
 
 pytestmark = pytest.mark.slow
@@ -75,20 +75,9 @@ class Receiver:
 @pytest.fixture(scope="module")
 async def receiver() -> AsyncIterator[Receiver]:
     hooks = Receiver()
-    app = Starlette(routes=[Route("/hook", hooks.hook, methods=["POST"])])
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
-    )
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    hooks.url = f"http://127.0.0.1:{port}/hook"
-    try:
+    async with serving(Starlette(routes=[Route("/hook", hooks.hook, methods=["POST"])])) as url:
+        hooks.url = f"{url}/hook"
         yield hooks
-    finally:
-        server.should_exit = True
-        await task
 
 
 @pytest.fixture(scope="module")
