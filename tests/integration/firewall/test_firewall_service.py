@@ -209,6 +209,7 @@ async def test_three_rejections_escalate_the_user_layer_with_an_event_and_an_aud
             "read_only": False,
             "source": "builtin",
             "rules": [],
+            "unreviewed": None,
         }
         records = await stack.rpc("firewall", "audit.list", {"after": 0, "limit": 1000})
         changes = [r["record"] for r in records if r["record"].get("change") == "user_level"]
