@@ -225,3 +225,15 @@ def test_a_changed_tool_is_held_at_confirm_even_when_its_level_is_auto_until_an_
     described = firewall.engine.policy.describe()
     assert described["unreviewed"] == {"git.git_log": "description"}
     assert described["tools"]["git.git_log"]["unreviewed"] == "description"
+
+
+def test_mcp_tools_recorded_before_anything_was_accepted_are_accepted_at_the_next_announcement() -> None:
+    older = RecordedCatalogue(tools=[git_tool()])  # a store from before tools were fingerprinted
+    change = catalogue_change(older, ToolsAnnounced(tools=[git_tool()]))
+    assert change is not None
+    assert (change.added, change.changed, change.accepted) == (
+        [],
+        [],
+        {"git.git_log": tool_fingerprint(git_tool())},
+    )
+    assert catalogue_change(recorded(change), ToolsAnnounced(tools=[git_tool()])) is None

@@ -142,16 +142,20 @@ def what_changed(before: AnnouncedTool | None, now: AnnouncedTool) -> str:
 def catalogue_change(recorded: RecordedCatalogue, announced: ToolsAnnounced) -> CatalogueChanged | None:
     """What the executor's announcement changes in the catalogue recorded so far (None: nothing). A tool it
     no longer lists is withdrawn, with why; a withdrawn tool it lists again is back; a name two sources
-    offered is withdrawn as a collision. An MCP tool seen for the first time is accepted as it is; one
-    whose fingerprint differs from the accepted one is held for review until an admin accepts it, and is
-    no longer held once it is the accepted one again."""
+    offered is withdrawn as a collision; MCP tools are reviewed (:func:`review`)."""
     was = {tool.name: tool for tool in recorded.tools}
     now = {tool.name: tool for tool in announced.tools}
     added = sorted(now.keys() - was.keys())
     changed = sorted(name for name in now.keys() & was.keys() if now[name] != was[name])
     removed = sorted(was.keys() - now.keys())
     collided = {name: sources for name, sources in announced.collisions.items() if name not in now}
-    if not (added or changed or removed) and recorded.tools and collided.keys() <= recorded.withdrawn.keys():
+    accepted, unreviewed, held = review(recorded, now)
+    if (
+        not (added or changed or removed)
+        and recorded.tools
+        and collided.keys() <= recorded.withdrawn.keys()
+        and accepted == recorded.accepted
+    ):
         return None
     why = announced.reason or "the executor's catalogue changed"
     gone = {name: f"{was[name].source} no longer offers it ({why})" for name in removed}
@@ -160,22 +164,6 @@ def catalogue_change(recorded: RecordedCatalogue, announced: ToolsAnnounced) -> 
         for name, sources in collided.items()
     }
     still = {name: reason for name, reason in recorded.withdrawn.items() if name not in now}
-    accepted, unreviewed = dict(recorded.accepted), dict(recorded.unreviewed)
-    held: list[str] = []
-    for name, tool in sorted(now.items()):
-        if not tool.source.startswith("mcp:"):
-            continue
-        fingerprint = tool_fingerprint(tool)
-        if name not in accepted:
-            accepted[name] = fingerprint
-        elif accepted[name] == fingerprint:
-            unreviewed.pop(name, None)
-        elif name in changed or name not in unreviewed:
-            if name not in unreviewed:
-                held.append(name)
-            unreviewed[name] = (
-                what_changed(was.get(name), tool) if name not in unreviewed else unreviewed[name]
-            )
     return CatalogueChanged(
         tools=list(announced.tools),
         withdrawn={**still, **gone, **clash},
@@ -187,3 +175,27 @@ def catalogue_change(recorded: RecordedCatalogue, announced: ToolsAnnounced) -> 
         unreviewed=unreviewed,
         held=held,
     )
+
+
+def review(
+    recorded: RecordedCatalogue, now: Mapping[str, AnnouncedTool]
+) -> tuple[dict[str, str], dict[str, str], list[str]]:
+    """The MCP tools' review after an announcement: the fingerprints accepted (a tool seen for the first
+    time is accepted as it is), the tools whose fingerprint differs from the accepted one (held until an
+    admin accepts; one that is the accepted one again is no longer held), and those this announcement
+    held."""
+    accepted, unreviewed = dict(recorded.accepted), dict(recorded.unreviewed)
+    was = {tool.name: tool for tool in recorded.tools}
+    held: list[str] = []
+    for name, tool in sorted(now.items()):
+        if not tool.source.startswith("mcp:"):
+            continue
+        fingerprint = tool_fingerprint(tool)
+        if name not in accepted:
+            accepted[name] = fingerprint
+        elif accepted[name] == fingerprint:
+            unreviewed.pop(name, None)
+        elif name not in unreviewed:
+            held.append(name)
+            unreviewed[name] = what_changed(was.get(name), tool)
+    return accepted, unreviewed, held

@@ -42,7 +42,7 @@ from overseer_gateway.domain.notices import (
     signature,
     slack_body,
 )
-from overseer_gateway.settings import ChannelKind, ChannelsSettings
+from overseer_gateway.settings import ChannelKind, ChannelsSettings, EmailChannel, WebhookChannel
 
 log = logging.getLogger("overseer.gateway.notices")
 
@@ -106,13 +106,16 @@ class NoticeSender:
         self.wake = asyncio.Event()
         self._sending: dict[str, asyncio.Task[None]] = {}
 
-    def console_url(self, card: Card) -> str:
+    @property
+    def console_url(self) -> str:
         return f"{self.public_url}/#/approvals"
 
     async def run(self) -> None:
         """Forever: send what is due, then sleep until woken (a new notice) or ``poll_seconds``."""
         while True:
             self.send_due()
+            # No await since send_due read the book, so no commit (and no wake) can have come between:
+            # clearing here loses nothing a later commit's wake would say.
             self.wake.clear()
             try:
                 await asyncio.wait_for(self.wake.wait(), self.settings.poll_seconds)
@@ -152,31 +155,40 @@ class NoticeSender:
         await self.transactions.execute(lambda unit: record_attempt(unit, attempt))
 
     async def _send(self, delivery: Delivery, kind: ChannelKind) -> Sent:
-        card, notice, channel = delivery.card, delivery.notice, delivery.channel
-        if kind == "webhook":
-            hook = self.settings.webhook[channel]
-            links = self.links_for(card, channel, hook.approver)
-            if hook.format == "slack":
-                body = slack_body(card, notice, links, self.console_url(card))
-            else:
-                body = card_body(card, notice, delivery.delivery_id, links, self.console_url(card))
-            raw = orjson.dumps(body)
-            headers = {
-                "Content-Type": "application/json",
-                SIGNATURE_HEADER: signature(hook.secret, int(self.clock()), raw),
-                "Overseer-Delivery": delivery.delivery_id,
-                "Overseer-Attempt": str(delivery.attempts + 1),
-            }
-            return await self.webhooks.post(hook.url, raw, headers)
-        if kind == "email":
-            messages = []
-            for approver, address in self.settings.email[channel].to.items():
-                subject, text = mail_text(
-                    card, notice, self.links_for(card, channel, approver), self.console_url(card)
-                )
-                messages.append((address, subject, text))
-            return await self.mailer.send(messages)
-        return Sent(False, f"no channel named {channel!r} in the [channels] configuration", retry=False)
+        match kind:
+            case "webhook":
+                return await self._post(delivery, self.settings.webhook[delivery.channel])
+            case "email":
+                return await self._mail(delivery, self.settings.email[delivery.channel])
+            case _:
+                detail = f"no channel named {delivery.channel!r} in the [channels] configuration"
+                return Sent(False, detail, retry=False)
+
+    async def _post(self, delivery: Delivery, hook: WebhookChannel) -> Sent:
+        """The card as JSON (or a Slack message), signed, with the delivery's id and attempt."""
+        card, notice = delivery.card, delivery.notice
+        links = self.links_for(card, delivery.channel, hook.approver)
+        if hook.format == "slack":
+            body = slack_body(card, notice, links, self.console_url)
+        else:
+            body = card_body(card, notice, delivery.delivery_id, links, self.console_url)
+        raw = orjson.dumps(body)
+        headers = {
+            "Content-Type": "application/json",
+            SIGNATURE_HEADER: signature(hook.secret, int(self.clock()), raw),
+            "Overseer-Delivery": delivery.delivery_id,
+            "Overseer-Attempt": str(delivery.attempts + 1),
+        }
+        return await self.webhooks.post(hook.url, raw, headers)
+
+    async def _mail(self, delivery: Delivery, mail: EmailChannel) -> Sent:
+        """One mail per recipient, each with links that act as that recipient."""
+        messages = []
+        for approver, address in mail.to.items():
+            links = self.links_for(delivery.card, delivery.channel, approver)
+            subject, text = mail_text(delivery.card, delivery.notice, links, self.console_url)
+            messages.append((address, subject, text))
+        return await self.mailer.send(messages)
 
     def links_for(self, card: Card, channel: str, approver: str | None) -> Links:
         """One link per decision the card takes, acting as ``approver`` (none when it may not decide)."""
