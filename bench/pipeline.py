@@ -43,6 +43,7 @@ from bench.lean_http import LeanClient  # noqa: E402
 from overseer_cli.supervisor import provision_stack  # noqa: E402
 from overseer_events.subjects import Subjects  # noqa: E402
 from overseer_gateway.adapters.tokens import ensure_tokens_file  # noqa: E402
+from overseer_runtime.bus import connect  # noqa: E402
 from overseer_runtime.config import load_settings  # noqa: E402
 from overseer_runtime.launcher import EmbeddedNats, free_port  # noqa: E402
 from overseer_runtime.permissions import PROVISIONER  # noqa: E402
@@ -275,9 +276,38 @@ async def make_fs_write_confirm(stack: LocalStack) -> None:
             raise RuntimeError("fs.write did not become CONFIRM")
 
 
+async def bus_counts(stack: LocalStack) -> tuple[int, int]:
+    """Messages stored in the events stream so far, and deliveries to every durable consumer of it (each
+    delivery of a message to a service's consumer counts, redeliveries too)."""
+    nc = await connect(stack.nats.url, name="bench-bus", credential=stack.nats.credential(PROVISIONER))
+    try:
+        js = nc.jetstream()
+        stream = Subjects().events_stream
+        info = await js.stream_info(stream)
+        consumers = await js.consumers_info(stream)
+        delivered = sum(int(c.delivered.consumer_seq or 0) for c in consumers if c.delivered is not None)
+        return int(info.state.messages), delivered
+    finally:
+        await nc.close()
+
+
+def bus_line(
+    scenario: str, concurrency: int, count: int, before: tuple[int, int], after: tuple[int, int]
+) -> dict[str, Any]:
+    """Events published and consumer deliveries per action: what one action costs the bus."""
+    return {
+        "scenario": "pipeline_bus",
+        "for": scenario,
+        "concurrency": concurrency,
+        "actions": count,
+        "events_per_action": round((after[0] - before[0]) / count, 2),
+        "deliveries_per_action": round((after[1] - before[1]) / count, 2),
+    }
+
+
 async def measure(
     stack: LocalStack, scenario_cls: type[AutoScenario] | type[ApprovalScenario], count: int, concurrency: int
-) -> dict[str, Any]:
+) -> list[dict[str, Any]]:
     run_id = f"{scenario_cls.name}-c{concurrency}-{time.time_ns() % 10**9}"
     scenario = scenario_cls(stack, concurrency, run_id)
     if isinstance(scenario, ApprovalScenario):
@@ -285,14 +315,32 @@ async def measure(
     try:
         warmup = max(20, concurrency * 4)
         await drive(warmup, concurrency, lambda i: scenario.one(10**6 + i))
+        bus_before = await bus_counts(stack)
         before = stack.cpu_seconds()
         latencies, elapsed = await drive(count, concurrency, scenario.one)
         after = stack.cpu_seconds()
+        # What the last actions publish after their answer (the observer's and the firewall's own
+        # follow-ups) lands within moments: wait for the stream to settle before counting.
+        bus_after = await settled_bus(stack)
     finally:
         await scenario.close()
     # Where the CPU goes, per action (stderr: the JSON lines on stdout stay the contract's).
     note(f"{scenario_cls.name} c={concurrency}: {cpu_per_action(before, after, count, elapsed)}")
-    return summary(scenario_cls.name, latencies, elapsed, concurrency)
+    return [
+        summary(scenario_cls.name, latencies, elapsed, concurrency),
+        bus_line(scenario_cls.name, concurrency, count, bus_before, bus_after),
+    ]
+
+
+async def settled_bus(stack: LocalStack) -> tuple[int, int]:
+    """The bus counts once they stop growing (0.5 s without a new message or delivery)."""
+    counts = await bus_counts(stack)
+    while True:
+        await asyncio.sleep(0.5)
+        again = await bus_counts(stack)
+        if again == counts:
+            return counts
+        counts = again
 
 
 COUNTS = {  # (concurrency 1, high concurrency) actions per scenario
@@ -322,8 +370,9 @@ async def run_overseer(
             if quick:
                 low, high = low // 5, high // 5
             for c, n in ((1, low), (concurrency, high)):
-                result = await measure(stack, classes[name], n, c)
+                result, bus = await measure(stack, classes[name], n, c)
                 emit(result)
+                emit(bus)
                 results.append(result)
     finally:
         stack.stop()
