@@ -77,18 +77,35 @@ def up(
             help="local: run a small model on this machine (llama.cpp, SmolLM2-135M) and let the agent plan with it",
         ),
     ] = None,
+    cluster: Annotated[
+        int | None,
+        typer.Option(
+            "--cluster",
+            min=3,
+            max=7,
+            help="run an embedded JetStream cluster of this many nats-servers (3 or more), every stream "
+            "replicated on each node: the stack carries on when one node dies",
+        ),
+    ] = None,
 ) -> None:
     """Run the whole stack in the foreground; Ctrl-C stops all of it cleanly."""
     from overseer_cli.supervisor import run_stack
 
     homes.settle(starting=True)
+    if cluster is not None and nats_url is not None:
+        raise typer.BadParameter(
+            "--cluster starts its own nats-servers: leave out --nats-url", param_hint="--cluster"
+        )
+    size = cluster or 0
     if llm is None:
-        raise typer.Exit(run_stack(host=host, port=port, nats_url=nats_url))
+        raise typer.Exit(run_stack(host=host, port=port, nats_url=nats_url, cluster=size))
     if llm != "local":
         raise typer.BadParameter(
             "the only choice is 'local' (any other model: set OPENAI_BASE_URL)", param_hint="--llm"
         )
-    raise typer.Exit(_with_local_model(lambda: run_stack(host=host, port=port, nats_url=nats_url)))
+    raise typer.Exit(
+        _with_local_model(lambda: run_stack(host=host, port=port, nats_url=nats_url, cluster=size))
+    )
 
 
 def _with_local_model(run: Callable[[], int]) -> int:
@@ -143,13 +160,41 @@ def nats_config(
     monitor_port: Annotated[
         int | None, typer.Option(help="serve nats-server's monitoring (its /healthz) on this port")
     ] = None,
+    keys: Annotated[
+        Path | None,
+        typer.Option(help="where the keys are (made once); a cluster's nodes share one (default: DIR/keys)"),
+    ] = None,
+    server_name: Annotated[
+        str | None, typer.Option("--server-name", help="a cluster node: its name, unique in the cluster")
+    ] = None,
+    cluster_listen: Annotated[
+        str, typer.Option("--cluster-listen", help="a cluster node: where it listens for the other nodes")
+    ] = "0.0.0.0:6222",
+    routes: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--route", help="a cluster node: another node's host:port of its cluster listener; repeat"
+        ),
+    ] = None,
 ) -> None:
     """Write one nkey per credential (DIR/keys/<user>.nk, once) and nats-server.conf with their
-    permissions: hand each service only its own seed file."""
-    from overseer_runtime.launcher import write_server_config
+    permissions: hand each service only its own seed file. With --server-name and --route, the
+    configuration of one node of a JetStream cluster (see deploy/cluster/)."""
+    from overseer_runtime.launcher import cluster_block, write_server_config
 
-    config = write_server_config(directory, host=host, port=port, store_dir=store, monitor_port=monitor_port)
-    typer.echo(f"{config} (seeds in {directory / 'keys'})")
+    if bool(server_name) != bool(routes):
+        raise typer.BadParameter("a cluster node needs both --server-name and at least one --route")
+    cluster = cluster_block(server_name, cluster_listen, routes) if server_name and routes else ""
+    config = write_server_config(
+        directory,
+        host=host,
+        port=port,
+        store_dir=store,
+        monitor_port=monitor_port,
+        cluster=cluster,
+        keys=keys,
+    )
+    typer.echo(f"{config} (seeds in {keys or directory / 'keys'})")
 
 
 @nats_app.command("provision")

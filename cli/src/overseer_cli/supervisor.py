@@ -41,7 +41,14 @@ from overseer_runtime.config import (
 )
 from overseer_runtime.credentials import Keyring, NatsCredential, credentials_for, keys_dir
 from overseer_runtime.home import private_umask, secure_home
-from overseer_runtime.launcher import EmbeddedNats, StoreInUse, die_with_parent, free_port, reachable
+from overseer_runtime.launcher import (
+    EmbeddedCluster,
+    EmbeddedNats,
+    StoreInUse,
+    die_with_parent,
+    free_port,
+    reachable,
+)
 from overseer_runtime.permissions import PROVISIONER, READER
 from overseer_runtime.provisioning import Subscription, provision_at
 from overseer_runtime.rpc import rpc_request
@@ -141,9 +148,10 @@ class Stack:
     host: str
     port: int
     nats_url: str | None = None
-    nats: EmbeddedNats | None = None
+    nats: EmbeddedNats | EmbeddedCluster | None = None
     children: list[Child] = field(default_factory=list)
     smtp_port: int = 0
+    cluster: int = 0  # >= 3: an embedded JetStream cluster of that many nodes, streams replicated on each
 
     @property
     def home(self) -> Path:
@@ -158,6 +166,12 @@ class Stack:
         return self.settings.subjects
 
     def start_nats(self) -> str:
+        if self.cluster:
+            self.nats = EmbeddedCluster(self.home, size=self.cluster).start()
+            print(
+                f"Started a {self.cluster}-node nats-server cluster at {self.nats.url} (stores under {self.nats.dir})"
+            )
+            return self.nats.url
         url = self.nats_url or self.settings.nats_url
         if url and reachable(url):
             print(f"Using NATS at {url}")
@@ -177,6 +191,8 @@ class Stack:
             "OVERSEER_GATEWAY__HOST": self.host,
             "OVERSEER_GATEWAY__PORT": str(self.port),
         }
+        if self.cluster:
+            env["OVERSEER_NATS__REPLICAS"] = str(self.cluster)
         if self.smtp_port:
             env["OVERSEER_TOOLS__SMTP_PORT"] = str(self.smtp_port)
         return env
@@ -188,7 +204,10 @@ class Stack:
         return credentials_for(self.settings, user)
 
     async def provision(self, url: str) -> None:
-        await provision_stack(url, self.credential(PROVISIONER), self.subjects, self.settings.nats)
+        nats = self.settings.nats
+        if self.cluster:  # every stream on every node: the stack outlives the loss of any one
+            nats = nats.model_copy(update={"replicas": self.cluster})
+        await provision_stack(url, self.credential(PROVISIONER), self.subjects, nats)
 
     def build_children(self, url: str) -> None:
         logs = self.home / "logs"
@@ -305,13 +324,18 @@ async def _health_all(
 @dataclass
 class BusWatch:
     """The embedded nats-server is supervised like the services: restarted with backoff when it dies
-    (on the same port and store, so every connection comes back by itself), then provisioned again."""
+    (on the same port and store, so every connection comes back by itself), then provisioned again.
+    A cluster's nodes are each restarted the same way; the streams live on the others meanwhile."""
 
     restarts: Restarts = field(default_factory=lambda: Restarts("nats-server"))
+    nodes: dict[int, Restarts] = field(default_factory=dict)
 
     async def tend(self, stack: Stack, url: str, now: float) -> None:
         nats = stack.nats
         assert nats is not None
+        if isinstance(nats, EmbeddedCluster):
+            self.tend_nodes(nats, now)
+            return
         running = nats.process is not None and nats.process.poll() is None
         if not self.restarts.due(running, nats.process.returncode if nats.process else None, now):
             return
@@ -323,6 +347,15 @@ class BusWatch:
             return
         self.restarts.started()
         print(f"nats-server is back at {nats.url}")
+
+    def tend_nodes(self, cluster: EmbeddedCluster, now: float) -> None:
+        for index, process in enumerate(cluster.processes):
+            restarts = self.nodes.setdefault(index, Restarts(f"nats-server node {index}"))
+            running = process is not None and process.poll() is None
+            if restarts.due(running, process.returncode if process else None, now):
+                cluster.start_node(index)
+                restarts.started()
+                print(f"nats-server node {index} is back at {cluster.node_url(index)}")
 
 
 async def _supervise(stack: Stack, url: str, stop: asyncio.Event, ready_timeout: float) -> int:
@@ -375,7 +408,11 @@ async def _wait_ready(
 
 
 def run_stack(
-    host: str | None = None, port: int | None = None, nats_url: str | None = None, ready_timeout: float = 60.0
+    host: str | None = None,
+    port: int | None = None,
+    nats_url: str | None = None,
+    ready_timeout: float = 60.0,
+    cluster: int = 0,
 ) -> int:
     """Run the whole stack in the foreground until Ctrl-C / SIGTERM; returns the exit code."""
     try:  # every section and key, before anything starts: a typo is one message, not a service that never starts
@@ -384,7 +421,7 @@ def run_stack(
         print(f"Not starting: {exc}", file=sys.stderr)
         return 2
     gateway = settings.typed("gateway", GatewaySettings)
-    stack = Stack(settings, host or gateway.host, port or gateway.port, nats_url)
+    stack = Stack(settings, host or gateway.host, port or gateway.port, nats_url, cluster=cluster)
     # Before anything starts: a taken port would otherwise show only as a gateway that never gets ready.
     if port_in_use(stack.host, stack.port):
         print(

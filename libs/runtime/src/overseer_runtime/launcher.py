@@ -20,6 +20,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from overseer_runtime.credentials import Keyring, NatsCredential, keys_dir
@@ -177,16 +178,35 @@ def server_config(
     )
 
 
+def cluster_block(server_name: str, listen: str, routes: Sequence[str], name: str = "overseer") -> str:
+    """The part of a nats-server configuration that makes it one node of a JetStream cluster: its own
+    ``server_name``, where it listens for the other nodes (``host:port``), and their addresses."""
+    joined = ", ".join(json.dumps(f"nats-route://{route}") for route in routes)
+    return (
+        f"server_name: {json.dumps(server_name)}\n"
+        f"cluster {{\n    name: {json.dumps(name)}\n    listen: {json.dumps(listen)}\n    routes: [{joined}]\n}}\n"
+    )
+
+
 def write_server_config(
-    directory: Path, *, host: str, port: int, store_dir: Path, monitor_port: int | None = None
+    directory: Path,
+    *,
+    host: str,
+    port: int,
+    store_dir: Path,
+    monitor_port: int | None = None,
+    cluster: str = "",
+    keys: Path | None = None,
 ) -> Path:
-    """The keys (created once) and the server configuration under ``directory``, for a nats-server
-    that is not started from here (a container; ``monitor_port`` serves its ``/healthz``). Returns the
-    configuration's path."""
+    """The keys (created once, under ``keys`` or ``directory/keys``) and the server configuration under
+    ``directory``, for a nats-server that is not started from here (a container, a cluster's node:
+    ``cluster`` from :func:`cluster_block`, every node with the same keys; ``monitor_port`` serves its
+    ``/healthz``). Returns the configuration's path."""
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    keyring = Keyring.load_or_create(directory / "keys")
+    keyring = Keyring.load_or_create(keys or directory / "keys")
     config = directory / "nats-server.conf"
-    write_private(config, server_config(port, store_dir, keyring, monitor_port=monitor_port, host=host))
+    text = server_config(port, store_dir, keyring, monitor_port=monitor_port, host=host, cluster=cluster)
+    write_private(config, text)
     return config
 
 
@@ -259,23 +279,26 @@ class EmbeddedCluster:
     def url(self) -> str:
         return ",".join(f"nats://127.0.0.1:{p}" for p in self.client_ports)
 
+    @property
+    def dir(self) -> Path:
+        """Where the nodes keep their configurations, logs and JetStream stores (``node<i>/``)."""
+        return self.home / "nats"
+
     def credential(self, user: str) -> NatsCredential:
         return self.keyring.credential(user)
+
+    def env_for(self, user: str) -> dict[str, str]:
+        """Environment for a process connecting as ``user``: every node's URL and its own seed, no other."""
+        return {"NATS_URL": self.url, **self.keyring.credential(user).env()}
 
     def node_url(self, index: int) -> str:
         return f"nats://127.0.0.1:{self.client_ports[index]}"
 
     def _config(self, index: int) -> Path:
-        node_dir = self.home / "nats" / f"node{index}"
+        node_dir = self.dir / f"node{index}"
         node_dir.mkdir(parents=True, exist_ok=True)
-        routes = ", ".join(
-            f'"nats-route://127.0.0.1:{p}"' for i, p in enumerate(self.route_ports) if i != index
-        )
-        cluster = (
-            f'server_name: "n{index}"\n'
-            f'cluster {{\n    name: "{self.name}"\n    listen: "127.0.0.1:{self.route_ports[index]}"\n'
-            f"    routes: [{routes}]\n}}\n"
-        )
+        routes = [f"127.0.0.1:{p}" for i, p in enumerate(self.route_ports) if i != index]
+        cluster = cluster_block(f"n{index}", f"127.0.0.1:{self.route_ports[index]}", routes, self.name)
         path = node_dir / "nats-server.conf"
         write_private(
             path,
