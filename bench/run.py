@@ -9,7 +9,8 @@ bench/peers/), chat_turn with its LangGraph peer (bench/chat.py, bench/peers/), 
 and llm_first_token (bench/llm.py: the model plugin against the raw openai client on a scripted server,
 and the model's first piece of text to a WebSocket client), mcp_proxy (bench/mcp_proxy.py: an allowed MCP call
 through the proxy against the MCP server itself), approval_notice (bench/channels.py: a held call's notice
-reaching a webhook and a mail list).
+reaching a webhook and a mail list), chaos (bench/chaos.py: each service and a NATS node killed in turn
+during a mixed run: actions lost, effects duplicated, seconds to healthy).
 Progress goes to stderr; a failed scenario prints an ``{"scenario": …, "error": …}``
 line and the run goes on.
 """
@@ -35,6 +36,7 @@ SCRIPTS: dict[str, tuple[str, ...]] = {
     "llm.py": ("llm_plugin_overhead", "llm_first_token"),
     "mcp_proxy.py": ("mcp_proxy",),
     "channels.py": ("approval_notice",),
+    "chaos.py": ("chaos",),
 }
 
 

@@ -15,36 +15,14 @@ import httpx
 import pytest
 
 from overseer_runtime.launcher import free_port
+from tests.support.chaos import pid_of, processes_with_home
 
 pytestmark = pytest.mark.slow
 
 
-def processes_with_home(home: Path) -> list[int]:
-    """PIDs of every process whose environment names this OVERSEER_HOME (our children included)."""
-    marker = f"OVERSEER_HOME={home}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if marker in environ.split(b"\0"):
-            found.append(int(entry.name))
-    return found
-
-
 def service_pid(home: Path, module: str) -> int:
     """The pid of ``python -m <module>`` in this stack (0 when none runs)."""
-    for pid in processes_with_home(home):
-        try:
-            cmdline = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if module.encode() in cmdline:
-            return pid
-    return 0
+    return pid_of(home, module)
 
 
 def overseer_up(home: Path, port: int) -> tuple[subprocess.Popen[str], dict[str, str]]:
