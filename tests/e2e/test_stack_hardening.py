@@ -18,7 +18,8 @@ import pytest
 
 from overseer_events.subjects import SERVICES
 from overseer_runtime.launcher import free_port
-from tests.e2e.test_overseer_up import overseer_up, processes_with_home, service_pid
+from tests.e2e.test_overseer_up import overseer_up, service_pid
+from tests.support.chaos import processes_with_home
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,8 @@ import httpx
 import pytest
 
 from overseer_runtime.launcher import free_port
-from tests.e2e.test_overseer_up import overseer_up, processes_with_home
+from tests.e2e.test_overseer_up import overseer_up
+from tests.support.chaos import processes_with_home
 
 pytestmark = pytest.mark.slow
 
