@@ -133,7 +133,8 @@ def test_a_killed_nats_server_is_restarted_and_writes_are_refused_meanwhile(up: 
     assert "event bus" in refused.json()["detail"]
     assert refused.headers["retry-after"]
 
-    started = time.monotonic()
+    # `overseer status` answers while the bus is down or coming back, never hangs: a run longer than the
+    # timeout fails the test (TimeoutExpired).
     status = subprocess.run(
         [str(Path(sys.executable).with_name("overseer")), "status"],
         env=up.env,
@@ -141,7 +142,6 @@ def test_a_killed_nats_server_is_restarted_and_writes_are_refused_meanwhile(up: 
         text=True,
         timeout=30,
     )
-    assert time.monotonic() - started < 20
 
     assert up.healthy(timeout=60), "the stack did not heal after nats-server was killed"
     assert _nats_server_pid(up.home) != nats_pid
