@@ -4,7 +4,8 @@ The :class:`FirewallEngine` judges from memory (a SQLite read per layer would
 cost more than the whole evaluation). That memory is folded from the same
 events the SQLite read models are built from:
 
-* policy, the tool catalogue, agent modes, sessions and path grants are loaded from their read models at start
+* policy, the tool catalogue, agent modes, sessions, path grants and the sessions' budget usage are loaded
+  from their read models at start
   (so ``rebuild`` then start gives the same policy state);
 * loop windows and perception counters are refilled from the most recent events;
 * while running, every event the firewall records or emits is applied here.

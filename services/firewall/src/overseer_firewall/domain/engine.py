@@ -209,7 +209,9 @@ class FirewallEngine:
     def count_usage(self, proposal: Proposal) -> None:
         """A judged call counts against its session's budget (live only: a restart loads the counts
         from the store's read model instead of re-counting recent proposals)."""
-        if proposal.action_type == "tool_call":
+        if (
+            proposal.action_type == "tool_call" and proposal.tool
+        ):  # as the read model counts: verdicts of a tool
             self.usage.counted(proposal.session_id, proposal.model_tokens)
 
     def evaluate_and_observe(self, proposal: Proposal) -> Verdict:
