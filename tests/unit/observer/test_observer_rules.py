@@ -303,3 +303,34 @@ def _tool_moving(
         )
         contract, _ = observe_transition(contract, moved)
     return contract
+
+
+def test_a_transition_stored_out_of_order_joins_the_history_and_leaves_the_newest_state() -> None:
+    """After a NATS node failed, the contract's last event may reach the stream before earlier ones the
+    relay published again: the contract is folded by its events' aggregate versions."""
+    data = TOOL_CREATED.data
+    assert isinstance(data, ContractCreated)
+
+    def moved(frm: str, to: str, trigger: str, second: int) -> ExecutionTransitioned:
+        return ExecutionTransitioned(
+            execution_id=TOOL_ID,
+            session_id=SESSION,
+            from_status=frm,
+            to_status=to,
+            trigger=trigger,
+            actor="tool_node",
+            timestamp=at(5110 + second),
+            result="sent" if to == "completed" else None,
+        )
+
+    completed, first = observe_transition(None, moved("running", "completed", "succeed", 2), 3)
+    created = observe_creation(completed, data, 1)
+    running, late = observe_transition(created, moved("pending", "running", "start", 1), 2)
+    assert (running.status, running.result, running.version, running.transition_count) == (
+        "completed",
+        "sent",
+        3,
+        2,
+    )
+    assert running.confirmed
+    assert (first.to_status, late.to_status) == ("completed", "running")

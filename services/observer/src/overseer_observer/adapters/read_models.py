@@ -71,7 +71,8 @@ class ExecutionObservations(SqlProjection):
         error_message    TEXT,
         was_suspended    INTEGER NOT NULL,
         confirmed        INTEGER NOT NULL,
-        tool             TEXT
+        tool             TEXT,
+        version          INTEGER NOT NULL DEFAULT 0
     );
     CREATE INDEX IF NOT EXISTS observed_contracts_by_session ON observed_contracts (session_id, created_at);
     CREATE INDEX IF NOT EXISTS observed_contracts_by_time ON observed_contracts (created_at, execution_id);
@@ -101,7 +102,8 @@ class ExecutionObservations(SqlProjection):
     def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
         match event.data:
             case ExecutionProposed() | ContractCreated() | ExecutionTransitioned() as data:
-                contract, record = observe(load_contract(conn, data.execution_id), data, event.occurred_at)
+                current = load_contract(conn, data.execution_id)
+                contract, record = observe(current, data, event.occurred_at, event.aggregate_version)
                 conn.execute(_UPSERT_CONTRACT, _contract_row(contract))
                 if record is not None:
                     conn.execute(_INSERT_TRANSITION, (contract.session_id, *_transition_row(record)))

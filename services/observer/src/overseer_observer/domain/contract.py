@@ -2,9 +2,13 @@
 
 The executor is the only writer of contracts; the observer only folds its
 events (plus the proposal, for the PENDING moment and an explicit summary)
-into :class:`ObservedContract`. Events of one contract arrive in order on the
-executor's stream, but a proposal travels on another stream and may arrive
-before or after the contract's own events, so folding it must commute with them.
+into :class:`ObservedContract`. A proposal travels on another stream and may
+arrive before or after the contract's own events, so folding it must commute
+with them. The contract's own events usually arrive in order too, but not always:
+when a NATS node fails while the executor's relay has several publishes in flight,
+a later event may be stored before an earlier one that is published again. So each
+of the executor's events is folded with its aggregate version, and a transition
+older than the newest one folded joins the history without changing the state.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ class ObservedContract:
     # False while only the proposal is known; the executor's execution.contract_created makes it True.
     confirmed: bool
     tool: str | None = None  # the tool called (None for an action that calls none)
+    version: int = 0  # the newest of the executor's events of this contract folded (its aggregate version)
 
     @property
     def action_summary(self) -> str:
@@ -91,7 +96,9 @@ def observe_proposal(
     )
 
 
-def observe_creation(current: ObservedContract | None, created: ContractCreated) -> ObservedContract:
+def observe_creation(
+    current: ObservedContract | None, created: ContractCreated, version: int = 1
+) -> ObservedContract:
     """The executor's contract is authoritative for identity and constraints."""
     contract = ObservedContract(
         execution_id=created.execution_id,
@@ -116,6 +123,7 @@ def observe_creation(current: ObservedContract | None, created: ContractCreated)
         was_suspended=False,
         confirmed=True,
         tool=created.tool,
+        version=version,
     )
     if current is None:
         return contract
@@ -134,13 +142,16 @@ def observe_creation(current: ObservedContract | None, created: ContractCreated)
         created_at=contract.created_at,
         confirmed=True,
         tool=contract.tool,
+        version=max(current.version, version),
     )
 
 
 def observe_transition(
-    current: ObservedContract | None, moved: ExecutionTransitioned
+    current: ObservedContract | None, moved: ExecutionTransitioned, version: int | None = None
 ) -> tuple[ObservedContract, TransitionRecord]:
-    """Fold one transition: the contract's new state and the numbered record of the move."""
+    """Fold one transition: the contract's new state and the numbered record of the move. A transition
+    older than the newest folded (``version``, its aggregate version) is recorded and counted, and leaves
+    the state as the newer one made it."""
     if current is None:
         current = _skeleton(moved)
     to_status = moved.to_status
@@ -158,8 +169,16 @@ def observe_transition(
         timestamp=moved.timestamp,
         is_terminal_transition=to_status in _TERMINAL,
     )
+    if version is not None and version < current.version:
+        late = replace(
+            current,
+            transition_count=current.transition_count + 1,
+            was_suspended=current.was_suspended or to_status == ExecutionStatus.WAITING,
+        )
+        return late, record
     contract = replace(
         current,
+        version=version if version is not None else current.version,
         status=to_status,
         entered_at=moved.timestamp,
         transition_count=current.transition_count + 1,
@@ -178,14 +197,15 @@ ObservedEvent = ExecutionProposed | ContractCreated | ExecutionTransitioned
 
 
 def observe(
-    current: ObservedContract | None, data: EventData, occurred_at: float
+    current: ObservedContract | None, data: EventData, occurred_at: float, version: int | None = None
 ) -> tuple[ObservedContract, TransitionRecord | None]:
-    """Fold any observed event into its contract; a transition also yields its record."""
+    """Fold any observed event into its contract; a transition also yields its record. ``version``: the
+    event's aggregate version (the executor's events are folded by it)."""
     match data:
         case ExecutionTransitioned():
-            return observe_transition(current, data)
+            return observe_transition(current, data, version)
         case ContractCreated():
-            return observe_creation(current, data), None
+            return observe_creation(current, data, version or 1), None
         case ExecutionProposed():
             return observe_proposal(current, data, occurred_at), None
         case _:
