@@ -34,6 +34,7 @@ from typing import Any
 
 import httpx
 import orjson
+from nats.aio.client import Client
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -276,19 +277,42 @@ async def make_fs_write_confirm(stack: LocalStack) -> None:
             raise RuntimeError("fs.write did not become CONFIRM")
 
 
-async def bus_counts(stack: LocalStack) -> tuple[int, int]:
+class BusCounts:
     """Messages stored in the events stream so far, and deliveries to every durable consumer of it (each
-    delivery of a message to a service's consumer counts, redeliveries too)."""
-    nc = await connect(stack.nats.url, name="bench-bus", credential=stack.nats.credential(PROVISIONER))
-    try:
-        js = nc.jetstream()
+    delivery of a message to a service's consumer counts, redeliveries too), over one connection."""
+
+    def __init__(self, stack: LocalStack) -> None:
+        self.stack = stack
+        self.nc: Client | None = None
+
+    async def __aenter__(self) -> BusCounts:
+        nats = self.stack.nats
+        self.nc = await connect(nats.url, name="bench-bus", credential=nats.credential(PROVISIONER))
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        if self.nc is not None:
+            await self.nc.close()
+
+    async def now(self) -> tuple[int, int]:
+        assert self.nc is not None
+        js = self.nc.jetstream()
         stream = Subjects().events_stream
         info = await js.stream_info(stream)
         consumers = await js.consumers_info(stream)
         delivered = sum(int(c.delivered.consumer_seq or 0) for c in consumers if c.delivered is not None)
         return int(info.state.messages), delivered
-    finally:
-        await nc.close()
+
+    async def settled(self) -> tuple[int, int]:
+        """The counts once they stop growing (0.5 s without a new message or delivery): what the last
+        actions publish after their answer (the observer's and the firewall's follow-ups) lands then."""
+        counts = await self.now()
+        while True:
+            await asyncio.sleep(0.5)
+            again = await self.now()
+            if again == counts:
+                return counts
+            counts = again
 
 
 def bus_line(
@@ -315,13 +339,12 @@ async def measure(
     try:
         warmup = max(20, concurrency * 4)
         await drive(warmup, concurrency, lambda i: scenario.one(10**6 + i))
-        bus_before = await bus_counts(stack)
-        before = stack.cpu_seconds()
-        latencies, elapsed = await drive(count, concurrency, scenario.one)
-        after = stack.cpu_seconds()
-        # What the last actions publish after their answer (the observer's and the firewall's own
-        # follow-ups) lands within moments: wait for the stream to settle before counting.
-        bus_after = await settled_bus(stack)
+        async with BusCounts(stack) as bus:
+            bus_before = await bus.now()
+            before = stack.cpu_seconds()
+            latencies, elapsed = await drive(count, concurrency, scenario.one)
+            after = stack.cpu_seconds()
+            bus_after = await bus.settled()
     finally:
         await scenario.close()
     # Where the CPU goes, per action (stderr: the JSON lines on stdout stay the contract's).
@@ -330,17 +353,6 @@ async def measure(
         summary(scenario_cls.name, latencies, elapsed, concurrency),
         bus_line(scenario_cls.name, concurrency, count, bus_before, bus_after),
     ]
-
-
-async def settled_bus(stack: LocalStack) -> tuple[int, int]:
-    """The bus counts once they stop growing (0.5 s without a new message or delivery)."""
-    counts = await bus_counts(stack)
-    while True:
-        await asyncio.sleep(0.5)
-        again = await bus_counts(stack)
-        if again == counts:
-            return counts
-        counts = again
 
 
 COUNTS = {  # (concurrency 1, high concurrency) actions per scenario

@@ -277,10 +277,7 @@ class InMemoryPolicyState:
                 list(data.tools), dict(data.withdrawn), dict(data.accepted), dict(data.unreviewed)
             )
             return
-        was = self.current()
-        unreviewed = {name: why for name, why in was.unreviewed.items() if name != data.tool}
-        accepted = {**was.accepted, data.tool: data.fingerprint}
-        self._catalogue = RecordedCatalogue(was.tools, was.withdrawn, accepted, unreviewed)
+        self._catalogue = self.current().with_change_accepted(data.tool, data.fingerprint)
 
     def _user(self, data: UserLevelChanged) -> None:
         self._user_version += 1

@@ -193,8 +193,9 @@ class Stack:
         }
         if self.cluster:
             env["OVERSEER_NATS__REPLICAS"] = str(self.cluster)
-        if self.smtp_port:
+        if self.smtp_port:  # email.send and the approval notices both go to the dev sink
             env["OVERSEER_TOOLS__SMTP_PORT"] = str(self.smtp_port)
+            env["OVERSEER_CHANNELS__SMTP__PORT"] = str(self.smtp_port)
         return env
 
     def credential(self, user: str) -> NatsCredential:

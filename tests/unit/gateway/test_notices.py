@@ -11,7 +11,7 @@ import pytest
 from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 from pydantic import ValidationError
 
-from overseer_events.catalogue import NoticeDeliveryAttempted
+from overseer_events.catalogue import NoticeDeliveryAttempted, Principal
 from overseer_events.notices import NoticeRoute, channels_for, parse_routes
 from overseer_gateway.adapters.channels import SignedLinks
 from overseer_gateway.application.notices import NoticeSender
@@ -23,6 +23,7 @@ from overseer_gateway.domain.notices import (
     LinkClaim,
     Links,
     card_body,
+    decisions_of,
     delivery_id,
     mail_text,
     retry_delay,
@@ -43,7 +44,7 @@ CARD = Card(
     args_hash="h" * 64,
     preview={"kind": "email", "rendered": "To: bob@example.com\nSubject: Hi\n\nHello"},
     message=None,
-    requested_by="agent:agent",
+    requested_by=Principal(kind="agent", id="agent"),
     requested_at=1.0,
 )
 
@@ -122,9 +123,9 @@ def test_the_mail_reads_as_the_card_with_the_rendered_preview_the_hash_and_one_l
 
 
 def test_a_reconciliation_card_offers_completed_and_failed() -> None:
-    reconciliation = Card(**{**CARD.as_dict(), "kind": "reconciliation"})
-    assert reconciliation.decisions() == ("completed", "failed")
-    assert CARD.decisions() == ("approve", "reject")
+    reconciliation = CARD.model_copy(update={"kind": "reconciliation"})
+    assert decisions_of(reconciliation) == ("completed", "failed")
+    assert decisions_of(CARD) == ("approve", "reject")
 
 
 def test_retries_wait_twice_as_long_each_time_up_to_the_cap() -> None:

@@ -23,6 +23,7 @@ RunsAt = Literal["executor", "agent"]
 PermissionLevel = Literal["AUTO", "NOTIFY", "CONFIRM", "APPROVE"]
 VerdictDecision = Literal["allow", "hold", "deny"]
 ApprovalKind = Literal["approval", "reconciliation", "confirmation"]
+NoticeKind = Literal["held", "escalated"]  # a call waits for a person; nobody answered in time
 
 
 class Principal(EventData):
@@ -106,7 +107,7 @@ class NoticeDeliveryAttempted(EventData):
 
     delivery_id: str
     execution_id: str
-    notice: Literal["held", "escalated"]
+    notice: NoticeKind
     channel: str
     channel_kind: Literal["webhook", "email", "unknown"]
     attempt: int = Field(ge=1)

@@ -12,20 +12,14 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, get_args
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
+from pydantic import BaseModel, BeforeValidator, ConfigDict
 
-NoticeKind = Literal["held", "escalated"]
-NOTICE_KINDS: tuple[NoticeKind, ...] = ("held", "escalated")
-LEVELS = ("AUTO", "NOTIFY", "CONFIRM", "APPROVE")
+from overseer_events.catalogue import NoticeKind, PermissionLevel
+from overseer_events.policy_fields import NonEmpty, Strings, listed
 
-
-def _listed(value: Any) -> Any:
-    """One string stands for a list of one; an absent list is empty."""
-    if value is None:
-        return ()
-    return [value] if isinstance(value, str) else value
+LEVELS: tuple[str, ...] = get_args(PermissionLevel)
 
 
 def _level_name(value: Any) -> Any:
@@ -35,20 +29,16 @@ def _level_name(value: Any) -> Any:
     return text
 
 
-Name = Annotated[str, Strict(), Field(min_length=1)]
-Globs = Annotated[tuple[Name, ...], BeforeValidator(_listed)]
-
-
 class NoticeRoute(BaseModel):
     """One ``[[notify]]`` entry: send these notices of these calls to ``channel``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    channel: Name
-    on: Annotated[tuple[NoticeKind, ...], BeforeValidator(_listed)] = ("held",)
-    levels: Annotated[tuple[Annotated[str, BeforeValidator(_level_name)], ...], BeforeValidator(_listed)] = ()
-    tools: Globs = ()
-    sessions: Globs = ()
+    channel: NonEmpty
+    on: Annotated[tuple[NoticeKind, ...], BeforeValidator(listed)] = ("held",)
+    levels: Annotated[tuple[Annotated[str, BeforeValidator(_level_name)], ...], BeforeValidator(listed)] = ()
+    tools: Strings = ()
+    sessions: Strings = ()
 
     def matches(self, notice: NoticeKind, *, level: str | None, tool: str | None, session_id: str) -> bool:
         """Whether a ``notice`` about a call of ``tool`` at ``level`` in ``session_id`` goes to this route."""

@@ -40,7 +40,6 @@ from overseer_gateway.entrypoints.http import build_app, build_asgi
 from overseer_gateway.entrypoints.mcp import McpEndpoint
 from overseer_gateway.settings import ChannelsSettings, GatewaySettings
 from overseer_runtime import tracing
-from overseer_runtime.config import Settings
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.service import HandlerTable, Host, Service
 from overseer_runtime.store import Projection
@@ -167,7 +166,7 @@ class GatewayService(Service):
             book=lambda: self.notices,
             transactions=self,
             webhooks=self.webhooks,
-            mailer=SmtpMailer(*smtp_endpoint(channels, runtime.settings), channels.smtp.timeout_seconds),
+            mailer=SmtpMailer(channels.smtp),
             links=self.links,
             callers=self.tokens,
             public_url=channels.public_url or self.url,
@@ -192,13 +191,6 @@ class GatewayService(Service):
                 await asyncio.wait_for(self.sender.idle(), 3.0)
         if hasattr(self, "webhooks"):
             await self.webhooks.close()
-
-
-def smtp_endpoint(channels: ChannelsSettings, settings: Settings) -> tuple[str, int, str]:
-    """(host, port, sender) of the mail server notices go through: ``overseer up``'s dev sink
-    (``tools.smtp_port``), when set, wins over ``[channels.smtp]`` port."""
-    sink = int(settings.section("tools").get("smtp_port") or 0)
-    return channels.smtp.host, sink or channels.smtp.port, channels.smtp.sender
 
 
 def _bind(host: str, port: int) -> socket.socket:

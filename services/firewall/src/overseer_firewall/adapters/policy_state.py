@@ -257,9 +257,8 @@ def _reviews(conn: sqlite3.Connection, accepted: dict[str, str], unreviewed: dic
 
 
 def _change_accepted(conn: sqlite3.Connection, data: ToolChangeAccepted) -> None:
-    recorded = catalogue_in(conn)
-    accepted = {**recorded.accepted, data.tool: data.fingerprint}
-    _reviews(conn, accepted, {name: why for name, why in recorded.unreviewed.items() if name != data.tool})
+    reviewed = catalogue_in(conn).with_change_accepted(data.tool, data.fingerprint)
+    _reviews(conn, reviewed.accepted, reviewed.unreviewed)
 
 
 def catalogue_in(conn: sqlite3.Connection) -> RecordedCatalogue:

@@ -20,7 +20,7 @@ build one from the in-memory fakes of ``tests/fakes/firewall.py``.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from overseer_events.catalogue import AnnouncedTool, AuditHeadPublished, AuditRecorded
@@ -255,6 +255,11 @@ class RecordedCatalogue:
     withdrawn: dict[str, str] = field(default_factory=dict)
     accepted: dict[str, str] = field(default_factory=dict)
     unreviewed: dict[str, str] = field(default_factory=dict)
+
+    def with_change_accepted(self, tool: str, fingerprint: str) -> RecordedCatalogue:
+        """This record once an admin accepted ``tool`` as it is now (its ``fingerprint``)."""
+        unreviewed = {name: why for name, why in self.unreviewed.items() if name != tool}
+        return replace(self, accepted={**self.accepted, tool: fingerprint}, unreviewed=unreviewed)
 
 
 class ToolCatalogueRecord(Protocol):

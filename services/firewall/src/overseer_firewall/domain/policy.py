@@ -48,6 +48,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from overseer_events.notices import NoticeRoute
+from overseer_events.policy_fields import NonEmpty, Strings, listed
 from overseer_firewall.domain.levels import Level, stricter
 from overseer_firewall.domain.shell import (
     InvocationPattern,
@@ -246,17 +247,6 @@ class PolicyTable(BaseModel):
 Count = Annotated[int, Strict(), Field(ge=0)]
 Amount = Annotated[float, Strict(), Field(ge=0)]  # an integer is a number too; a boolean is neither
 Flag = Annotated[bool, Strict()]
-NonEmpty = Annotated[str, Strict(), Field(min_length=1)]
-
-
-def _listed(value: Any) -> Any:
-    """One string stands for a list of one; an absent (``null``) list is empty."""
-    if value is None:
-        return ()
-    return [value] if isinstance(value, str) else value
-
-
-Strings = Annotated[tuple[NonEmpty, ...], BeforeValidator(_listed)]
 
 
 def _inside_sandbox(path: str) -> str:
@@ -462,7 +452,7 @@ class RuleEntry(PolicyTable):
     recipients: Strings = ()
     commands: Strings = ()
     invocations: Annotated[
-        tuple[Annotated[NonEmpty, AfterValidator(_invocation)], ...], BeforeValidator(_listed)
+        tuple[Annotated[NonEmpty, AfterValidator(_invocation)], ...], BeforeValidator(listed)
     ] = ()
     name: Annotated[str, BeforeValidator(str)] = ""
     reason: Annotated[str, BeforeValidator(str)] = ""

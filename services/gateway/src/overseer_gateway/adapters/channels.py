@@ -18,6 +18,7 @@ from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
 from overseer_gateway.application.ports import BadLink, Sent
 from overseer_gateway.domain.notices import LinkClaim, link_id_of
+from overseer_gateway.settings import SmtpSettings
 
 # A 4xx other than these says the request itself is wrong: sending it again changes nothing.
 _RETRIED_CLIENT_ERRORS = frozenset({408, 409, 425, 429})
@@ -47,8 +48,13 @@ class HttpWebhooks:
 class SmtpMailer:
     """:class:`~overseer_gateway.application.ports.Mailer`: one SMTP conversation per delivery."""
 
-    def __init__(self, host: str, port: int, sender: str, timeout: float) -> None:
-        self.host, self.port, self.sender, self.timeout = host, port, sender, timeout
+    def __init__(self, smtp: SmtpSettings) -> None:
+        self.host, self.port, self.sender, self.timeout = (
+            smtp.host,
+            smtp.port,
+            smtp.sender,
+            smtp.timeout_seconds,
+        )
 
     async def send(self, messages: list[tuple[str, str, str]]) -> Sent:
         try:

@@ -23,9 +23,10 @@ from overseer_events.catalogue import (
     EcsRequested,
     HumanDecisionRecorded,
     NoticeDeliveryAttempted,
+    NoticeKind,
 )
 from overseer_events.envelope import Envelope
-from overseer_events.notices import NoticeKind, NoticeRoute, channels_for, parse_routes
+from overseer_events.notices import NoticeRoute, channels_for, parse_routes
 from overseer_gateway.domain.notices import Card, Delivery, delivery_id
 from overseer_runtime.projection import SqlProjection
 
@@ -62,12 +63,11 @@ class NoticeBook(SqlProjection):
     def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
         match event.data:
             case EcsRequested() as data:
-                card = Card.of(data)
                 conn.execute(
                     "INSERT OR REPLACE INTO notice_cards VALUES (?, ?, 0)",
-                    (card.execution_id, orjson.dumps(card.as_dict()).decode()),
+                    (data.execution_id, data.model_dump_json()),
                 )
-                self._plan(conn, card, "held", event.occurred_at)
+                self._plan(conn, data, "held", event.occurred_at)
             case ApprovalEscalated() as data:
                 escalated = card_of(conn, data.execution_id)
                 if escalated is not None:
@@ -126,7 +126,7 @@ def routes(conn: sqlite3.Connection) -> tuple[NoticeRoute, ...]:
 def card_of(conn: sqlite3.Connection, execution_id: str) -> Card | None:
     """The approval card last requested for ``execution_id``, as the gateway saw it."""
     row = conn.execute("SELECT card FROM notice_cards WHERE execution_id = ?", (execution_id,)).fetchone()
-    return Card.from_dict(orjson.loads(row[0])) if row is not None else None
+    return Card.model_validate_json(row[0]) if row is not None else None
 
 
 class SqliteNotices:
@@ -143,7 +143,7 @@ class SqliteNotices:
             (now, limit),
         ).fetchall()
         return [
-            Delivery(row[0], row[1], row[2], row[3], int(row[4]), Card.from_dict(orjson.loads(row[5])))
+            Delivery(row[0], row[1], row[2], row[3], int(row[4]), Card.model_validate_json(row[5]))
             for row in rows
         ]
 

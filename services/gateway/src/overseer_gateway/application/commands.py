@@ -26,9 +26,9 @@ from overseer_events.catalogue import (
 )
 from overseer_events.envelope import Envelope
 from overseer_events.ids import uuid7
-from overseer_gateway.application.ports import GatewayUnit, Peers, Transactions
+from overseer_gateway.application.ports import Callers, GatewayUnit, Peers, Transactions
 from overseer_gateway.application.queries import OpenQuestion
-from overseer_gateway.domain.access import Caller
+from overseer_gateway.domain.access import Caller, Role
 from overseer_gateway.domain.approvals import (
     AgentRun,
     Refusal,
@@ -175,6 +175,13 @@ def decide_approval(
         correlation_id=question.session_id,
     )
     return Decided(response, event.event_id)
+
+
+def link_approver(callers: Callers, name: str) -> Caller | None:
+    """The principal an approval link acts as, when there is one of that name whose role may decide
+    approvals (operator or admin); None otherwise: such a link is neither issued nor honoured."""
+    caller = callers.named(name)
+    return caller if caller is not None and caller.may(Role.OPERATOR) else None
 
 
 def decide_by_link(

@@ -19,6 +19,7 @@ from functools import partial
 import orjson
 
 from overseer_events.catalogue import NoticeDeliveryAttempted
+from overseer_gateway.application.commands import link_approver
 from overseer_gateway.application.ports import (
     Callers,
     GatewayUnit,
@@ -29,7 +30,6 @@ from overseer_gateway.application.ports import (
     Transactions,
     Webhooks,
 )
-from overseer_gateway.domain.access import Role
 from overseer_gateway.domain.notices import (
     SIGNATURE_HEADER,
     Card,
@@ -37,6 +37,7 @@ from overseer_gateway.domain.notices import (
     LinkClaim,
     Links,
     card_body,
+    decisions_of,
     mail_text,
     retry_delay,
     signature,
@@ -194,14 +195,13 @@ class NoticeSender:
         """One link per decision the card takes, acting as ``approver`` (none when it may not decide)."""
         if approver is None:
             return Links()
-        caller = self.callers.named(approver)
-        if caller is None or not caller.may(Role.OPERATOR):
+        if link_approver(self.callers, approver) is None:
             log.warning(
                 "channel %s: %r is no principal that may decide approvals; no links", channel, approver
             )
             return Links()
         by_decision = {}
-        for decision in card.decisions():
+        for decision in decisions_of(card):
             claim = LinkClaim(card.execution_id, card.args_hash, decision, approver, channel, card.kind)
             by_decision[decision] = f"{self.public_url}/#/link/{self.links.issue(claim)}"
         return Links(by_decision)

@@ -16,74 +16,31 @@ import hashlib
 import hmac
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any
 
-from overseer_events.catalogue import EcsRequested
+from overseer_events.catalogue import EcsRequested, NoticeKind
 from overseer_gateway.domain.approvals import DECISIONS
 
-NoticeKind = Literal["held", "escalated"]
 SIGNATURE_HEADER = "Overseer-Signature"
 """``t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">``: a receiver recomputes it with the shared
 secret and refuses a timestamp older than a few minutes, so a captured request cannot be replayed."""
 
 
-@dataclass(frozen=True, slots=True)
-class Card:
-    """A held call as its approval card shows it (from the executor's ``ecs.requested``)."""
+Card = EcsRequested
+"""A held call as its approval card shows it: the executor's ``ecs.requested``, as the gateway was shown it."""
 
-    execution_id: str
-    session_id: str
-    kind: str
-    tool: str | None
-    level: str | None
-    args: Mapping[str, Any]
-    args_hash: str
-    preview: Mapping[str, Any] | None
-    message: str | None
-    requested_by: str
-    requested_at: float
+_DECISION_ORDER = ("approve", "completed", "reject", "failed")
 
-    @classmethod
-    def of(cls, data: EcsRequested) -> Card:
-        return cls(
-            execution_id=data.execution_id,
-            session_id=data.session_id,
-            kind=data.kind,
-            tool=data.tool,
-            level=data.level,
-            args=dict(data.args),
-            args_hash=data.args_hash,
-            preview=dict(data.preview) if data.preview is not None else None,
-            message=data.message,
-            requested_by=str(data.requested_by),
-            requested_at=data.requested_at,
-        )
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "execution_id": self.execution_id,
-            "session_id": self.session_id,
-            "kind": self.kind,
-            "tool": self.tool,
-            "level": self.level,
-            "args": dict(self.args),
-            "args_hash": self.args_hash,
-            "preview": dict(self.preview) if self.preview is not None else None,
-            "message": self.message,
-            "requested_by": self.requested_by,
-            "requested_at": self.requested_at,
-        }
+def card_view(card: Card) -> dict[str, Any]:
+    """The card as JSON for people and webhooks, the requester written ``kind:id``."""
+    return {**card.model_dump(mode="json"), "requested_by": str(card.requested_by)}
 
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> Card:
-        values: dict[str, Any] = {f.name: raw.get(f.name) for f in fields(cls)}
-        return cls(**values)
 
-    def decisions(self) -> tuple[str, ...]:
-        """The decisions the card takes, the one that lets the call go first."""
-        order = ("approve", "completed", "reject", "failed")
-        return tuple(sorted(DECISIONS.get(self.kind, ()), key=order.index))
+def decisions_of(card: Card) -> tuple[str, ...]:
+    """The decisions the card takes, the one that lets the call go first."""
+    return tuple(sorted(DECISIONS.get(card.kind, ()), key=_DECISION_ORDER.index))
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +150,7 @@ def card_body(
     return {
         "type": f"approval.{notice}",
         "delivery_id": delivery,
-        **card.as_dict(),
+        **card_view(card),
         "preview_text": preview_text(card),
         "links": dict(links.by_decision),
         "console_url": console_url,

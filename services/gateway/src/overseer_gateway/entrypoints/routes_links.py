@@ -14,12 +14,12 @@ from fastapi import APIRouter, Body, Depends, Path, Request
 from fastapi.responses import Response
 
 from overseer_events.machines import ExecutionStatus
-from overseer_gateway.application.commands import decide_by_link
+from overseer_gateway.application.commands import decide_by_link, link_approver
 from overseer_gateway.application.ports import BadLink
 from overseer_gateway.application.queries import open_question
 from overseer_gateway.domain.access import Caller, Role
 from overseer_gateway.domain.approvals import Refusal
-from overseer_gateway.domain.notices import LinkClaim
+from overseer_gateway.domain.notices import LinkClaim, card_view
 from overseer_gateway.entrypoints.answers import json_response
 from overseer_gateway.entrypoints.auth import require
 from overseer_gateway.entrypoints.context import Gateway, gateway_of
@@ -48,8 +48,8 @@ def claim_of(gateway: Gateway, token: str) -> tuple[LinkClaim, Caller]:
         claim = gateway.links.read(token)
     except BadLink as bad:
         raise ProblemError(bad.status, bad.detail, "Approval link not valid") from None
-    approver = gateway.tokens.named(claim.approver)
-    if approver is None or not approver.may(Role.OPERATOR):
+    approver = link_approver(gateway.tokens, claim.approver)
+    if approver is None:
         raise ProblemError(403, f"{claim.approver!r} may not decide approvals", "Approver not allowed")
     return claim, approver
 
@@ -81,7 +81,7 @@ async def show_link(request: Request, token: LinkToken) -> Response:
             "state": "used" if used else "open" if waiting else "closed",
             "expires_at": claim.expires_at,
             "args_hash": claim.args_hash,
-            "card": card.as_dict() if card is not None else None,
+            "card": card_view(card) if card is not None else None,
         }
     )
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from overseer_events.canonical import MAX_DEPTH
+from overseer_events.catalogue import NoticeKind
 from overseer_events.co_fields import (
     DESCRIPTION_MAX_CHARS,
     ID_MAX_CHARS,
@@ -408,7 +409,7 @@ class NoticeView(Answer):
     """One approval notice to one channel: how many attempts, and how the last one went."""
 
     delivery_id: str
-    notice: Literal["held", "escalated"]
+    notice: NoticeKind
     channel: str
     attempts: int
     state: Literal["pending", "delivered", "failed", "closed"]
