@@ -22,6 +22,7 @@ from rich.prompt import Prompt
 from overseer_cli import homes, render
 from overseer_cli.client import CliError, Gateway, Target, console, errors, friendly, resolve
 from overseer_events.ids import uuid7
+from overseer_runtime.partitions import MAX_PARTITIONS
 
 app = typer.Typer(
     name="overseer",
@@ -87,6 +88,16 @@ def up(
             "replicated on each node: the stack carries on when one node dies",
         ),
     ] = None,
+    executors: Annotated[
+        int | None,
+        typer.Option(
+            "--executors",
+            min=1,
+            max=MAX_PARTITIONS,
+            help="run this many executor processes sharing the work, each the sessions that hash to it "
+            "(default: [partitions] executor, 1)",
+        ),
+    ] = None,
 ) -> None:
     """Run the whole stack in the foreground; Ctrl-C stops all of it cleanly."""
     from overseer_cli.supervisor import run_stack
@@ -98,13 +109,17 @@ def up(
         )
     size = cluster or 0
     if llm is None:
-        raise typer.Exit(run_stack(host=host, port=port, nats_url=nats_url, cluster=size))
+        raise typer.Exit(
+            run_stack(host=host, port=port, nats_url=nats_url, cluster=size, executors=executors)
+        )
     if llm != "local":
         raise typer.BadParameter(
             "the only choice is 'local' (any other model: set OPENAI_BASE_URL)", param_hint="--llm"
         )
     raise typer.Exit(
-        _with_local_model(lambda: run_stack(host=host, port=port, nats_url=nats_url, cluster=size))
+        _with_local_model(
+            lambda: run_stack(host=host, port=port, nats_url=nats_url, cluster=size, executors=executors)
+        )
     )
 
 

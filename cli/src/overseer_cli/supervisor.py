@@ -19,7 +19,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,7 @@ from overseer_runtime.launcher import (
     free_port,
     reachable,
 )
+from overseer_runtime.partitions import instance_name
 from overseer_runtime.permissions import PROVISIONER, READER
 from overseer_runtime.provisioning import Subscription, provision_at
 from overseer_runtime.rpc import rpc_request
@@ -152,6 +153,12 @@ class Stack:
     children: list[Child] = field(default_factory=list)
     smtp_port: int = 0
     cluster: int = 0  # >= 3: an embedded JetStream cluster of that many nodes, streams replicated on each
+    executors: int = 1  # executor processes, each running one partition of the work
+
+    @property
+    def partitions(self) -> dict[str, int]:
+        """How many processes share each partitioned service's work (see overseer_runtime.partitions)."""
+        return {"executor": self.executors}
 
     @property
     def home(self) -> Path:
@@ -193,6 +200,7 @@ class Stack:
         }
         if self.cluster:
             env["OVERSEER_NATS__REPLICAS"] = str(self.cluster)
+        env["OVERSEER_PARTITIONS__EXECUTOR"] = str(self.executors)  # every service asks all of them
         if self.smtp_port:  # email.send and the approval notices both go to the dev sink
             env["OVERSEER_TOOLS__SMTP_PORT"] = str(self.smtp_port)
             env["OVERSEER_CHANNELS__SMTP__PORT"] = str(self.smtp_port)
@@ -208,7 +216,7 @@ class Stack:
         nats = self.settings.nats
         if self.cluster:  # every stream on every node: the stack outlives the loss of any one
             nats = nats.model_copy(update={"replicas": self.cluster})
-        await provision_stack(url, self.credential(PROVISIONER), self.subjects, nats)
+        await provision_stack(url, self.credential(PROVISIONER), self.subjects, nats, self.partitions)
 
     def build_children(self, url: str) -> None:
         logs = self.home / "logs"
@@ -236,9 +244,16 @@ class Stack:
             env = dict(base)
             if self.nats is not None:
                 env |= self.nats.env_for(service)
-            self.children.append(
-                Child(service, [sys.executable, "-m", f"overseer_{service}"], env, logs / f"{service}.log")
-            )
+            for index in range(self.partitions.get(service, 1)):
+                name = instance_name(service, index)
+                self.children.append(
+                    Child(
+                        name,
+                        [sys.executable, "-m", f"overseer_{service}"],
+                        env | {"OVERSEER_PARTITIONS__INDEX": str(index)},
+                        logs / f"{name}.log",
+                    )
+                )
 
     def write_stack_file(self, url: str) -> None:
         info = {
@@ -247,6 +262,7 @@ class Stack:
             "namespace": self.subjects.namespace,
             "supervisor_pid": os.getpid(),
             "smtp": {"host": "127.0.0.1", "port": self.smtp_port},
+            "partitions": self.partitions,
         }
         (self.home / "stack.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
 
@@ -286,10 +302,15 @@ def stack_subscriptions() -> dict[str, Sequence[Subscription]]:
 
 
 async def provision_stack(
-    url: str, provisioner: NatsCredential, subjects: Subjects, nats_settings: NatsSettings
+    url: str,
+    provisioner: NatsCredential,
+    subjects: Subjects,
+    nats_settings: NatsSettings,
+    partitions: Mapping[str, int] | None = None,
 ) -> None:
-    """Streams and every service's durable consumers, as the provisioner, before any service starts."""
-    await provision_at(url, provisioner, subjects, stack_subscriptions(), nats_settings)
+    """Streams and every service's durable consumers (each partition's), as the provisioner, before any
+    service starts."""
+    await provision_at(url, provisioner, subjects, stack_subscriptions(), nats_settings, partitions)
 
 
 def _module_exists(name: str) -> bool:
@@ -302,7 +323,13 @@ def _module_exists(name: str) -> bool:
 
 
 async def _health_all(
-    url: str, credential: NatsCredential, subjects: Subjects, timeout: float = 1.0, *, reconnect: bool = True
+    url: str,
+    credential: NatsCredential,
+    subjects: Subjects,
+    timeout: float = 1.0,
+    *,
+    reconnect: bool = True,
+    partitions: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     nc = await connect(
         url, name="overseer-supervisor", credential=credential, connect_timeout=timeout, reconnect=reconnect
@@ -312,7 +339,13 @@ async def _health_all(
         async def one(service: str) -> tuple[str, Any]:
             try:
                 return service, await rpc_request(
-                    nc, service, "health", {"detailed": True}, timeout, subjects=subjects
+                    nc,
+                    service,
+                    "health",
+                    {"detailed": True},
+                    timeout,
+                    subjects=subjects,
+                    partitions=partitions,
                 )
             except Exception as exc:
                 return service, {"status": "down", "error": str(exc)}
@@ -399,7 +432,9 @@ async def _wait_ready(
         if stack.nats is not None:
             await bus.tend(stack, url, time.monotonic())
         try:
-            health = await _health_all(url, reader, stack.subjects, timeout=0.5, reconnect=False)
+            health = await _health_all(
+                url, reader, stack.subjects, timeout=0.5, reconnect=False, partitions=stack.partitions
+            )
         except Exception as exc:  # the bus is not there (yet, or any more): ask again
             health = {s: {"status": "down", "error": str(exc)} for s in SERVICES}
         if all(h.get("ready") for h in health.values()):
@@ -414,6 +449,7 @@ def run_stack(
     nats_url: str | None = None,
     ready_timeout: float = 60.0,
     cluster: int = 0,
+    executors: int | None = None,
 ) -> int:
     """Run the whole stack in the foreground until Ctrl-C / SIGTERM; returns the exit code."""
     try:  # every section and key, before anything starts: a typo is one message, not a service that never starts
@@ -422,7 +458,14 @@ def run_stack(
         print(f"Not starting: {exc}", file=sys.stderr)
         return 2
     gateway = settings.typed("gateway", GatewaySettings)
-    stack = Stack(settings, host or gateway.host, port or gateway.port, nats_url, cluster=cluster)
+    stack = Stack(
+        settings,
+        host or gateway.host,
+        port or gateway.port,
+        nats_url,
+        cluster=cluster,
+        executors=executors or settings.partition_counts()["executor"],
+    )
     # Before anything starts: a taken port would otherwise show only as a gateway that never gets ready.
     if port_in_use(stack.host, stack.port):
         print(
@@ -483,7 +526,10 @@ def collect_status(settings: Settings | None = None) -> dict[str, Any]:
     try:
         health = asyncio.run(
             asyncio.wait_for(
-                _health_all(info["nats_url"], reader, subjects, reconnect=False), timeout=STATUS_TIMEOUT
+                _health_all(
+                    info["nats_url"], reader, subjects, reconnect=False, partitions=info.get("partitions")
+                ),
+                timeout=STATUS_TIMEOUT,
             )
         )
     except (TimeoutError, OSError, NatsError) as exc:
@@ -503,6 +549,16 @@ def collect_status(settings: Settings | None = None) -> dict[str, Any]:
         "nats_url": info["nats_url"],
         "services": health,
     }
+
+
+def _process_rows(services: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """One row per process: a service, or each replica of a service running as several partitions."""
+    rows: list[tuple[str, dict[str, Any]]] = []
+    for service in SERVICES:
+        health = dict(services.get(service, {}))
+        replicas = health.get("partitions") or {str(0): health}
+        rows += [(instance_name(service, int(index)), dict(h)) for index, h in sorted(replicas.items())]
+    return rows
 
 
 def print_status() -> int:
@@ -525,8 +581,7 @@ def print_status() -> int:
     for column in ("service", "state", "pid", "consumer lag", "relay backlog", "events"):
         table.add_column(column)
     all_up = True
-    for service in SERVICES:
-        h = status["services"].get(service, {})
+    for name, h in _process_rows(status["services"]):
         up = bool(h.get("ready")) and h.get("status", "ok") == "ok"
         all_up &= up
         if up:
@@ -537,7 +592,7 @@ def print_status() -> int:
         else:
             state = "[red]down[/red]"
         table.add_row(
-            service,
+            name,
             state,
             str(h.get("pid", "-")),
             str(h.get("consumer_lag", "-")),

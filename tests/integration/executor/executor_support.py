@@ -125,7 +125,7 @@ def session_cancelled(session_id: str = "session-abc") -> EventEnvelope:
 
 
 def spawn_executor(
-    stack: Stack, sink_port: int, extra_env: dict[str, str] | None = None
+    stack: Stack, sink_port: int, extra_env: dict[str, str] | None = None, *, log_name: str = "executor"
 ) -> subprocess.Popen[bytes]:
     """``python -m overseer_executor`` as its own process (for kill -9 tests), provisioned first."""
     stack.provision_by_process("executor")
@@ -140,7 +140,7 @@ def spawn_executor(
     }
     logs = stack.home / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    out = (logs / "executor.log").open("ab")
+    out = (logs / f"{log_name}.log").open("ab")
     return subprocess.Popen(
         [sys.executable, "-m", "overseer_executor"], env=env, stdout=out, stderr=subprocess.STDOUT
     )

@@ -233,6 +233,7 @@ class OutcomeReported(EventData):
     error: str | None = None
     args_hash: str
     reported_by: Principal
+    session_id: str | None = None  # the execution's session (None in reports recorded before it was said)
 
 
 # -------------------------------------------------------------- reasoning --

@@ -12,6 +12,7 @@ import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import Literal
 
 SERVICES: tuple[str, ...] = ("gateway", "reasoning", "firewall", "executor", "col", "observer")
 
@@ -196,6 +197,27 @@ RPC_CALLS: dict[str, tuple[str, ...]] = {
     ),
 }
 READ_ONLY_RPC = ("*.rpc.*.health", "*.rpc.observer.>")
+
+# The methods of a service running as several partitions (replicas, each with its own store) that
+# every replica answers from its own store: the caller asks them all and keeps the one answer that is
+# not 404 ("found": the execution lives in one partition) or every list together ("merged"). Any one
+# replica answers the other methods; every replica answers ``health`` (the caller combines them).
+PARTITIONED_RPC: dict[str, dict[str, Literal["found", "merged"]]] = {
+    "executor": {
+        "approvals.pending": "merged",
+        "approvals.get": "found",
+        "contract.get": "found",
+        "decisions.refused": "merged",
+        "execution.cancel": "found",
+    },
+}
+
+
+def gathering(service: str, method: str) -> Literal["found", "merged", "health"] | None:
+    """How the replies of a partitioned ``service``'s replicas to ``method`` are combined (None: one answers)."""
+    if method == "health":
+        return "health"
+    return PARTITIONED_RPC.get(service, {}).get(method)
 
 
 def rpc_permissions(user: str) -> list[str]:

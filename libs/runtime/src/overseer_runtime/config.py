@@ -17,7 +17,7 @@ validates the whole of it at once: an unknown section or key, or a value of the 
 :class:`ConfigurationError` listing every problem with where it was set (the environment variable, else
 a configuration file) and the nearest known name. A section overseer.toml knows whose package is not
 installed here (one service's image) is passed on unread. The platform's own sections are
-:attr:`Settings.overseer`, :attr:`Settings.nats` and :attr:`Settings.telemetry`.
+:attr:`Settings.overseer`, :attr:`Settings.nats`, :attr:`Settings.telemetry` and :attr:`Settings.partitions`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import ErrorDetails
 from pydantic_settings import (
     BaseSettings,
@@ -43,6 +43,7 @@ from pydantic_settings import (
 )
 
 from overseer_events.subjects import DEFAULT_NAMESPACE, Subjects
+from overseer_runtime.partitions import MAX_PARTITIONS, PARTITIONED_SERVICES, Partition, instance_name
 
 DEFAULTS_FILE = Path(__file__).with_name("overseer.toml")
 LOCAL_NATS_URL = "nats://127.0.0.1:4222"
@@ -88,6 +89,14 @@ class TelemetrySettings(Section):
     exporter: Literal["none", "console", "file", "otlp"]
 
 
+class PartitionSettings(Section):
+    """``[partitions]``: how many processes share each partitioned service's work, and which one this
+    process is (see :mod:`overseer_runtime.partitions`)."""
+
+    executor: int = Field(ge=1, le=MAX_PARTITIONS)
+    index: int = Field(ge=0, lt=MAX_PARTITIONS)
+
+
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in extra.items():
@@ -116,6 +125,19 @@ class Settings:
     def telemetry(self) -> TelemetrySettings:
         return self.typed("telemetry", TelemetrySettings)
 
+    @cached_property
+    def partitions(self) -> PartitionSettings:
+        return self.typed("partitions", PartitionSettings)
+
+    def partition_counts(self) -> dict[str, int]:
+        """How many partitions each partitioned service runs (the others run one)."""
+        return {service: int(getattr(self.partitions, service)) for service in PARTITIONED_SERVICES}
+
+    def partition_of(self, service: str) -> Partition:
+        """The partition this process runs of ``service`` (``[partitions] index`` of its count)."""
+        count = self.partition_counts().get(service, 1)
+        return Partition(self.partitions.index if count > 1 else 0, count)
+
     @property
     def home(self) -> Path:
         return Path(self.overseer.home).expanduser().resolve()
@@ -143,7 +165,8 @@ class Settings:
             raise ValueError(f"[{name}] of the configuration: {exc}") from exc
 
     def db_path(self, service: str) -> Path:
-        return self.home / f"{service}.db"
+        """The store of ``service`` as this process runs it (partition ``k`` > 0: ``<service>.p<k>.db``)."""
+        return self.home / f"{instance_name(service, self.partition_of(service).index)}.db"
 
     def with_overrides(self, overrides: dict[str, Any]) -> Settings:
         """These settings with ``overrides`` on top, validated again."""

@@ -97,6 +97,7 @@ async def provision_service(service: Service, settings: Settings | None = None) 
         settings.subjects,
         {service.name: service.subscriptions()},
         settings.nats,
+        settings.partition_counts(),
     )
 
 
@@ -115,9 +116,17 @@ async def ready(service: Service, settings: Settings) -> bool:
         return False
     try:
         answer = await rpc_request(
-            nc, service.name, "health", {"detailed": False}, timeout=2.0, subjects=settings.subjects
+            nc,
+            service.name,
+            "health",
+            {"detailed": False},
+            timeout=2.0,
+            subjects=settings.subjects,
+            partitions=settings.partition_counts(),
         )
-        return bool(answer.get("ready"))
+        partition = settings.partition_of(service.name)
+        own = answer if partition.alone else answer["partitions"][str(partition.index)]  # this replica's
+        return bool(own.get("ready"))
     except RpcError as exc:
         print(f"{service.name}: {exc.detail}", file=sys.stderr)
         return False

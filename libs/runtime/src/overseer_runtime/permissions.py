@@ -40,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from overseer_events.subjects import SERVICES, rpc_permissions
+from overseer_runtime.partitions import MAX_PARTITIONS, PARTITIONED_SERVICES
 
 # Users that are not services.
 READER = "reader"  # operator tools: health and read-only queries
@@ -52,9 +53,17 @@ USERS: tuple[str, ...] = (*SERVICES, READER, PROVISIONER)
 LINGERED_SUFFIX = "_lingered"
 
 
-def durable_names(service: str) -> tuple[str, str]:
-    """The durable consumers ``service`` may read: its immediate one and its lingering one."""
-    return service, f"{service}{LINGERED_SUFFIX}"
+def durable_names(service: str, partition: int = 0) -> tuple[str, str]:
+    """The durable consumers of one process of ``service``: its immediate one and its lingering one
+    (partition ``k`` > 0 of a partitioned service: ``<service>_p<k>`` and ``<service>_p<k>_lingered``)."""
+    base = service if partition == 0 else f"{service}_p{partition}"
+    return base, f"{base}{LINGERED_SUFFIX}"
+
+
+def readable_durables(service: str) -> list[str]:
+    """Every durable ``service``'s credential may read: those of each partition it may run."""
+    partitions = MAX_PARTITIONS if service in PARTITIONED_SERVICES else 1
+    return [durable for index in range(partitions) for durable in durable_names(service, index)]
 
 
 def inbox_prefix(user: str) -> str:
@@ -73,7 +82,7 @@ def _consumer_reading(service: str) -> list[str]:
     # The stream token is a wildcard: NATS permissions match whole tokens, and a stack's events
     # stream is named after its namespace (``OVERSEER_EVENTS``, or a test's own).
     rules: list[str] = []
-    for durable in durable_names(service):
+    for durable in readable_durables(service):
         rules += [
             f"$JS.API.CONSUMER.INFO.*.{durable}",
             f"$JS.API.CONSUMER.MSG.NEXT.*.{durable}",

@@ -81,10 +81,11 @@ class ConsumerPlan:
 
 
 def consumer_plan(
-    service: str, subscriptions: Iterable[Subscription], subjects: Subjects
+    service: str, subscriptions: Iterable[Subscription], subjects: Subjects, partition: int = 0
 ) -> list[ConsumerPlan]:
-    """The immediate consumer (``<service>``) and the lingering one (``<service>_lingered``), if used."""
-    immediate, lingered = durable_names(service)
+    """The immediate consumer (``<service>``) and the lingering one (``<service>_lingered``), if used;
+    of one partition of a partitioned service (see :func:`~overseer_runtime.permissions.durable_names`)."""
+    immediate, lingered = durable_names(service, partition)
     groups: dict[bool, list[Subscription]] = {False: [], True: []}
     for sub in subscriptions:
         groups[sub.linger > 0].append(sub)
@@ -172,8 +173,10 @@ async def provision(
     subjects: Subjects,
     services: Mapping[str, Sequence[Subscription]],
     nats_settings: NatsSettings,
+    partitions: Mapping[str, int] | None = None,
 ) -> list[ConsumerPlan]:
-    """Streams, then every durable consumer of ``services`` (name → subscriptions); create-or-update.
+    """Streams, then every durable consumer of ``services`` (name → subscriptions), of each of its
+    ``partitions`` (name → count; one when not named); create-or-update.
 
     Run as the ``provisioner`` user. Returns the consumers it made sure of.
     """
@@ -185,18 +188,21 @@ async def provision(
         replicas=nats_settings.replicas,
     )
     version = nc.connected_server_version
-    plans: list[ConsumerPlan] = []
-    for service, subscriptions in services.items():
-        for plan in consumer_plan(service, subscriptions, subjects):
-            config = consumer_config(
-                plan,
-                batch=nats_settings.pull_batch,
-                max_deliver=nats_settings.max_deliver,
-                ack_wait=nats_settings.ack_wait_seconds,
-                server=(version.major, version.minor),
-            )
-            await js.add_consumer(plan.stream, config)
-            plans.append(plan)
+    plans = [
+        plan
+        for service, subscriptions in services.items()
+        for index in range((partitions or {}).get(service, 1))
+        for plan in consumer_plan(service, subscriptions, subjects, index)
+    ]
+    for plan in plans:
+        config = consumer_config(
+            plan,
+            batch=nats_settings.pull_batch,
+            max_deliver=nats_settings.max_deliver,
+            ack_wait=nats_settings.ack_wait_seconds,
+            server=(version.major, version.minor),
+        )
+        await js.add_consumer(plan.stream, config)
     log.info("provisioned %s and %d consumers", subjects.events_stream, len(plans))
     return plans
 
@@ -207,6 +213,7 @@ async def provision_at(
     subjects: Subjects,
     services: Mapping[str, Sequence[Subscription]],
     nats_settings: NatsSettings,
+    partitions: Mapping[str, int] | None = None,
     timeout: float = 60.0,
 ) -> list[ConsumerPlan]:
     """Connect to ``url`` as ``provisioner`` and :func:`provision`, retried while JetStream is not
@@ -217,7 +224,7 @@ async def provision_at(
         deadline = loop.time() + timeout
         while True:
             try:
-                return await provision(nc, subjects, services, nats_settings)
+                return await provision(nc, subjects, services, nats_settings, partitions)
             except Exception as exc:
                 if loop.time() > deadline:
                     raise

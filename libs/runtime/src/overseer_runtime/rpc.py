@@ -9,11 +9,17 @@ unknown id, a conflict) it raises as :class:`RpcError` with the status a client 
 per request, and ``health``. Until the service's ``start()`` has returned (its recovery) every
 method but ``health`` answers a retryable 503 ``<service> is starting``: one gate for every
 service, so none guards its methods by hand.
+
+A service running as several partitions (:mod:`overseer_runtime.partitions`) answers in a queue
+group, so one replica takes each request, except for the methods each replica answers from its own
+store (:data:`~overseer_events.subjects.PARTITIONED_RPC`, and ``health``): every replica receives
+those, and :func:`rpc_request` gathers the replies and combines them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
@@ -24,7 +30,8 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from overseer_events.subjects import Subjects
+from overseer_events.subjects import Subjects, gathering
+from overseer_runtime.partitions import Partition
 
 log = logging.getLogger("overseer.runtime")
 
@@ -100,10 +107,15 @@ class RpcServer:
     ``spawn`` runs each answer as a task of its own, so one slow method does not hold up the others.
     """
 
-    def __init__(self, service: str, subjects: Subjects, spawn: Spawn) -> None:
+    def __init__(
+        self, service: str, subjects: Subjects, spawn: Spawn, partition: Partition = Partition()
+    ) -> None:
         self.service = service
         self.subjects = subjects
         self._spawn = spawn
+        self.partition = partition
+        # A replica says which partition answered, so the caller knows which have.
+        self._stamp: dict[str, Any] = {} if partition.alone else {"partition": partition.index}
         self.open = False  # the service's start() returned: methods other than health answer
 
     async def serve(
@@ -126,7 +138,8 @@ class RpcServer:
             self._spawn(answer(msg))
 
         subject = self.subjects.rpc(self.service, name)
-        await nc.subscribe(subject, queue=self.service, cb=spawn_answer)
+        every_replica = not self.partition.alone and gathering(self.service, name) is not None
+        await nc.subscribe(subject, queue="" if every_replica else self.service, cb=spawn_answer)
 
     async def answer(self, method: RpcMethod, data: bytes, *, gated: bool = True) -> bytes:
         """The reply to a request ``data`` for ``method``: ``{"ok": true, "result": …}`` or the refusal."""
@@ -137,15 +150,17 @@ class RpcServer:
             if not isinstance(payload, dict):
                 raise RpcError(422, "the request body must be a JSON object")
             result = await method(payload)
-            return orjson.dumps({"ok": True, "result": result}, default=json_default)
+            return orjson.dumps({"ok": True, "result": result, **self._stamp}, default=json_default)
         except RpcError as exc:
-            return orjson.dumps({"ok": False, "status": exc.status, "detail": exc.detail, **exc.extra})
+            return self._refusal(exc.status, exc.detail, exc.extra)
         except orjson.JSONDecodeError:
-            return orjson.dumps({"ok": False, "status": 422, "detail": "the request is not JSON"})
+            return self._refusal(422, "the request is not JSON")
         except Exception as exc:
             log.exception("%s: rpc failed", self.service)
-            detail = f"{self.service} failed: {type(exc).__name__}: {exc}"
-            return orjson.dumps({"ok": False, "status": 500, "detail": detail})
+            return self._refusal(500, f"{self.service} failed: {type(exc).__name__}: {exc}")
+
+    def _refusal(self, status: int, detail: str, extra: Mapping[str, Any] | None = None) -> bytes:
+        return orjson.dumps({"ok": False, "status": status, "detail": detail, **(extra or {}), **self._stamp})
 
 
 def json_default(obj: Any) -> Any:
@@ -165,25 +180,123 @@ async def rpc_request(
     timeout: float = 5.0,
     *,
     subjects: Subjects | None = None,
+    partitions: Mapping[str, int] | None = None,
 ) -> Any:
     """Ask ``service`` over NATS request/reply; raises :class:`RpcError` for its refusals and for no answer.
 
     Three failures stay apart, so a caller never reads one as another: a request that cannot be
     encoded (422: a value JSON cannot carry, such as an integer beyond 64 bits, is the asker's error),
     no answer in time (504) or nobody to answer (503, ``not reachable``), and the service's own
-    refusal or failure (its status: 4xx, or 500 when the method failed)."""
+    refusal or failure (its status: 4xx, or 500 when the method failed).
+
+    ``partitions`` (service → count) says which services run as several replicas: a method every
+    replica answers is asked of them all, and their replies combined (:func:`combine`)."""
     try:
         body = orjson.dumps(payload or {})
     except TypeError as exc:
         raise RpcError(422, f"the request to {service} cannot be sent: {exc}") from exc
+    subject = (subjects or Subjects()).rpc(service, method)
+    count = (partitions or {}).get(service, 1)
+    mode = gathering(service, method) if count > 1 else None
+    if mode is not None:
+        answers = await _ask_every_replica(nc, subject, body, timeout, count, stop_early=mode == "found")
+        return combine(mode, service, method, answers, count, timeout)
     try:
-        reply = await nc.request((subjects or Subjects()).rpc(service, method), body, timeout=timeout)
+        reply = await nc.request(subject, body, timeout=timeout)
     except TimeoutError as exc:
         raise RpcError(504, f"{service} did not answer {method} within {timeout}s") from exc
     except nats.errors.Error as exc:  # no responders, disconnected, a permissions violation
         raise RpcError(503, f"{service} is not reachable: {type(exc).__name__}") from exc
-    answer = orjson.loads(reply.data)
+    return _result(orjson.loads(reply.data))
+
+
+def _result(answer: dict[str, Any]) -> Any:
+    """The result of one reply, or its refusal raised."""
     if not answer.get("ok"):
-        extra = {k: v for k, v in answer.items() if k not in ("ok", "status", "detail")}
+        extra = {k: v for k, v in answer.items() if k not in ("ok", "status", "detail", "partition")}
         raise RpcError(int(answer.get("status", 500)), str(answer.get("detail", "error")), extra)
     return answer.get("result")
+
+
+async def _ask_every_replica(
+    nc: Client, subject: str, body: bytes, timeout: float, count: int, *, stop_early: bool
+) -> dict[int, dict[str, Any]]:
+    """Each replica's reply by partition, as many as came within ``timeout``; with ``stop_early``, only
+    until one replica answers with anything but 404 (the one that holds what was asked)."""
+    answers: dict[int, dict[str, Any]] = {}
+    enough = asyncio.Event()
+
+    async def on_reply(msg: Msg) -> None:
+        answer = orjson.loads(msg.data)
+        answers[int(answer.get("partition", 0))] = answer
+        if len(answers) >= count or (stop_early and (answer.get("ok") or answer.get("status") != 404)):
+            enough.set()
+
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox, cb=on_reply)
+    try:
+        await nc.publish(subject, body, reply=inbox)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(enough.wait(), timeout)
+    except nats.errors.Error as exc:
+        raise RpcError(503, f"{subject} is not reachable: {type(exc).__name__}") from exc
+    finally:
+        with contextlib.suppress(Exception):
+            await sub.unsubscribe()
+    return answers
+
+
+_HEALTH_ORDER = ("ok", "starting", "degraded", "down")
+
+
+def combine(
+    mode: str, service: str, method: str, answers: Mapping[int, dict[str, Any]], count: int, timeout: float
+) -> Any:
+    """One result from the replies of a partitioned service's replicas (by partition).
+
+    ``found``: the one answer that is not 404 (a refusal such as 409 is that replica's too); 404 only
+    when every replica said so. ``merged``: every replica's list, in partition order. ``health``: one
+    health whose ``ready`` and ``status`` are the worst replica's, lag and backlog summed, each
+    replica's own under ``partitions`` (a silent one ``down``). A silent replica makes ``found`` and
+    ``merged`` a 503 naming it: what it holds may be the answer, so none is made up without it.
+    """
+    silent = [index for index in range(count) if index not in answers]
+    if mode == "health":
+        return _combined_health(service, answers, count)
+    if not answers:
+        raise RpcError(503, f"{service} is not reachable: none of its {count} partitions answered {method}")
+    if mode == "found":
+        decisive = [a for a in answers.values() if a.get("ok") or a.get("status") != 404]
+        if decisive:
+            return _result(decisive[0])
+    elif not silent:
+        results = [_result(answers[index]) for index in range(count)]
+        return [item for result in results for item in result]
+    if silent:
+        missing = ", ".join(str(index) for index in silent)
+        raise RpcError(503, f"{service} partition {missing} did not answer {method} within {timeout}s")
+    return _result(next(iter(answers.values())))
+
+
+def _combined_health(service: str, answers: Mapping[int, dict[str, Any]], count: int) -> dict[str, Any]:
+    each: dict[str, dict[str, Any]] = {}
+    for index in range(count):
+        answer = answers.get(index)
+        if answer is not None and answer.get("ok"):
+            each[str(index)] = dict(answer["result"])
+        else:
+            detail = "did not answer" if answer is None else str(answer.get("detail"))
+            each[str(index)] = {"service": service, "status": "down", "ready": False, "error": detail}
+    first = each["0"]
+    return {
+        **first,
+        "status": max((h.get("status", "down") for h in each.values()), key=_health_rank),
+        "ready": all(h.get("ready") for h in each.values()),
+        "consumer_lag": sum(int(h.get("consumer_lag") or 0) for h in each.values()),
+        "relay_backlog": sum(int(h.get("relay_backlog") or 0) for h in each.values()),
+        "partitions": each,
+    }
+
+
+def _health_rank(status: str) -> int:
+    return _HEALTH_ORDER.index(status) if status in _HEALTH_ORDER else len(_HEALTH_ORDER)

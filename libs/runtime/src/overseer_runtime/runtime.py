@@ -81,6 +81,7 @@ class Runtime:
         self.nats_url = nats_url or self.settings.nats_url or LOCAL_NATS_URL
         self.credential = credential or credentials_for(self.settings, service.name)
         self.subjects = self.settings.subjects
+        self.partition = self.settings.partition_of(service.name)
         self.store = EventStore(self.settings.db_path(service.name))
         # Opened by start() before the service's start(), closed by stop() after the service's stop().
         self.reader = ReadModelReader(self.store.path)
@@ -101,7 +102,8 @@ class Runtime:
             spawn=self.spawn,
             observe=self.metrics.committed,
         )
-        self.rpc_server = RpcServer(service.name, self.subjects, self.spawn)
+        self.rpc_server = RpcServer(service.name, self.subjects, self.spawn, self.partition)
+        self._partition_counts = self.settings.partition_counts()
 
     # -- lifecycle -------------------------------------------------------------
     async def start(self) -> None:
@@ -146,8 +148,12 @@ class Runtime:
             dead_letter_subject=self.subjects.dlq(self.service.name),
             nak_delay=nats.nak_delay_seconds,
             dead_lettered=self.metrics.dead_lettered,
+            mine=self._mine,
         )
-        for plan in consumer_plan(self.service.name, self.service.subscriptions(), self.subjects):
+        plans = consumer_plan(
+            self.service.name, self.service.subscriptions(), self.subjects, self.partition.index
+        )
+        for plan in plans:
             consumer = DurablePullConsumer(
                 self.nc,
                 self.js,
@@ -162,6 +168,10 @@ class Runtime:
                 gathers=_subject_filter(plan.forerunners) if plan.gather > 0 else None,
             )
             self.consumers.append(consumer)
+
+    def _mine(self, event: Envelope) -> bool:
+        """Whether ``event`` is this process's partition's to apply (always, for a service running alone)."""
+        return self.partition.alone or self.partition.owns(self.service.partition_key(event))
 
     def _handle(self, event: Envelope) -> UnitOfWork:
         uow = self.transactions.unit(event)
@@ -243,7 +253,15 @@ class Runtime:
     async def request(
         self, service: str, method: str, payload: dict[str, Any] | None = None, timeout: float = 5.0
     ) -> Any:
-        return await rpc_request(self.nc, service, method, payload, timeout, subjects=self.subjects)
+        return await rpc_request(
+            self.nc,
+            service,
+            method,
+            payload,
+            timeout,
+            subjects=self.subjects,
+            partitions=self._partition_counts,
+        )
 
     async def _health_rpc(self, payload: dict[str, Any]) -> dict[str, Any]:
         return await self.health(detailed=bool(payload.get("detailed", True)))

@@ -115,6 +115,11 @@ class Service:
     def subscriptions(self) -> Sequence[Subscription]:
         return []
 
+    def partition_key(self, event: Envelope) -> str | None:
+        """Which partition ``event`` belongs to when the service runs as several (a key such as its
+        session id; None: every partition's). See :mod:`overseer_runtime.partitions`."""
+        return None
+
     def health_details(self) -> dict[str, Any]:
         """What the service adds to its health answer (``details``): how it runs (its planner, say)."""
         return {}

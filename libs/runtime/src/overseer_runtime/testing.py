@@ -67,10 +67,12 @@ class NatsUnderTest:
         subjects: Subjects,
         services: Mapping[str, Sequence[Subscription]],
         nats_settings: NatsSettings | None = None,
+        partitions: Mapping[str, int] | None = None,
     ) -> None:
-        """Streams and the durables of ``services`` (name → subscriptions), as the provisioner."""
+        """Streams and the durables of ``services`` (name → subscriptions; of each of its ``partitions``),
+        as the provisioner."""
         settings = load_settings(env={}).nats if nats_settings is None else nats_settings
-        await provision_at(self.url, self.credential(PROVISIONER), subjects, services, settings)
+        await provision_at(self.url, self.credential(PROVISIONER), subjects, services, settings, partitions)
 
 
 def start_nats_under_test(workdir: Path) -> NatsUnderTest:
@@ -133,7 +135,9 @@ class Stack:
     async def runtime(self, service: Service, **section_overrides: Any) -> AsyncIterator[Runtime]:
         """Run ``service`` in this process, on the real server, with its own credential (provisioned first)."""
         settings = self.settings(**section_overrides)
-        await self.nats.provision(self.subjects, {service.name: service.subscriptions()}, settings.nats)
+        await self.nats.provision(
+            self.subjects, {service.name: service.subscriptions()}, settings.nats, settings.partition_counts()
+        )
         runtime = Runtime(
             service,
             settings,
@@ -174,13 +178,16 @@ class Stack:
             )
             return int(ack.seq)
 
-    def spawn(self, service: str, *args: str, log_name: str | None = None) -> subprocess.Popen[bytes]:
-        """``python -m overseer_<service>`` as a child process of this stack, provisioned first."""
+    def spawn(
+        self, service: str, *args: str, log_name: str | None = None, partition: int = 0
+    ) -> subprocess.Popen[bytes]:
+        """``python -m overseer_<service>`` as a child process of this stack, provisioned first (as the
+        replica running ``partition``, for a service the stack runs as several)."""
         if args in ((), ("run",)):
             self.provision_by_process(service)
         return subprocess.Popen(
             [sys.executable, "-m", f"overseer_{service}", *args],
-            env=self.env(service),
+            env=self.env(service) | {"OVERSEER_PARTITIONS__INDEX": str(partition)},
             stdout=self._log(log_name or service),
             stderr=subprocess.STDOUT,
         )
@@ -211,8 +218,11 @@ class Stack:
         as_user: str = "gateway",
     ) -> Any:
         """Call ``service``'s RPC ``method`` as ``as_user`` (the gateway, which may call everything, by default)."""
+        partitions = self.settings().partition_counts()
         async with self.client(as_user) as nc:
-            return await rpc_request(nc, service, method, payload, timeout, subjects=self.subjects)
+            return await rpc_request(
+                nc, service, method, payload, timeout, subjects=self.subjects, partitions=partitions
+            )
 
     async def wait_ready(self, service: str, timeout: float = 20.0) -> dict[str, Any]:
         """Poll ``service``'s health over RPC until it says ready."""
@@ -222,7 +232,13 @@ class Stack:
             while asyncio.get_running_loop().time() < deadline:
                 try:
                     health = await rpc_request(
-                        nc, service, "health", {"detailed": False}, 1.0, subjects=self.subjects
+                        nc,
+                        service,
+                        "health",
+                        {"detailed": False},
+                        1.0,
+                        subjects=self.subjects,
+                        partitions=self.settings().partition_counts(),
                     )
                     if health.get("ready"):
                         return dict(health)

@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Sequence
 
+from overseer_events.envelope import Envelope
 from overseer_executor.adapters.contracts_sql import (
     ContractsProjection,
     RefusedDecisionsProjection,
@@ -66,6 +67,9 @@ class ExecutorService(Service):
 
     def handlers(self) -> HandlerTable[ExecutorUnit]:
         return events.handlers(self.unit_for)
+
+    def partition_key(self, event: Envelope) -> str | None:
+        return events.partition_key(event.data)
 
     def rpc(self) -> RpcTable:
         return rpc(lambda: self.queries, lambda: self.registry.specs(), self.cancel)

@@ -16,9 +16,11 @@ from overseer_events.catalogue import (
     ExecutionProposed,
     HumanDecisionRecorded,
     OutcomeReported,
+    PathGranted,
     SessionCancelRequested,
     VerdictIssued,
 )
+from overseer_events.envelope import EventData
 from overseer_executor.application.handlers import ExecutionHandlers, ExecutorUnit
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.service import HandlerTable
@@ -56,3 +58,23 @@ def handlers(unit_for: Callable[[UnitOfWork], ExecutorUnit]) -> HandlerTable[Exe
         .on(SessionCancelRequested, lambda request, unit, _: execution.on_session_cancel(request, unit))
         .on(OutcomeReported, execution.on_outcome_reported)
     )
+
+
+def partition_key(data: EventData) -> str | None:
+    """The session an event belongs to, which decides its partition (None: every partition's).
+
+    Every event the executor consumes names its session; only one recorded before the field existed
+    (a decision or an outcome report) has none, and is every partition's: the replica that holds
+    the execution applies it."""
+    match data:
+        case (
+            ExecutionProposed()
+            | VerdictIssued()
+            | HumanDecisionRecorded()
+            | OutcomeReported()
+            | SessionCancelRequested()
+            | PathGranted()
+        ):
+            return data.session_id
+        case _:
+            return None

@@ -117,6 +117,7 @@ def report_outcome(unit: GatewayUnit, command: ReportOutcome, run: AgentRun, cal
             error=command.error,
             args_hash=command.args_hash,
             reported_by=reporter,
+            session_id=run.session_id,
         ),
         aggregate_id=f"outcome:{command.execution_id}",
         aggregate_version=1,

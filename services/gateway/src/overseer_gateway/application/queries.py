@@ -135,4 +135,5 @@ async def agent_run(peers: Peers, execution_id: str) -> AgentRun | None:
         args_hash=verdict.get("args_hash"),
         error=contract.get("error_message"),
         verdict=verdict.get("decision"),
+        session_id=contract.get("session_id"),
     )

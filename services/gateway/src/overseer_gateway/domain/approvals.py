@@ -99,6 +99,7 @@ class AgentRun:
     args_hash: str | None  # their hash, None before the firewall spoke
     error: str | None = None  # why it ended without running (refused, rejected, cancelled)
     verdict: str | None = None  # the firewall's decision: allow, hold or deny (None before it spoke)
+    session_id: str | None = None  # the session it was proposed in
 
 
 def refuse_report(
