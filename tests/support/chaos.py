@@ -61,6 +61,20 @@ def pid_of(home: Path, argument: str) -> int:
     return 0
 
 
+def replica_pid(home: Path, service: str, partition: int) -> int:
+    """The pid of the replica of ``service`` running ``partition`` in this stack (0 when none runs)."""
+    module, marker = f"overseer_{service}".encode(), f"OVERSEER_PARTITIONS__INDEX={partition}".encode()
+    for pid in processes_with_home(home):
+        try:
+            cmdline = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
+            environ = (Path("/proc") / str(pid) / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if module in cmdline and marker in environ:
+            return pid
+    return 0
+
+
 def node_config(home: Path, index: int) -> str:
     """The configuration file of cluster node ``index`` (what its nats-server is started with)."""
     return str(home / "nats" / f"node{index}" / "nats-server.conf")
@@ -68,11 +82,13 @@ def node_config(home: Path, index: int) -> str:
 
 @dataclass
 class UpStack:
-    """`overseer up` as a child process on ``home`` and ``port`` (``cluster``: nodes of its own cluster)."""
+    """`overseer up` as a child process on ``home`` and ``port`` (``cluster``: nodes of its own cluster;
+    ``executors``: executor replicas)."""
 
     home: Path
     port: int
     cluster: int = 0
+    executors: int = 1  # executor replicas, each running one partition of the work
     proc: subprocess.Popen[str] | None = None
 
     @property
@@ -88,6 +104,8 @@ class UpStack:
         argv = [str(overseer), "up", "--port", str(self.port)]
         if self.cluster:
             argv += ["--cluster", str(self.cluster)]
+        if self.executors > 1:
+            argv += ["--executors", str(self.executors)]
         self.proc = subprocess.Popen(
             argv, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
