@@ -9,13 +9,16 @@ says it is done.
 * ``pipeline_approval``: ``fs.write`` made CONFIRM through ``PUT /v1/policy/admin``; an automatic operator
   client watches the WebSocket for ``ecs.requested`` and approves each card over REST with its
   ``args_hash``; the agent waits for the terminal state (``until=terminal``).
+* ``pipeline_replicas``: ``pipeline_auto`` at ``--concurrency`` with one executor and with two executor
+  replicas sharing the work (``[partitions] executor = 2``), alternated; medians and their ratio.
 
 Each scenario runs at concurrency 1 and at ``--concurrency`` (default 16), printing one JSON line each:
 ``{"scenario":"pipeline_auto","actions":N,"concurrency":C,"actions_per_s":…,"p50_ms":…,"p99_ms":…}``.
 Then the same scenarios in LangGraph (``bench/peers/langgraph_pipeline.py``) and one ratio line per
 scenario and concurrency.
 
-    python bench/pipeline.py [pipeline_auto] [pipeline_approval] [--no-peers] [--quick] [--profile DIR]
+    python bench/pipeline.py [pipeline_auto] [pipeline_approval] [pipeline_replicas] [--no-peers] [--quick]
+                             [--profile DIR]
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import asyncio
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -47,10 +51,12 @@ from overseer_gateway.adapters.tokens import ensure_tokens_file  # noqa: E402
 from overseer_runtime.bus import connect  # noqa: E402
 from overseer_runtime.config import load_settings  # noqa: E402
 from overseer_runtime.launcher import EmbeddedNats, free_port  # noqa: E402
+from overseer_runtime.partitions import instance_name  # noqa: E402
 from overseer_runtime.permissions import PROVISIONER  # noqa: E402
 
 SERVICES = ("observer", "col", "firewall", "executor", "reasoning", "gateway")
-SCENARIOS = ("pipeline_auto", "pipeline_approval")
+SCENARIOS = ("pipeline_auto", "pipeline_approval", "pipeline_replicas")
+PEERED = ("pipeline_auto", "pipeline_approval")  # the scenarios LangGraph runs too
 
 
 def note(text: str) -> None:
@@ -63,14 +69,16 @@ def summary(scenario: str, latencies: list[float], elapsed: float, concurrency: 
 
 
 class LocalStack:
-    """NATS and the six services as child processes under a temporary OVERSEER_HOME."""
+    """NATS and the six services as child processes under a temporary OVERSEER_HOME (``executors``:
+    executor replicas, each running one partition of the work)."""
 
-    def __init__(self, home: Path, profile: Path | None = None) -> None:
+    def __init__(self, home: Path, profile: Path | None = None, executors: int = 1) -> None:
         self.home = home
         self.port = free_port()
         self.nats = EmbeddedNats(home)
         self.children: dict[str, subprocess.Popen[bytes]] = {}
         self.profile = profile
+        self.partitions = {"executor": executors}
 
     @property
     def url(self) -> str:
@@ -79,7 +87,9 @@ class LocalStack:
     async def start(self) -> None:
         self.nats.start()
         settings = load_settings(env={"OVERSEER_HOME": str(self.home)})
-        await provision_stack(self.nats.url, self.nats.credential(PROVISIONER), Subjects(), settings.nats)
+        await provision_stack(
+            self.nats.url, self.nats.credential(PROVISIONER), Subjects(), settings.nats, self.partitions
+        )
         self.spawn_services()
 
     def spawn_services(self) -> None:
@@ -92,9 +102,11 @@ class LocalStack:
             "OVERSEER_GATEWAY__PORT": str(self.port),
             "OVERSEER_OVERSEER__LOG_LEVEL": "WARNING",
             "OVERSEER_MCP__SERVERS__TIME__ENABLED": "false",  # not used here; saves a process
+            "OVERSEER_PARTITIONS__EXECUTOR": str(self.partitions["executor"]),
             "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
         }
-        for service in SERVICES:
+        for service, index in [(s, i) for s in SERVICES for i in range(self.partitions.get(s, 1))]:
+            name = instance_name(service, index)
             argv = [sys.executable, "-m", f"overseer_{service}"]
             if self.profile is not None:
                 self.profile.mkdir(parents=True, exist_ok=True)
@@ -105,14 +117,14 @@ class LocalStack:
                     "-r",
                     "text",
                     "-o",
-                    str(self.profile / f"{service}.txt"),
+                    str(self.profile / f"{name}.txt"),
                     "-m",
                     f"overseer_{service}",
                 ]
-            self.children[service] = subprocess.Popen(
+            self.children[name] = subprocess.Popen(
                 argv,
-                env=base | self.nats.env_for(service),
-                stdout=(logs / f"{service}.log").open("ab"),
+                env=base | self.nats.env_for(service) | {"OVERSEER_PARTITIONS__INDEX": str(index)},
+                stdout=(logs / f"{name}.log").open("ab"),
                 stderr=subprocess.STDOUT,
                 cwd=self.home,
             )
@@ -395,6 +407,52 @@ async def run_overseer(
     return results
 
 
+REPLICA_ROUNDS = 2
+
+
+async def run_replicas(concurrency: int, quick: bool) -> None:
+    """``pipeline_auto`` at ``concurrency`` on a stack with one executor and on one with two replicas
+    sharing the work, alternated (1, 2, 1, 2 …) so the machine's drift meets both alike: a line per
+    executor count with the medians of its runs, then their ratio."""
+    count = COUNTS["pipeline_auto"][1] // (5 if quick else 1)
+    runs: dict[int, list[dict[str, Any]]] = {1: [], 2: []}
+    for _ in range(REPLICA_ROUNDS):
+        for executors, results in runs.items():
+            home = Path(tempfile.mkdtemp(prefix="overseer-bench-"))
+            stack = LocalStack(home, executors=executors)
+            try:
+                await stack.start()
+                await stack.wait_healthy()
+                result, _ = await measure(stack, AutoScenario, count, concurrency)
+                results.append(result)
+            finally:
+                stack.stop()
+                shutil.rmtree(home, ignore_errors=True)
+    lines = {
+        executors: {
+            "scenario": "pipeline_replicas",
+            "executors": executors,
+            "concurrency": concurrency,
+            "actions": count,
+            "runs": len(results),
+            **{
+                key: statistics.median(r[key] for r in results)
+                for key in ("actions_per_s", "p50_ms", "p99_ms")
+            },
+        }
+        for executors, results in runs.items()
+    }
+    for line in lines.values():
+        emit(line)
+    emit(
+        {
+            "scenario": "ratio_pipeline_replicas_2_vs_1",
+            "concurrency": concurrency,
+            "ratio": round(lines[2]["actions_per_s"] / lines[1]["actions_per_s"], 2),
+        }
+    )
+
+
 def ratios(ours: list[dict[str, Any]], peers: list[dict[str, Any]]) -> None:
     for result in ours:
         peer = next(
@@ -428,16 +486,19 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--profile", type=Path, help="run every service under pyinstrument; reports here")
     parser.add_argument("--keep", action="store_true", help="keep the stack's home (stores, logs) afterwards")
     args = parser.parse_args(argv)
-    scenarios = [s for s in SCENARIOS if not args.scenarios or s in args.scenarios]
+    scenarios = [s for s in PEERED if not args.scenarios or s in args.scenarios]
     runner = event_loop_runner()
-    ours = runner(run_overseer(scenarios, args.concurrency, args.quick, args.profile, args.keep))
-    if not args.no_peers:
-        from bench.peers.langgraph_pipeline import run_peers
+    if scenarios:
+        ours = runner(run_overseer(scenarios, args.concurrency, args.quick, args.profile, args.keep))
+        if not args.no_peers:
+            from bench.peers.langgraph_pipeline import run_peers
 
-        peers = run_peers(scenarios, args.concurrency, args.quick)
-        for line in peers:
-            emit(line)
-        ratios(ours, peers)
+            peers = run_peers(scenarios, args.concurrency, args.quick)
+            for line in peers:
+                emit(line)
+            ratios(ours, peers)
+    if not args.scenarios or "pipeline_replicas" in args.scenarios:
+        runner(run_replicas(args.concurrency, args.quick))
     return 0
 
 

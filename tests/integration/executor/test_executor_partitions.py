@@ -175,6 +175,8 @@ async def test_reads_are_gathered_from_every_replica_and_commands_reach_the_one_
     health = await stack.rpc("executor", "health")
     assert health["ready"]
     assert set(health["partitions"]) == {"0", "1"}
+    metrics = await stack.rpc("executor", "metrics")  # each replica's, its series labelled with its name
+    assert ['service="executor.p1"' in page["exposition"] for page in metrics] == [False, True]
 
     await replicas[1].stop()  # partition 1 is gone: what it holds is not made up
     with pytest.raises(RpcError) as silent:
@@ -249,3 +251,22 @@ async def test_a_replica_killed_mid_run_loses_nothing_and_sends_nothing_twice(st
             except subprocess.TimeoutExpired:
                 proc.kill()
         await sink.stop()
+
+
+async def test_a_replica_says_when_its_store_holds_open_calls_of_sessions_another_partition_now_runs(
+    stack: Stack, sink: SmtpSink
+) -> None:
+    moving = next(s for s in sessions_of_each_partition(1) if partition_of(s, 2) == 1)
+    args = {"path": "a.md", "content": "x"}
+    settings = {"executor": FAST, "tools": {"email": {"port": sink.port}}, "mcp": NO_MCP}
+    async with stack.runtime(ExecutorService(), **settings):  # one executor, the whole of the work
+        await publish_all(stack, "reasoning", [proposed("h-1", "fs.write", args, session_id=moving)])
+        await publish_all(
+            stack,
+            "firewall",
+            [verdict("h-1", "hold", args, tool="fs.write", level="CONFIRM", session_id=moving)],
+        )
+        await eventually(lambda: contracts_in(stack.home / "executor.db").get("h-1") == "waiting", timeout=20)
+    # Started again as partition 0 of two while the call is still open: its session now hashes to partition 1.
+    async with stack.runtime(ExecutorService(), partitions={**TWO, "index": 0}, **settings) as runtime:
+        assert (await runtime.health())["details"] == {"stray_sessions": 1}

@@ -136,3 +136,12 @@ def test_health_is_the_worst_replicas_with_each_replica_under_partitions() -> No
     one = combine("health", "executor", "health", {0: ok(up, 0)}, 2, 1.0)
     assert (one["status"], one["ready"]) == ("down", False)
     assert one["partitions"]["1"]["error"] == "did not answer"
+
+
+def test_each_is_every_answering_replicas_result_in_partition_order() -> None:
+    answers = {1: ok({"exposition": "b"}, 1), 0: ok({"exposition": "a"}, 0)}
+    assert combine("each", "executor", "metrics", answers, 2, 1.0) == [
+        {"exposition": "a"},
+        {"exposition": "b"},
+    ]
+    assert combine("each", "executor", "metrics", {1: answers[1]}, 2, 1.0) == [{"exposition": "b"}]

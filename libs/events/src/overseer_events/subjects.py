@@ -201,7 +201,8 @@ READ_ONLY_RPC = ("*.rpc.*.health", "*.rpc.observer.>")
 # The methods of a service running as several partitions (replicas, each with its own store) that
 # every replica answers from its own store: the caller asks them all and keeps the one answer that is
 # not 404 ("found": the execution lives in one partition) or every list together ("merged"). Any one
-# replica answers the other methods; every replica answers ``health`` (the caller combines them).
+# replica answers the other methods; every replica answers ``health`` (the caller combines them) and
+# ``metrics`` (the caller gets each replica's: "each").
 PARTITIONED_RPC: dict[str, dict[str, Literal["found", "merged"]]] = {
     "executor": {
         "approvals.pending": "merged",
@@ -213,10 +214,13 @@ PARTITIONED_RPC: dict[str, dict[str, Literal["found", "merged"]]] = {
 }
 
 
-def gathering(service: str, method: str) -> Literal["found", "merged", "health"] | None:
+Gathering = Literal["found", "merged", "health", "each"]
+
+
+def gathering(service: str, method: str) -> Gathering | None:
     """How the replies of a partitioned ``service``'s replicas to ``method`` are combined (None: one answers)."""
-    if method == "health":
-        return "health"
+    if method in ("health", "metrics"):
+        return "health" if method == "health" else "each"
     return PARTITIONED_RPC.get(service, {}).get(method)
 
 

@@ -30,7 +30,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from overseer_events.subjects import Subjects, gathering
+from overseer_events.subjects import Gathering, Subjects, gathering
 from overseer_runtime.partitions import Partition
 
 log = logging.getLogger("overseer.runtime")
@@ -199,6 +199,7 @@ async def rpc_request(
     count = (partitions or {}).get(service, 1)
     mode = gathering(service, method) if count > 1 else None
     if mode is not None:
+        # A replica that is down is waited for until the timeout, unless one answer settles it.
         answers = await _ask_every_replica(nc, subject, body, timeout, count, stop_early=mode == "found")
         return combine(mode, service, method, answers, count, timeout)
     try:
@@ -250,21 +251,29 @@ _HEALTH_ORDER = ("ok", "starting", "degraded", "down")
 
 
 def combine(
-    mode: str, service: str, method: str, answers: Mapping[int, dict[str, Any]], count: int, timeout: float
+    mode: Gathering,
+    service: str,
+    method: str,
+    answers: Mapping[int, dict[str, Any]],
+    count: int,
+    timeout: float,
 ) -> Any:
     """One result from the replies of a partitioned service's replicas (by partition).
 
     ``found``: the one answer that is not 404 (a refusal such as 409 is that replica's too); 404 only
     when every replica said so. ``merged``: every replica's list, in partition order. ``health``: one
     health whose ``ready`` and ``status`` are the worst replica's, lag and backlog summed, each
-    replica's own under ``partitions`` (a silent one ``down``). A silent replica makes ``found`` and
-    ``merged`` a 503 naming it: what it holds may be the answer, so none is made up without it.
+    replica's own under ``partitions`` (a silent one ``down``). ``each``: the result of every replica
+    that answered, in partition order. A silent replica makes ``found`` and ``merged`` a 503 naming it:
+    what it holds may be the answer, so none is made up without it.
     """
     silent = [index for index in range(count) if index not in answers]
     if mode == "health":
         return _combined_health(service, answers, count)
     if not answers:
         raise RpcError(503, f"{service} is not reachable: none of its {count} partitions answered {method}")
+    if mode == "each":
+        return [_result(answers[index]) for index in sorted(answers)]
     if mode == "found":
         decisive = [a for a in answers.values() if a.get("ok") or a.get("status") != 404]
         if decisive:

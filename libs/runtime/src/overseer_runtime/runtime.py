@@ -40,6 +40,7 @@ from overseer_runtime.consumer import DurablePullConsumer
 from overseer_runtime.credentials import NatsCredential, credentials_for
 from overseer_runtime.inbox import Inbox
 from overseer_runtime.metrics import ServiceMetrics
+from overseer_runtime.partitions import instance_name
 from overseer_runtime.provisioning import consumer_plan
 from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.relay import OutboxRelay, PubAckPublisher
@@ -95,7 +96,8 @@ class Runtime:
         self.started_at = time.time()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopped = asyncio.Event()
-        self.metrics = ServiceMetrics(service.name)
+        # A replica's series are labelled with its instance name (``executor.p1``): none collide on one page.
+        self.metrics = ServiceMetrics(instance_name(service.name, self.partition.index))
         self.transactions = TransactionRunner(
             Emitter(service.name, self.store, self.subjects, self.projections),
             publish=self._publish_committed,

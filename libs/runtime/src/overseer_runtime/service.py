@@ -19,6 +19,7 @@ from overseer_events.envelope import Envelope, EventData
 from overseer_events.subjects import Subjects
 from overseer_runtime.config import Settings
 from overseer_runtime.metrics import ServiceMetrics
+from overseer_runtime.partitions import Partition
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.rpc import RpcTable
@@ -65,6 +66,10 @@ class Host(Protocol):
     def settings(self) -> Settings: ...
     @property
     def subjects(self) -> Subjects: ...
+    @property
+    def partition(self) -> Partition:
+        """The partition of the service's work this process runs (the whole of it, for most)."""
+
     @property
     def store(self) -> EventStore: ...
     @property

@@ -389,6 +389,12 @@ class SqliteContractRepository(ContractRepository):
     def open_in_session(self, session_id: str) -> list[ExecutionContract]:
         return self._many("c.session_id = ? AND c.status IN ('pending', 'waiting')", (session_id,))
 
+    def sessions_with_open_calls(self) -> set[str]:
+        rows = self.conn.execute(
+            "SELECT DISTINCT session_id FROM executor_contracts WHERE status IN ('pending', 'running', 'waiting')"
+        )
+        return {session for (session,) in rows}
+
     def running_at_agent_since_before(self, cutoff: float) -> list[ExecutionContract]:
         return self._many("c.status = 'running' AND c.runs_at = 'agent' AND c.updated_at <= ?", (cutoff,))
 

@@ -62,6 +62,10 @@ class ContractRepository(abc.ABC):
         """The session's PENDING and WAITING contracts, oldest first."""
 
     @abc.abstractmethod
+    def sessions_with_open_calls(self) -> set[str]:
+        """The sessions with a contract not yet ended (PENDING, RUNNING or WAITING)."""
+
+    @abc.abstractmethod
     def waiting_since_before(self, cutoff: float) -> list[ExecutionContract]:
         """Contracts WAITING on an approval or a confirmation requested at or before ``cutoff``."""
 

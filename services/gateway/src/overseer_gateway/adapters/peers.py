@@ -48,15 +48,17 @@ class Peers:
         """Every service's Prometheus metrics on one page, with ``overseer_service_up`` for each (0: it did
         not answer in time, and its series are missing from this scrape)."""
 
-        async def one(service: str) -> str | None:
+        async def one(service: str) -> list[str] | None:
             if service == self.own:
-                return await self.runtime.metrics_exposition()
+                return [await self.runtime.metrics_exposition()]
             try:
                 answer = await self.ask(service, "metrics", {}, timeout=self.health_timeout)
             except RpcError:
                 return None
-            return str(answer["exposition"])
+            # A service running as several replicas answers with each one's (series labelled by replica).
+            return [str(each["exposition"]) for each in (answer if isinstance(answer, list) else [answer])]
 
         texts = await asyncio.gather(*(one(s) for s in SERVICES))
         answered = {service: text is not None for service, text in zip(SERVICES, texts, strict=True)}
-        return merge_expositions([*(text for text in texts if text is not None), up_exposition(answered)])
+        pages = [page for each in texts if each is not None for page in each]
+        return merge_expositions([*pages, up_exposition(answered)])
