@@ -40,6 +40,7 @@ def test_an_unknown_contract_has_no_state_no_verdict_and_no_twin(executor: Backe
     assert repo.with_status(S.PENDING) == []
     assert repo.pending_dependents("exec-404") == []
     assert repo.open_in_session("session-abc") == []
+    assert repo.sessions_with_open_calls() == set()
     assert repo.waiting_since_before(10_000) == []
     assert repo.waiting_with_completed_twin() == []
 
@@ -190,13 +191,14 @@ def test_contracts_are_listed_by_status_and_open_ones_by_session_oldest_first(ex
     executor.held("exec-002")
     executor.propose("exec-001", tool="fs.list", args={"path": "."})
     executor.propose("exec-003", tool="fs.list", args={"path": "o"}, session_id="session-other")
-    executor.propose("exec-004", tool="fs.list", args={"path": "r"})
-    executor.verdict("exec-004", "allow", tool="fs.list", args={"path": "r"})
+    executor.propose("exec-004", tool="fs.list", args={"path": "r"}, session_id="session-running")
+    executor.verdict("exec-004", "allow", tool="fs.list", args={"path": "r"}, session_id="session-running")
     repo = executor.contracts
     assert ids(repo.with_status(S.PENDING)) == ["exec-001", "exec-003"]
     assert ids(repo.with_status(S.RUNNING)) == ["exec-004"]
     assert ids(repo.open_in_session("session-abc")) == ["exec-002", "exec-001"]
     assert ids(repo.open_in_session("session-other")) == ["exec-003"]
+    assert repo.sessions_with_open_calls() == {"session-abc", "session-other", "session-running"}
 
 
 def test_waits_since_a_time_are_the_open_approvals_and_confirmations_asked_by_then(executor: Backend) -> None:

@@ -212,6 +212,9 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
     def open_in_session(self, session_id: str) -> list[ExecutionContract]:
         return self._many(lambda c: c.session_id == session_id and c.status in OPEN)
 
+    def sessions_with_open_calls(self) -> set[str]:
+        return {c.session_id for c in self._many(lambda c: c.status in OPEN | {ExecutionStatus.RUNNING})}
+
     def running_at_agent_since_before(self, cutoff: float) -> list[ExecutionContract]:
         return self._many(
             lambda c: c.status == ExecutionStatus.RUNNING and not c.runs_here and c.updated_at <= cutoff
