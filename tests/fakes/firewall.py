@@ -42,7 +42,7 @@ from overseer_events.catalogue import (
 from overseer_events.catalogue import PathGrant as PathGrantAsked
 from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.errors import ConcurrencyError
-from overseer_events.subjects import owns
+from overseer_events.subjects import KEPT_IN_STORE, owns
 from overseer_firewall.application.anchoring import HEAD_AGGREGATE, AuditAnchor
 from overseer_firewall.application.handlers import FirewallHandlers
 from overseer_firewall.application.ports import (
@@ -349,6 +349,9 @@ class InMemoryAuditChain:
     def published_through(self) -> int:
         return self._published
 
+    def hashes_between(self, after: int, through: int) -> list[str]:
+        return [self._entries[index][1] for index in sorted(self._entries) if after < index <= through]
+
     async def page(self, after: int, limit: int) -> list[dict[str, Any]]:
         return [
             {"index": index, "prev_hash": prev, "hash": digest, "record": orjson.loads(text)}
@@ -392,8 +395,12 @@ class InMemoryPublishedAudit:
         """Publish ``event`` on the stream; answers its stream sequence (every event takes one)."""
         seq = next(self._seq)
         data = event.data
-        if isinstance(data, AuditHeadPublished | AuditRecorded):
-            self.messages.append((type(data), PublishedEntry(data.index, data.hash, seq)))
+        if isinstance(data, AuditHeadPublished):
+            self.messages.append(
+                (AuditHeadPublished, PublishedEntry(data.index, data.hash, seq, tuple(data.hashes)))
+            )
+        elif isinstance(data, AuditRecorded):
+            self.messages.append((AuditRecorded, PublishedEntry(data.index, data.hash, seq)))
         return seq
 
     async def entries(
@@ -659,7 +666,8 @@ class InMemoryFirewall:
 
     def _committed(self, outbox: InMemoryOutbox) -> list[Envelope]:
         for event in outbox.emitted:
-            self.published.publish(event)  # the relay publishes what was committed
+            if event.type not in KEPT_IN_STORE:  # the relay publishes what was committed, but those
+                self.published.publish(event)
         outbox.commit()
         return outbox.emitted
 

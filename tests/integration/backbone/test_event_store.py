@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from overseer_events.catalogue import MessageReceived
+from overseer_events.catalogue import AuditRecorded, MessageReceived
 from overseer_events.envelope import Envelope, new_event
 from overseer_events.errors import ConcurrencyError
+from overseer_events.subjects import KEPT_IN_STORE
 from overseer_runtime.store import EventStore
 from tests.support.toy import SeenMessages
 
@@ -87,6 +88,23 @@ def test_relay_progress_and_backlog(store: EventStore) -> None:
     assert [s.position for s in store.unpublished(10)] == [positions[2]]
     store.mark_published(positions[0])  # never moves back
     assert store.relay_backlog() == 1
+
+
+def test_events_kept_in_the_store_are_never_in_the_relays_backlog(store: EventStore) -> None:
+    record = new_event(
+        AuditRecorded(index=1, prev_hash="0" * 64, hash="a" * 64, record={"kind": "proposal"}),
+        aggregate_id="audit",
+        aggregate_version=1,
+        actor="firewall",
+    )
+    kept, published = store.append([record, message("a", 1)], subjects=["s.audit", "s"])
+    assert "audit.recorded" in KEPT_IN_STORE
+    assert [s.position for s in store.unpublished(10)] == [published]
+    assert store.relay_backlog() == 1
+    assert store.local_count_between(0, published) == 1
+    assert [s.position for s in store.read()] == [kept, published]  # kept, and replayed by a rebuild
+    store.mark_published(published)
+    assert store.relay_backlog() == 0
 
 
 def test_tracking_only_moves_forward(store: EventStore) -> None:

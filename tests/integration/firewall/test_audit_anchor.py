@@ -3,7 +3,8 @@
 Real nats-server, real SQLite file. The attack is the one the file alone cannot
 see: one record rewritten, every later entry re-hashed, and the stored
 ``audit.recorded`` (and ``audit.head_published``) events rewritten to match, so
-the chain, its recorded head and a rebuild all agree with each other.
+the chain, its recorded head and a rebuild all agree with each other. The records
+stay in the firewall's store; the heads on the stream carry every entry's hash.
 """
 
 from __future__ import annotations
@@ -98,7 +99,10 @@ def rewrite_history(db: Path, index: int, forge: Forge) -> None:
         "SELECT position, body FROM events WHERE origin = 'local' AND type = 'audit.head_published'"
     ).fetchall():
         body = orjson.loads(raw)
-        body["data"]["hash"] = rewritten[body["data"]["index"]]
+        head = body["data"]
+        head["hash"] = rewritten[head["index"]]
+        first = head["index"] - len(head["hashes"]) + 1
+        head["hashes"] = [rewritten[index] for index in range(first, head["index"] + 1)]
         conn.execute("UPDATE events SET body = ? WHERE position = ?", (orjson.dumps(body), position))
     conn.commit()
     conn.close()
@@ -132,6 +136,7 @@ async def test_an_untouched_chain_verifies_against_every_head_published_after_it
         result = await stack.rpc("firewall", "audit.verify")
         records = await on_stream(rt, stack, "audit.recorded")
         heads = await on_stream(rt, stack, "audit.head_published")
+        chain = {index: digest for index, _, digest, _ in await ReaderAuditHistory(rt.reader).entries()}
         stored_heads = published_head(rt)
         # Read in batches of two, and between two sequences: the same messages.
         small = StreamReader(rt.nc, stack.subjects.events_stream, batch=2)
@@ -144,12 +149,11 @@ async def test_an_untouched_chain_verifies_against_every_head_published_after_it
     assert result["anchor_mismatch"] is None
     assert result["anchored"] == len(heads) >= 4
     assert result["anchored_through"] == result["published_through"] == result["records"]
-    # One head per commit that appended records (or per burst of them), not one per record.
-    assert len(heads) < len(records)
-    # A head follows, on the stream, the records it covers; heads only move forward.
-    seq_of_record = {data["index"]: seq for seq, data in records}
-    for seq, head in heads:
-        assert seq > seq_of_record[head["index"]]
+    # The records stay in the store: the stream has one head per commit that appended records (or per
+    # burst of them), which vouches for the hash of every entry since the previous head, in order.
+    assert records == []
+    vouched = [digest for _, head in heads for digest in head["hashes"]]
+    assert vouched == [chain[index] for index in sorted(chain)]
     assert [h["index"] for _, h in heads] == sorted({h["index"] for _, h in heads})
     # A restart with nothing new appended publishes no second head for the same entry.
     async with stack.runtime(FirewallService(policy_file=policy)) as rt:
@@ -158,7 +162,7 @@ async def test_an_untouched_chain_verifies_against_every_head_published_after_it
 
 
 # A decision is committed alone, so a head names it; a proposal shares its commit (and head) with
-# its verdict, so the stream's copies of the records between two heads must name it.
+# its verdict, so the hashes that head carries must name it.
 @pytest.mark.parametrize(("kind", "forge"), [("decision", approve_instead), ("proposal", another_path)])
 async def test_a_history_rewritten_rehashed_and_rebuilt_in_the_sqlite_file_is_found_against_the_stream(
     stack: Stack, tmp_path: Path, kind: str, forge: Forge
@@ -175,7 +179,7 @@ async def test_a_history_rewritten_rehashed_and_rebuilt_in_the_sqlite_file_is_fo
     async with stack.runtime(FirewallService(policy_file=policy)):
         result = await stack.rpc("firewall", "audit.verify")
     assert result["ok"] is False, result
-    assert result["first_broken"] == forged  # named from the stream's copies of the records
+    assert result["first_broken"] == forged  # named from the hashes the heads on the stream carry
     assert result["anchor_mismatch"] >= forged > result["anchored_through"]
     assert f"entry {forged}" in result["reason"]
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Coroutine
 from typing import Any
 
-from overseer_firewall.application.anchoring import AuditVerifier
+from overseer_events.catalogue import AuditHeadPublished, AuditRecorded
+from overseer_events.envelope import EventData
+from overseer_firewall.application.anchoring import MAX_COVERED, AuditVerifier
+from overseer_firewall.application.ports import PublishedEntry
 from overseer_firewall.domain.audit import GENESIS, AuditHead, chain_hash, record_text
-from tests.fakes.firewall import InMemoryFirewall
+from tests.fakes.firewall import InMemoryAuditChain, InMemoryFirewall
 from tests.unit.firewall.fw_kernel import engine_for
 
 
@@ -57,6 +61,38 @@ async def test_commits_close_together_share_one_head() -> None:
     assert [index for index, _ in heads(firewall)] == [6]
 
 
+async def test_a_head_vouches_for_the_hash_of_every_entry_since_the_previous_head() -> None:
+    firewall = InMemoryFirewall(engine_for())
+    spawned = anchored(firewall)
+    firewall.propose("fs.read", {"path": "a.md"})
+    await spawned.run()
+    firewall.propose("fs.read", {"path": "b.md"})
+    firewall.propose("fs.read", {"path": "c.md"})
+    await spawned.run()
+    chain = {index: digest for index, _, digest, _ in await firewall.store.audit.entries()}
+    published = firewall.emitted("audit.head_published")
+    assert [(h["index"], h["hashes"]) for h in published] == [
+        (2, [chain[1], chain[2]]),
+        (6, [chain[3], chain[4], chain[5], chain[6]]),
+    ]
+    assert firewall.published.messages  # the heads are on the stream; the records stay in the store
+    assert {kind.TYPE for kind, _ in firewall.published.messages} == {"audit.head_published"}
+
+
+async def test_a_long_unpublished_stretch_is_vouched_for_by_several_heads_of_bounded_size() -> None:
+    firewall = InMemoryFirewall(engine_for())
+    for n in range(MAX_COVERED // 2 + 1):  # two entries each: a proposal and its verdict
+        firewall.propose("fs.read", {"path": f"{n}.md"})
+    anchored(firewall)
+    await firewall.anchor.flush()
+    published = firewall.emitted("audit.head_published")
+    assert [(h["index"], len(h["hashes"])) for h in published] == [
+        (MAX_COVERED, MAX_COVERED),
+        (MAX_COVERED + 2, 2),
+    ]
+    assert (await verifier(firewall).verify())["ok"] is True
+
+
 async def test_no_second_head_is_published_for_entries_a_head_already_covers() -> None:
     firewall = InMemoryFirewall(engine_for())
     spawned = anchored(firewall)
@@ -97,21 +133,42 @@ async def test_an_untouched_chain_verifies_against_every_published_head() -> Non
     assert (result["anchor_mismatch"], result["anchor_error"]) == (None, None)
 
 
-async def test_a_chain_rewritten_and_rehashed_in_the_file_is_named_from_the_streams_copies() -> None:
-    firewall = InMemoryFirewall(engine_for())
-    await history(firewall, 3)
-    chain = firewall.store.audit
+async def forge_entry_3(chain: InMemoryAuditChain) -> None:
+    """Entry 3 rewritten in the file, and every later entry re-hashed to match."""
     previous = GENESIS
-    for index, _, _, text in await chain.entries():  # entry 3 forged, every later one re-hashed
+    for index, _, _, text in await chain.entries():
         if index == 3:
             text = record_text({"kind": "proposal", "args": {"path": "innocent.md"}})
         digest = chain_hash(previous, text)
         chain.rewrite(index, previous, digest, text)
         previous = digest
+
+
+async def test_a_chain_rewritten_and_rehashed_in_the_file_is_named_from_the_hashes_the_heads_carry() -> None:
+    firewall = InMemoryFirewall(engine_for())
+    await history(firewall, 3)
+    await forge_entry_3(firewall.store.audit)
     result = await verifier(firewall).verify()
     assert result["ok"] is False
     assert (result["anchored_through"], result["anchor_mismatch"], result["first_broken"]) == (2, 4, 3)
     assert "entry 3" in result["reason"]
+
+
+async def test_a_stream_from_before_heads_carried_hashes_names_the_entry_from_its_copies_of_the_records() -> (
+    None
+):
+    firewall = InMemoryFirewall(engine_for())
+    await history(firewall, 3)
+    # As such a stream holds them: every record published before its head, heads without hashes.
+    published, seq = firewall.published, itertools.count(1)
+    legacy: list[tuple[type[EventData], PublishedEntry]] = []
+    for _, head in published.messages:
+        legacy += [(AuditRecorded, PublishedEntry(e.index, e.hash, next(seq))) for e in head.covered()]
+        legacy.append((AuditHeadPublished, PublishedEntry(head.index, head.hash, next(seq))))
+    published.messages = legacy
+    await forge_entry_3(firewall.store.audit)
+    result = await verifier(firewall).verify()
+    assert (result["ok"], result["first_broken"]) == (False, 3)
 
 
 async def test_heads_that_cannot_be_read_leave_the_file_judged_alone() -> None:

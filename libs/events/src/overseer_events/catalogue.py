@@ -407,10 +407,15 @@ class AuditHeadPublished(EventData):
     Published on the events stream (which denies delete and purge), it anchors the chain outside
     the firewall's SQLite file: ``audit verify`` reads every head back from the stream and checks it
     against the local chain. Aggregate ``audit:head``, version = ``index``: one head per index.
+    ``hashes`` are the hashes of the entries it covers, oldest first — the entries
+    ``index - len(hashes) + 1`` to ``index``, those since the previous head — so a rewritten entry is
+    named exactly, though the entries themselves stay in the firewall's store (empty in heads
+    published while every entry was also published as ``audit.recorded``).
     """
 
     index: int
     hash: str
+    hashes: list[str] = Field(default_factory=list)
 
 
 @event("firewall.alert")

@@ -52,6 +52,13 @@ OWNERSHIP: dict[str, tuple[str, ...]] = {
 }
 
 
+# Event types kept in their owner's store and never published. The audit chain's entries are: the
+# firewall's store is their source of truth, and what anchors them outside it is the chain's head
+# published per burst (``audit.head_published``, with the hash of every entry it covers), so the
+# stream carries one event per burst instead of one per record.
+KEPT_IN_STORE: frozenset[str] = frozenset({"audit.recorded"})
+
+
 class NotOwner(Exception):
     def __init__(self, service: str, event_type: str) -> None:
         super().__init__(f"{service} does not own event type {event_type!r}")

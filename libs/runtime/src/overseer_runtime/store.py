@@ -39,6 +39,7 @@ import orjson
 
 from overseer_events.envelope import Envelope, decode
 from overseer_events.errors import ConcurrencyError
+from overseer_events.subjects import KEPT_IN_STORE
 from overseer_runtime.schema import store_ddl
 
 log = logging.getLogger("overseer.store")
@@ -396,18 +397,24 @@ class EventStore:
         return self.unpublished_after(self.relay_position(), limit)
 
     def unpublished_after(self, position: int, limit: int) -> list[StoredEvent]:
-        return list(self.read(after=position, limit=limit, origin="local", batch=limit))
+        """Own events to publish after ``position`` (those kept in the store alone are not)."""
+        rows = self.conn.execute(
+            f"{_SELECT} WHERE position > ? AND {_TO_PUBLISH} ORDER BY position LIMIT ?", (position, limit)
+        ).fetchall()
+        return [StoredEvent(*row) for row in rows]
 
     def count_local_after(self, position: int) -> int:
+        """How many own events to publish lie after ``position``."""
         row = self.conn.execute(
-            "SELECT COUNT(*) FROM events WHERE origin = 'local' AND position > ?", (position,)
-        ).fetchone()
-        return int(row[0])
+            f"SELECT COUNT(*) FROM events WHERE position > ? AND {_TO_PUBLISH}", (position,)
+        )
+        return int(row.fetchone()[0])
 
     def local_count_between(self, after: int, up_to: int) -> int:
-        """How many own events lie in positions (``after``, ``up_to``]: a range of the rowid, no blobs read."""
+        """How many own events to publish lie in positions (``after``, ``up_to``]: a range of the rowid, no
+        blobs read."""
         row = self.conn.execute(
-            "SELECT COUNT(*) FROM events WHERE position > ? AND position <= ? AND origin = 'local'",
+            f"SELECT COUNT(*) FROM events WHERE position > ? AND position <= ? AND {_TO_PUBLISH}",
             (after, up_to),
         ).fetchone()
         return int(row[0])
@@ -426,12 +433,7 @@ class EventStore:
             self.writes.note_taken()
 
     def relay_backlog(self) -> int:
-        return int(
-            self.conn.execute(
-                "SELECT COUNT(*) FROM events WHERE origin = 'local' AND position > "
-                "(SELECT position FROM relay_progress WHERE id = 1)"
-            ).fetchone()[0]
-        )
+        return self.count_local_after(self.relay_position())
 
     # -- consumer checkpoints ---------------------------------------------
     def tracking(self, consumer: str) -> int:
@@ -524,6 +526,10 @@ _INSERT_OR_IGNORE = f"INSERT OR IGNORE INTO events ({_COLUMNS}) VALUES (?, ?, ?,
 # Ignore only a repeated event_id; a taken aggregate version must still raise.
 _INSERT_OR_IGNORE_ID = _INSERT + " ON CONFLICT(event_id) DO NOTHING"
 _SELECT = "SELECT position, event_id, type, aggregate_id, aggregate_version, origin, subject, body, headers FROM events"
+# The own events the relay publishes: all but the types kept in the store alone.
+_TO_PUBLISH = "origin = 'local' AND type NOT IN ({})".format(
+    ", ".join(f"'{kind}'" for kind in sorted(KEPT_IN_STORE))
+)
 
 
 def _row(

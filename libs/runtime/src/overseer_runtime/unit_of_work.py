@@ -35,7 +35,7 @@ from tenacity import (
 from tenacity.stop import StopBaseT
 
 from overseer_events.envelope import Envelope, EventData, new_event
-from overseer_events.subjects import NotOwner, Subjects, owns
+from overseer_events.subjects import KEPT_IN_STORE, NotOwner, Subjects, owns
 from overseer_runtime import tracing
 from overseer_runtime.rpc import StoreUnavailable
 from overseer_runtime.store import EventStore, OutboxEntry, Projection, is_unwritable
@@ -199,7 +199,8 @@ class UnitOfWork:
         headers = tracing.current_headers()
         body = event.encode()
         for position in emitter.store.append([event], subjects=[subject], headers=[headers], bodies=[body]):
-            self.appended.append(OutboxEntry(position, event.event_id, subject, body, headers))
+            if data.TYPE not in KEPT_IN_STORE:  # the others are kept in the store alone, never published
+                self.appended.append(OutboxEntry(position, event.event_id, subject, body, headers))
         for projection in emitter.projections:
             projection.apply(self.conn, event)
         self.emitted.append(event)

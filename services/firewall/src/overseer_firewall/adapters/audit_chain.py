@@ -77,6 +77,12 @@ class SqliteAuditChain:
         ).fetchone()
         return int(row[0] or 0)
 
+    def hashes_between(self, after: int, through: int) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT hash FROM fw_audit WHERE idx > ? AND idx <= ? ORDER BY idx", (after, through)
+        )
+        return [digest for (digest,) in rows]
+
 
 class ReaderAuditHistory:
     """:class:`~overseer_firewall.application.ports.AuditHistory` through the read-only reader."""

@@ -37,5 +37,7 @@ class StreamPublishedAudit:
             except Exception:
                 log.warning("firewall: audit verify: undecodable message %s on %s", message.seq, subject)
                 continue
-            if isinstance(data, kind):
+            if isinstance(data, AuditHeadPublished):
+                yield PublishedEntry(data.index, data.hash, message.seq, tuple(data.hashes))
+            elif isinstance(data, kind):
                 yield PublishedEntry(data.index, data.hash, message.seq)

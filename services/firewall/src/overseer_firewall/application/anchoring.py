@@ -4,14 +4,17 @@ The hash chain alone proves only that the file agrees with itself: whoever can
 write the file can rewrite a record, re-hash every later entry and rewrite the
 stored ``audit.recorded`` events to match. So after every commit that appended
 audit records, :class:`AuditAnchor` publishes the chain's head
-(``audit.head_published``: index and hash) through the outbox onto the events
-stream, which denies delete and purge; and :class:`AuditVerifier` reads every
-published head back from the stream (Direct Get, no consumer) and checks it
-against the local chain.
+(``audit.head_published``: index, hash, and the hash of every entry since the
+previous head) through the outbox onto the events stream, which denies delete
+and purge; and :class:`AuditVerifier` reads every published head back from the
+stream (Direct Get, no consumer), checks it against the local chain, and names
+the first rewritten entry from the hashes the heads carry. The records
+themselves are kept in the firewall's store and never published
+(:data:`~overseer_events.subjects.KEPT_IN_STORE`).
 
 * A head is emitted in its own transaction, after the commit of the records it
   covers, and read from the committed chain: it never covers an entry that
-  could still roll back, and the relay publishes it after those entries.
+  could still roll back.
 * Commits close together share one head (``linger``), so the hot path pays one
   small transaction per burst, not one event per record.
 * The head's aggregate is ``audit:head`` with version = index: at most one head
@@ -44,6 +47,7 @@ log = logging.getLogger("overseer.firewall.audit")
 HEAD_AGGREGATE = "audit:head"
 RETRY_SECONDS = 1.0
 VERIFY_PAGE = 5000  # entries read at a time by audit verify: memory bounded whatever the chain's length
+MAX_COVERED = 1000  # entries one head vouches for at most (its hashes: 65 bytes each)
 
 
 class AuditAnchor:
@@ -102,15 +106,21 @@ class AuditAnchor:
 
 
 def publish_head(unit: FirewallUnit) -> AuditHead | None:
-    """Emit ``audit.head_published`` for the committed chain's head, unless a head at or past it exists."""
+    """Emit ``audit.head_published`` for the committed chain's head, unless a head at or past it exists,
+    with the hash of every entry since the previous head (several heads when those are many: a head
+    stays a small message however long the firewall could not publish)."""
     head = unit.audit.head()
-    if head is None or head.index <= unit.audit.published_through():
+    published = unit.audit.published_through()
+    if head is None or head.index <= published:
         return None
-    unit.emit(
-        AuditHeadPublished(index=head.index, hash=head.hash),
-        aggregate_id=HEAD_AGGREGATE,
-        aggregate_version=head.index,
-    )
+    for start in range(published, head.index, MAX_COVERED):
+        hashes = unit.audit.hashes_between(start, min(start + MAX_COVERED, head.index))
+        index = start + len(hashes)
+        unit.emit(
+            AuditHeadPublished(index=index, hash=hashes[-1], hashes=hashes),
+            aggregate_id=HEAD_AGGREGATE,
+            aggregate_version=index,
+        )
     return head
 
 
@@ -150,15 +160,19 @@ class AuditVerifier:
         self, result: VerifyResult, mismatch: int, heads: list[PublishedEntry]
     ) -> VerifyResult:
         """Name the first rewritten entry between the last confirmed head and the contradicted one,
-        from the stream's own copies of those records (published between the two heads)."""
+        from the hashes the heads in between vouch for (or, for heads published while every record was
+        published too, from the stream's copies of those records)."""
         after = result.anchored_through
-        after_seq = min((h.seq for h in heads if h.index == after), default=0)
-        until_seq = max(h.seq for h in heads if h.index == mismatch)
-        try:
-            copies = [entry.head async for entry in self._records(after_seq, until_seq)]
-        except Exception as exc:
-            log.warning("firewall: audit verify: the published records could not be read: %s", exc)
-            return result
+        between = [h for h in heads if after < h.index <= mismatch]
+        copies = [entry for head in between for entry in head.covered()]
+        if not all(head.covers for head in between):
+            after_seq = min((h.seq for h in heads if h.index == after), default=0)
+            until_seq = max(h.seq for h in heads if h.index == mismatch)
+            try:
+                copies += [entry.head async for entry in self._records(after_seq, until_seq)]
+            except Exception as exc:
+                log.warning("firewall: audit verify: the published records could not be read: %s", exc)
+                return result
         local = await self.history.hashes(after, mismatch)
         first = first_difference(local, copies, after, mismatch)
         return replace(

@@ -98,10 +98,16 @@ class PublishedEntry:
     index: int
     hash: str
     seq: int
+    covers: tuple[str, ...] = ()  # a head's: the hashes of the entries up to it since the previous head
 
     @property
     def head(self) -> AuditHead:
         return AuditHead(self.index, self.hash)
+
+    def covered(self) -> list[AuditHead]:
+        """The entries a head vouches for, each with its hash (none for a head without ``covers``)."""
+        first = self.index - len(self.covers) + 1
+        return [AuditHead(first + offset, digest) for offset, digest in enumerate(self.covers)]
 
 
 # -- in a unit of work: the writer's connection, inside the transaction --------------------------------
@@ -138,6 +144,10 @@ class AuditChain(Protocol):
 
     def published_through(self) -> int:
         """The highest index an ``audit.head_published`` was emitted for (0: none yet)."""
+        ...
+
+    def hashes_between(self, after: int, through: int) -> list[str]:
+        """The hash of each entry with ``after < index <= through``, in index order."""
         ...
 
 
