@@ -122,6 +122,27 @@ def test_a_silent_replica_is_never_taken_for_a_404_nor_left_out_of_a_list() -> N
     assert "not reachable" in none.value.detail
 
 
+def test_a_replica_still_starting_neither_hides_the_answer_nor_is_taken_for_a_404() -> None:
+    starting = refused(503, 1, "executor is starting")
+    assert combine("found", "executor", "contract.get", {1: starting, 0: ok({"id": "e"}, 0)}, 2, 1.0) == {
+        "id": "e"
+    }
+    with pytest.raises(RpcError) as unsure:
+        combine("found", "executor", "contract.get", {0: refused(404, 0), 1: starting}, 2, 1.0)
+    assert unsure.value.status == 503
+    assert "partition 1: executor is starting" in unsure.value.detail
+    with pytest.raises(RpcError) as invalid:  # a bad request is refused alike by every replica
+        combine(
+            "merged",
+            "executor",
+            "approvals.pending",
+            {0: refused(422, 0, "status: bad"), 1: ok([], 1)},
+            2,
+            1.0,
+        )
+    assert invalid.value.status == 422
+
+
 def test_merged_lists_every_replica_in_partition_order() -> None:
     answers = {1: ok([{"id": "b"}], 1), 0: ok([{"id": "a"}], 0)}
     assert combine("merged", "executor", "approvals.pending", answers, 2, 1.0) == [{"id": "a"}, {"id": "b"}]

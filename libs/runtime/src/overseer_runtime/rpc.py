@@ -230,7 +230,7 @@ async def _ask_every_replica(
     async def on_reply(msg: Msg) -> None:
         answer = orjson.loads(msg.data)
         answers[int(answer.get("partition", 0))] = answer
-        if len(answers) >= count or (stop_early and (answer.get("ok") or answer.get("status") != 404)):
+        if len(answers) >= count or (stop_early and _holds(answer)):
             enough.set()
 
     inbox = nc.new_inbox()
@@ -260,14 +260,14 @@ def combine(
 ) -> Any:
     """One result from the replies of a partitioned service's replicas (by partition).
 
-    ``found``: the one answer that is not 404 (a refusal such as 409 is that replica's too); 404 only
-    when every replica said so. ``merged``: every replica's list, in partition order. ``health``: one
-    health whose ``ready`` and ``status`` are the worst replica's, lag and backlog summed, each
-    replica's own under ``partitions`` (a silent one ``down``). ``each``: the result of every replica
-    that answered, in partition order. A silent replica makes ``found`` and ``merged`` a 503 naming it:
-    what it holds may be the answer, so none is made up without it.
+    ``found``: the answer of the replica that holds what was asked — a result, or a refusal on its
+    merits such as 409 — and 404 only when every replica said 404. ``merged``: every replica's list,
+    in partition order. ``health``: one health whose ``ready`` and ``status`` are the worst replica's,
+    lag and backlog summed, each replica's own under ``partitions`` (a silent one ``down``).
+    ``each``: the result of every replica that answered, in partition order. A replica that is silent
+    or could not say (503 while it starts, say) makes ``found`` and ``merged`` a 503 naming it: what
+    it holds may be the answer, so none is made up without it.
     """
-    silent = [index for index in range(count) if index not in answers]
     if mode == "health":
         return _combined_health(service, answers, count)
     if not answers:
@@ -275,16 +275,31 @@ def combine(
     if mode == "each":
         return [_result(answers[index]) for index in sorted(answers)]
     if mode == "found":
-        decisive = [a for a in answers.values() if a.get("ok") or a.get("status") != 404]
-        if decisive:
-            return _result(decisive[0])
-    elif not silent:
-        results = [_result(answers[index]) for index in range(count)]
-        return [item for result in results for item in result]
-    if silent:
-        missing = ", ".join(str(index) for index in silent)
-        raise RpcError(503, f"{service} partition {missing} did not answer {method} within {timeout}s")
+        held = [a for a in answers.values() if _holds(a)]
+        if held:
+            return _result(held[0])
+        unsure = [index for index in range(count) if answers.get(index, {}).get("status") != 404]
+    else:
+        refused = [a for a in answers.values() if not a.get("ok") and 400 <= int(a.get("status", 500)) < 500]
+        if refused:
+            return _result(refused[0])  # raises: a refusal on its merits (422 …) is every replica's
+        unsure = [index for index in range(count) if not answers.get(index, {}).get("ok")]
+        if not unsure:
+            return [item for index in range(count) for item in _result(answers[index])]
+    if unsure:
+        said = "; ".join(
+            f"partition {index}: " + (str(answers[index].get("detail")) if index in answers else "no answer")
+            for index in unsure
+        )
+        raise RpcError(503, f"{service} could not answer {method} in full within {timeout}s ({said})")
     return _result(next(iter(answers.values())))
+
+
+def _holds(answer: dict[str, Any]) -> bool:
+    """Whether a replica's reply is the answer of the one that holds what was asked: a result, or a
+    refusal on its merits (a 4xx other than 404; a 5xx says it could not tell)."""
+    status = int(answer.get("status", 500))
+    return bool(answer.get("ok")) or (400 <= status < 500 and status != 404)
 
 
 def _combined_health(service: str, answers: Mapping[int, dict[str, Any]], count: int) -> dict[str, Any]:
