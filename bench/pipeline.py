@@ -51,7 +51,7 @@ from overseer_gateway.adapters.tokens import ensure_tokens_file  # noqa: E402
 from overseer_runtime.bus import connect  # noqa: E402
 from overseer_runtime.config import load_settings  # noqa: E402
 from overseer_runtime.launcher import EmbeddedNats, free_port  # noqa: E402
-from overseer_runtime.partitions import instance_name  # noqa: E402
+from overseer_runtime.partitions import instances  # noqa: E402
 from overseer_runtime.permissions import PROVISIONER  # noqa: E402
 
 SERVICES = ("observer", "col", "firewall", "executor", "reasoning", "gateway")
@@ -105,8 +105,7 @@ class LocalStack:
             "OVERSEER_PARTITIONS__EXECUTOR": str(self.partitions["executor"]),
             "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
         }
-        for service, index in [(s, i) for s in SERVICES for i in range(self.partitions.get(s, 1))]:
-            name = instance_name(service, index)
+        for service, (name, partition) in [(s, i) for s in SERVICES for i in instances(s, self.partitions)]:
             argv = [sys.executable, "-m", f"overseer_{service}"]
             if self.profile is not None:
                 self.profile.mkdir(parents=True, exist_ok=True)
@@ -123,7 +122,7 @@ class LocalStack:
                 ]
             self.children[name] = subprocess.Popen(
                 argv,
-                env=base | self.nats.env_for(service) | {"OVERSEER_PARTITIONS__INDEX": str(index)},
+                env=base | self.nats.env_for(service) | partition,
                 stdout=(logs / f"{name}.log").open("ab"),
                 stderr=subprocess.STDOUT,
                 cwd=self.home,

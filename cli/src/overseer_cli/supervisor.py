@@ -49,7 +49,7 @@ from overseer_runtime.launcher import (
     free_port,
     reachable,
 )
-from overseer_runtime.partitions import instance_name
+from overseer_runtime.partitions import instance_name, instances
 from overseer_runtime.permissions import PROVISIONER, READER
 from overseer_runtime.provisioning import Subscription, provision_at
 from overseer_runtime.rpc import rpc_request
@@ -244,16 +244,9 @@ class Stack:
             env = dict(base)
             if self.nats is not None:
                 env |= self.nats.env_for(service)
-            for index in range(self.partitions.get(service, 1)):
-                name = instance_name(service, index)
-                self.children.append(
-                    Child(
-                        name,
-                        [sys.executable, "-m", f"overseer_{service}"],
-                        env | {"OVERSEER_PARTITIONS__INDEX": str(index)},
-                        logs / f"{name}.log",
-                    )
-                )
+            for name, partition in instances(service, self.partitions):
+                argv = [sys.executable, "-m", f"overseer_{service}"]
+                self.children.append(Child(name, argv, env | partition, logs / f"{name}.log"))
 
     def write_stack_file(self, url: str) -> None:
         info = {

@@ -20,7 +20,7 @@ import pytest
 from overseer_events.envelope import Envelope
 from overseer_executor.adapters.smtp_sink import SmtpSink
 from overseer_executor.bootstrap import ExecutorService
-from overseer_runtime.partitions import partition_of
+from overseer_runtime.partitions import index_env, partition_of
 from overseer_runtime.rpc import RpcError
 from overseer_runtime.runtime import Runtime
 from overseer_runtime.testing import Stack, eventually
@@ -200,8 +200,7 @@ async def test_a_replica_killed_mid_run_loses_nothing_and_sends_nothing_twice(st
     first, second = sessions[:8], sessions[8:]
 
     def replica(index: int) -> subprocess.Popen[bytes]:
-        env = {"OVERSEER_PARTITIONS__INDEX": str(index)}
-        return spawn_executor(stack, sink.port, env, log_name=f"executor-{index}")
+        return spawn_executor(stack, sink.port, index_env(index), log_name=f"executor-{index}")
 
     procs = [replica(0), replica(1)]
     try:

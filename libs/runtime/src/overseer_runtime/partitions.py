@@ -23,6 +23,7 @@ every durable a service may read.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 MAX_PARTITIONS = 8
@@ -38,6 +39,16 @@ def partition_of(key: str, count: int) -> int:
 def instance_name(service: str, index: int) -> str:
     """How one replica names its files and durables: ``executor`` for partition 0, ``executor.p1`` …"""
     return service if index == 0 else f"{service}.p{index}"
+
+
+def index_env(index: int) -> dict[str, str]:
+    """What a replica's environment says of its partition (``[partitions] index``)."""
+    return {"OVERSEER_PARTITIONS__INDEX": str(index)}
+
+
+def instances(service: str, counts: Mapping[str, int]) -> list[tuple[str, dict[str, str]]]:
+    """Each process to start of ``service`` (one per partition): its name, and its partition's environment."""
+    return [(instance_name(service, index), index_env(index)) for index in range(counts.get(service, 1))]
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from overseer_runtime.bus import connect
 from overseer_runtime.config import NatsSettings, Settings, load_settings
 from overseer_runtime.credentials import Keyring, NatsCredential
 from overseer_runtime.launcher import EmbeddedNats, reachable
+from overseer_runtime.partitions import index_env
 from overseer_runtime.permissions import PROVISIONER
 from overseer_runtime.provisioning import Subscription, provision_at
 from overseer_runtime.rpc import rpc_request
@@ -187,7 +188,7 @@ class Stack:
             self.provision_by_process(service)
         return subprocess.Popen(
             [sys.executable, "-m", f"overseer_{service}", *args],
-            env=self.env(service) | {"OVERSEER_PARTITIONS__INDEX": str(partition)},
+            env=self.env(service) | index_env(partition),
             stdout=self._log(log_name or service),
             stderr=subprocess.STDOUT,
         )
