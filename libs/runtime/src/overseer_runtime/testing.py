@@ -229,6 +229,7 @@ class Stack:
         """Poll ``service``'s health over RPC until it says ready."""
         deadline = asyncio.get_running_loop().time() + timeout
         last: Exception | None = None
+        partitions = self.settings().partition_counts()
         async with self.client("reader") as nc:
             while asyncio.get_running_loop().time() < deadline:
                 try:
@@ -239,7 +240,7 @@ class Stack:
                         {"detailed": False},
                         1.0,
                         subjects=self.subjects,
-                        partitions=self.settings().partition_counts(),
+                        partitions=partitions,
                     )
                     if health.get("ready"):
                         return dict(health)
