@@ -241,12 +241,18 @@ async def _pending(stack: Stack, count: int) -> list[dict[str, Any]] | None:
 
 @pytest.mark.parametrize("outcome", ["completed", "failed"])
 async def test_execution_facts_are_recorded_without_a_status_change(stack: Stack, outcome: str) -> None:
-    async with stack.runtime(ColService()):
+    async with stack.runtime(ColService()) as rt:
         co = (await command(stack, create("发了初步邮件")))["co"]
         before = (await command(stack, move(co["co_id"], "clarify")))["co"]
-        await execution_facts(stack, "exec-1", co["co_id"], outcome)
         await execution_facts(stack, "exec-2", None, "completed")  # no co_id: not the COL's business
+        await execution_facts(stack, "exec-1", co["co_id"], outcome)
         view = await eventually(lambda: _reported(stack, co["co_id"]))
+        # Consumed in order, so exec-2's facts came first: acknowledged, and not even kept in the store.
+        kept = {
+            a for (a,) in rt.store.conn.execute("SELECT aggregate_id FROM events WHERE origin = 'remote'")
+        }
+        assert "exec-1" in kept
+        assert "exec-2" not in kept
         assert [(r["execution_id"], r["outcome"]) for r in view["execution_reports"]] == [("exec-1", outcome)]
         assert view["linked_execution_ids"] == ["exec-1"]
         assert (view["status"], view["transitions"]) == (before["status"], before["transitions"])

@@ -1,7 +1,9 @@
 """What a service does with the messages its consumers deliver: apply each batch in one transaction.
 
-Every incoming event of the process's partition (all of them, for a service running alone: see
-:mod:`overseer_runtime.partitions`) is recorded (a redelivered ``event_id`` is skipped), projected and handled,
+Every incoming event the process applies — of its partition (all of them, for a service running
+alone: see :mod:`overseer_runtime.partitions`), and not one the service ignores
+(:meth:`~overseer_runtime.service.Service.ignores`) — is recorded (a redelivered ``event_id`` is
+skipped), projected and handled,
 the events the handlers emit are appended to the outbox and projected, and the consumer's
 tracking row is advanced, all in **one** SQLite transaction; the messages are acked only after
 the commit. A :class:`~overseer_events.errors.TransientError` is nak'ed with a delay; a message
@@ -63,7 +65,7 @@ class Inbox:
         dead_letter_subject: str,
         nak_delay: float,
         dead_lettered: Callable[[], None] = lambda: None,
-        mine: Callable[[Envelope], bool] = lambda _: True,
+        applies: Callable[[Envelope], bool] = lambda _: True,
     ) -> None:
         self.service = service
         self.store = store
@@ -74,7 +76,7 @@ class Inbox:
         self._dead_letter_subject = dead_letter_subject
         self._nak_delay = nak_delay
         self._dead_lettered = dead_lettered
-        self._mine = mine
+        self._applies = applies
 
     def on_batch(self, consumer: str, wanted: tuple[str, ...]) -> OnBatch:
         """The batch callback of ``consumer``, which asked for the subjects ``wanted``."""
@@ -155,9 +157,9 @@ class Inbox:
         event = _admit(msg, wanted)
         if isinstance(event, str):
             return event
-        if not self._mine(event):
-            # Another partition's (another replica applies it): acknowledged, and the tracking row
-            # still advances past it with the batch, so a restart does not read it again.
+        if not self._applies(event):
+            # Another partition's (another replica applies it), or one the service ignores: acknowledged
+            # unrecorded, and the tracking row still advances past it with the batch.
             return "skipped"
         conn.execute("SAVEPOINT message")
         try:

@@ -150,7 +150,7 @@ class Runtime:
             dead_letter_subject=self.subjects.dlq(self.service.name),
             nak_delay=nats.nak_delay_seconds,
             dead_lettered=self.metrics.dead_lettered,
-            mine=self._mine,
+            applies=self._applies,
         )
         plans = consumer_plan(
             self.service.name, self.service.subscriptions(), self.subjects, self.partition.index
@@ -171,9 +171,13 @@ class Runtime:
             )
             self.consumers.append(consumer)
 
-    def _mine(self, event: Envelope) -> bool:
-        """Whether ``event`` is this process's partition's to apply (always, for a service running alone)."""
-        return self.partition.alone or self.partition.owns(self.service.partition_key(event))
+    def _applies(self, event: Envelope) -> bool:
+        """Whether this process applies ``event``: its partition's (every one, for a service running
+        alone), and not one the service ignores."""
+        service = self.service
+        return (
+            self.partition.alone or self.partition.owns(service.partition_key(event))
+        ) and not service.ignores(event)
 
     def _handle(self, event: Envelope) -> UnitOfWork:
         uow = self.transactions.unit(event)

@@ -125,6 +125,13 @@ class Service:
         session id; None: every partition's). See :mod:`overseer_runtime.partitions`."""
         return None
 
+    def ignores(self, event: Envelope) -> bool:
+        """Whether ``event``, of a type the service consumes, is one it neither projects nor acts on (a
+        contract that names no Cognitive Object, for col): acknowledged without being recorded, so the
+        store keeps only what its read models and handlers need. Nothing is lost: such an event
+        changes nothing, now or on a rebuild."""
+        return False
+
     def health_details(self) -> dict[str, Any]:
         """What the service adds to its health answer (``details``): how it runs (its planner, say)."""
         return {}

@@ -11,6 +11,7 @@ from overseer_col.application.ports import ColReads
 from overseer_col.application.registry import CORegistry
 from overseer_col.entrypoints import events, rpc
 from overseer_col.settings import ColSettings
+from overseer_events.envelope import Envelope
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.rpc import RpcTable
 from overseer_runtime.service import HandlerTable, Host, Service
@@ -40,6 +41,9 @@ class ColService(Service):
 
     def handlers(self) -> HandlerTable[ColUnit]:
         return events.handlers(self.unit_for)
+
+    def ignores(self, event: Envelope) -> bool:
+        return events.ignored(event.data)
 
     def rpc(self) -> RpcTable:
         return rpc.rpc(self)

@@ -17,6 +17,7 @@ from overseer_events.catalogue import (
     ExecutionTransitioned,
     MemoryStored,
 )
+from overseer_events.envelope import EventData
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.service import HandlerTable
 from overseer_runtime.unit_of_work import UnitOfWork
@@ -56,3 +57,12 @@ def handlers(unit_for: Callable[[UnitOfWork], ColUnit]) -> HandlerTable[ColUnit]
         .on(ContractCreated, lambda fact, unit, _: col.report_execution_fact(fact, unit))
         .on(ExecutionTransitioned, lambda fact, unit, _: col.report_execution_fact(fact, unit))
     )
+
+
+def ignored(data: EventData) -> bool:
+    """A contract's fact that names no Cognitive Object: nothing of the COL's (most contracts)."""
+    match data:
+        case ContractCreated() | ExecutionTransitioned():
+            return data.co_id is None
+        case _:
+            return False
