@@ -21,11 +21,14 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from overseer_runtime.partitions import index_env
 
 TERMINAL = frozenset({"SUCCESS", "FAILED", "REJECTED", "CANCELLED"})
 SERVICES = ("gateway", "reasoning", "firewall", "executor", "col", "observer")
@@ -48,31 +51,25 @@ def processes_with_home(home: Path) -> list[int]:
     return found
 
 
-def pid_of(home: Path, argument: str) -> int:
+def pid_of(home: Path, argument: str, *, environ: Mapping[str, str] | None = None) -> int:
     """The pid of this stack's process with ``argument`` in its command line (0 when none runs): a
-    service's module (``overseer_col``) or a cluster node's configuration file."""
+    service's module (``overseer_col``) or a cluster node's configuration file; with ``environ``, one
+    whose environment also holds those variables."""
+    wanted = [f"{name}={value}".encode() for name, value in (environ or {}).items()]
     for pid in processes_with_home(home):
         try:
             cmdline = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
+            variables = (Path("/proc") / str(pid) / "environ").read_bytes().split(b"\0") if wanted else []
         except OSError:
             continue
-        if argument.encode() in cmdline:
+        if argument.encode() in cmdline and all(variable in variables for variable in wanted):
             return pid
     return 0
 
 
 def replica_pid(home: Path, service: str, partition: int) -> int:
     """The pid of the replica of ``service`` running ``partition`` in this stack (0 when none runs)."""
-    module, marker = f"overseer_{service}".encode(), f"OVERSEER_PARTITIONS__INDEX={partition}".encode()
-    for pid in processes_with_home(home):
-        try:
-            cmdline = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
-            environ = (Path("/proc") / str(pid) / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if module in cmdline and marker in environ:
-            return pid
-    return 0
+    return pid_of(home, f"overseer_{service}", environ=index_env(partition))
 
 
 def node_config(home: Path, index: int) -> str:

@@ -222,13 +222,13 @@ PARTITIONED_RPC: dict[str, dict[str, Literal["found", "merged"]]] = {
 
 
 Gathering = Literal["found", "merged", "health", "each"]
+# The runtime's own methods, which every service answers.
+_EVERY_SERVICE: dict[str, Gathering] = {"health": "health", "metrics": "each"}
 
 
 def gathering(service: str, method: str) -> Gathering | None:
     """How the replies of a partitioned ``service``'s replicas to ``method`` are combined (None: one answers)."""
-    if method in ("health", "metrics"):
-        return "health" if method == "health" else "each"
-    return PARTITIONED_RPC.get(service, {}).get(method)
+    return _EVERY_SERVICE.get(method) or PARTITIONED_RPC.get(service, {}).get(method)
 
 
 def rpc_permissions(user: str) -> list[str]:

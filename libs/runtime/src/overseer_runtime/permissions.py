@@ -40,7 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from overseer_events.subjects import SERVICES, rpc_permissions
-from overseer_runtime.partitions import MAX_PARTITIONS, PARTITIONED_SERVICES
+from overseer_runtime.partitions import MAX_PARTITIONS, PARTITIONED_SERVICES, instance_name
 
 # Users that are not services.
 READER = "reader"  # operator tools: health and read-only queries
@@ -56,7 +56,7 @@ LINGERED_SUFFIX = "_lingered"
 def durable_names(service: str, partition: int = 0) -> tuple[str, str]:
     """The durable consumers of one process of ``service``: its immediate one and its lingering one
     (partition ``k`` > 0 of a partitioned service: ``<service>_p<k>`` and ``<service>_p<k>_lingered``)."""
-    base = service if partition == 0 else f"{service}_p{partition}"
+    base = instance_name(service, partition).replace(".", "_")  # a durable's name takes no dot
     return base, f"{base}{LINGERED_SUFFIX}"
 
 

@@ -190,15 +190,16 @@ async def rpc_request(
     refusal or failure (its status: 4xx, or 500 when the method failed).
 
     ``partitions`` (service → count) says which services run as several replicas: a method every
-    replica answers is asked of them all, and their replies combined (:func:`combine`)."""
+    replica answers is asked of them all, and their replies combined (:func:`combine`). A method
+    whose replies are kept ``each`` (``metrics``) answers a list, of one for a service running alone."""
     try:
         body = orjson.dumps(payload or {})
     except TypeError as exc:
         raise RpcError(422, f"the request to {service} cannot be sent: {exc}") from exc
     subject = (subjects or Subjects()).rpc(service, method)
     count = (partitions or {}).get(service, 1)
-    mode = gathering(service, method) if count > 1 else None
-    if mode is not None:
+    mode = gathering(service, method)
+    if mode is not None and count > 1:
         # A replica that is down is waited for until the timeout, unless one answer settles it.
         answers = await _ask_every_replica(nc, subject, body, timeout, count, stop_early=mode == "found")
         return combine(mode, service, method, answers, count, timeout)
@@ -208,15 +209,20 @@ async def rpc_request(
         raise RpcError(504, f"{service} did not answer {method} within {timeout}s") from exc
     except nats.errors.Error as exc:  # no responders, disconnected, a permissions violation
         raise RpcError(503, f"{service} is not reachable: {type(exc).__name__}") from exc
-    return _result(orjson.loads(reply.data))
+    result = _result(orjson.loads(reply.data))
+    return [result] if mode == "each" else result
 
 
 def _result(answer: dict[str, Any]) -> Any:
     """The result of one reply, or its refusal raised."""
     if not answer.get("ok"):
-        extra = {k: v for k, v in answer.items() if k not in ("ok", "status", "detail", "partition")}
-        raise RpcError(int(answer.get("status", 500)), str(answer.get("detail", "error")), extra)
+        raise _refusal(answer)
     return answer.get("result")
+
+
+def _refusal(answer: dict[str, Any]) -> RpcError:
+    extra = {k: v for k, v in answer.items() if k not in ("ok", "status", "detail", "partition")}
+    return RpcError(int(answer.get("status", 500)), str(answer.get("detail", "error")), extra)
 
 
 async def _ask_every_replica(
@@ -275,24 +281,50 @@ def combine(
     if mode == "each":
         return [_result(answers[index]) for index in sorted(answers)]
     if mode == "found":
-        held = [a for a in answers.values() if _holds(a)]
-        if held:
-            return _result(held[0])
-        unsure = [index for index in range(count) if answers.get(index, {}).get("status") != 404]
-    else:
-        refused = [a for a in answers.values() if not a.get("ok") and 400 <= int(a.get("status", 500)) < 500]
-        if refused:
-            return _result(refused[0])  # raises: a refusal on its merits (422 …) is every replica's
-        unsure = [index for index in range(count) if not answers.get(index, {}).get("ok")]
-        if not unsure:
-            return [item for index in range(count) for item in _result(answers[index])]
+        return _found(service, method, answers, count, timeout)
+    return _merged(service, method, answers, count, timeout)
+
+
+def _found(
+    service: str, method: str, answers: Mapping[int, dict[str, Any]], count: int, timeout: float
+) -> Any:
+    """The answer of the replica that holds what was asked; 404 only when every replica said so."""
+    held = [answer for answer in answers.values() if _holds(answer)]
+    if held:
+        return _result(held[0])
+    _unless_unsure(
+        service,
+        method,
+        answers,
+        [i for i in range(count) if answers.get(i, {}).get("status") != 404],
+        timeout,
+    )
+    return _result(answers[0])  # every replica said 404
+
+
+def _merged(
+    service: str, method: str, answers: Mapping[int, dict[str, Any]], count: int, timeout: float
+) -> list[Any]:
+    """Every replica's list, in partition order; a refusal on its merits (422 …) is every replica's."""
+    refused = [a for a in answers.values() if not a.get("ok") and 400 <= int(a.get("status", 500)) < 500]
+    if refused:
+        raise _refusal(refused[0])
+    _unless_unsure(
+        service, method, answers, [i for i in range(count) if not answers.get(i, {}).get("ok")], timeout
+    )
+    return [item for index in range(count) for item in _result(answers[index])]
+
+
+def _unless_unsure(
+    service: str, method: str, answers: Mapping[int, dict[str, Any]], unsure: list[int], timeout: float
+) -> None:
+    """Refuse with 503, naming them, when some partitions were silent or could not say."""
     if unsure:
         said = "; ".join(
             f"partition {index}: " + (str(answers[index].get("detail")) if index in answers else "no answer")
             for index in unsure
         )
         raise RpcError(503, f"{service} could not answer {method} in full within {timeout}s ({said})")
-    return _result(next(iter(answers.values())))
 
 
 def _holds(answer: dict[str, Any]) -> bool:

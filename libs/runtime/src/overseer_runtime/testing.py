@@ -29,7 +29,6 @@ from overseer_runtime.bus import connect
 from overseer_runtime.config import NatsSettings, Settings, load_settings
 from overseer_runtime.credentials import Keyring, NatsCredential
 from overseer_runtime.launcher import EmbeddedNats, reachable
-from overseer_runtime.partitions import index_env
 from overseer_runtime.permissions import PROVISIONER
 from overseer_runtime.provisioning import Subscription, provision_at
 from overseer_runtime.rpc import rpc_request
@@ -179,16 +178,13 @@ class Stack:
             )
             return int(ack.seq)
 
-    def spawn(
-        self, service: str, *args: str, log_name: str | None = None, partition: int = 0
-    ) -> subprocess.Popen[bytes]:
-        """``python -m overseer_<service>`` as a child process of this stack, provisioned first (as the
-        replica running ``partition``, for a service the stack runs as several)."""
+    def spawn(self, service: str, *args: str, log_name: str | None = None) -> subprocess.Popen[bytes]:
+        """``python -m overseer_<service>`` as a child process of this stack, provisioned first."""
         if args in ((), ("run",)):
             self.provision_by_process(service)
         return subprocess.Popen(
             [sys.executable, "-m", f"overseer_{service}", *args],
-            env=self.env(service) | index_env(partition),
+            env=self.env(service),
             stdout=self._log(log_name or service),
             stderr=subprocess.STDOUT,
         )

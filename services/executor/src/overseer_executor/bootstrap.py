@@ -149,6 +149,8 @@ class ExecutorService(Service):
         """Say so when this store holds open calls of sessions another partition now runs (the number of
         partitions changed while calls were open): their decisions and outcomes go to that partition."""
         partition = runtime.partition
+        if partition.alone:
+            return
         sessions = await runtime.execute_in(
             self.unit_for, lambda unit: unit.contracts.sessions_with_open_calls()
         )

@@ -55,8 +55,8 @@ class Peers:
                 answer = await self.ask(service, "metrics", {}, timeout=self.health_timeout)
             except RpcError:
                 return None
-            # A service running as several replicas answers with each one's (series labelled by replica).
-            return [str(each["exposition"]) for each in (answer if isinstance(answer, list) else [answer])]
+            # Each replica's, for a service running as several (its series labelled by replica).
+            return [str(each["exposition"]) for each in answer]
 
         texts = await asyncio.gather(*(one(s) for s in SERVICES))
         answered = {service: text is not None for service, text in zip(SERVICES, texts, strict=True)}
