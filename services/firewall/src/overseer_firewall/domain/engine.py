@@ -207,11 +207,9 @@ class FirewallEngine:
             self.bus.record_stagnation(proposal.session_id, proposal.stagnation)
 
     def count_usage(self, proposal: Proposal) -> None:
-        """A judged call counts against its session's budget (live only: a restart loads the counts
-        from the store's read model instead of re-counting recent proposals)."""
-        if (
-            proposal.action_type == "tool_call" and proposal.tool
-        ):  # as the read model counts: verdicts of a tool
+        """A judged call of a tool counts against its session's budget, as the read model counts verdicts
+        (live only: a restart loads the counts from that read model instead of re-counting proposals)."""
+        if proposal.action_type == "tool_call" and proposal.tool:
             self.usage.counted(proposal.session_id, proposal.model_tokens)
 
     def evaluate_and_observe(self, proposal: Proposal) -> Verdict:
