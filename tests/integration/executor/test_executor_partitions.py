@@ -269,3 +269,38 @@ async def test_a_replica_says_when_its_store_holds_open_calls_of_sessions_anothe
     # Started again as partition 0 of two while the call is still open: its session now hashes to partition 1.
     async with stack.runtime(ExecutorService(), partitions={**TWO, "index": 0}, **settings) as runtime:
         assert (await runtime.health())["details"] == {"stray_sessions": 1}
+
+
+async def test_a_stack_grown_from_one_executor_to_two_runs_nothing_again(
+    stack: Stack, sink: SmtpSink
+) -> None:
+    sessions = sessions_of_each_partition(6)
+    before, after = sessions[:6], sessions[6:]  # three of each partition, twice
+    settings = {
+        "executor": FAST,
+        "tools": {"email": {"port": sink.port, "timeout_seconds": 5}},
+        "mcp": NO_MCP,
+    }
+
+    def completed(stores: list[Path], wanted: list[str]) -> bool:
+        statuses = {k: v for store in stores for k, v in contracts_in(store).items()}
+        return all(statuses.get(f"e-{s}") == "completed" for s in wanted)
+
+    async with stack.runtime(ExecutorService(), **settings):  # one executor, the whole of the work
+        await send_mails(stack, before)
+        await eventually(lambda: completed([stack.home / "executor.db"], before), timeout=30)
+
+    stack.overrides = {"partitions": TWO}
+    async with AsyncExitStack() as running:
+        for index in (0, 1):
+            await running.enter_async_context(
+                stack.runtime(ExecutorService(), partitions={**TWO, "index": index}, **settings)
+            )
+        await send_mails(stack, after)
+        stores = [stack.home / "executor.db", stack.home / "executor.p1.db"]
+        await eventually(lambda: completed(stores, after), timeout=30)
+
+    # The new replica started where the lone executor stood: it holds the later calls of its
+    # partition and none of the earlier ones, and no mail went out twice.
+    assert set(contracts_in(stores[1])) == {f"e-{s}" for s in after if partition_of(s, 2) == 1}
+    assert delivered(stack.home / "mail") == Counter(f"{s}@example.com" for s in sessions)

@@ -12,7 +12,7 @@ from overseer_executor.entrypoints.events import SUBSCRIPTIONS, partition_key
 from overseer_runtime.config import ConfigurationError, load_settings
 from overseer_runtime.partitions import Partition, partition_of
 from overseer_runtime.permissions import durable_names, readable_durables, service_permissions
-from overseer_runtime.provisioning import consumer_plan
+from overseer_runtime.provisioning import Subscription, consumer_plan
 from overseer_runtime.rpc import RpcError, combine
 from tests.unit.executor.executor_builders import proposal
 
@@ -46,12 +46,27 @@ def test_a_partition_outside_its_count_is_refused(index: int, count: int) -> Non
 def test_partition_zero_keeps_the_names_of_a_service_running_alone() -> None:
     assert durable_names("executor", 0) == ("executor", "executor_lingered")
     assert durable_names("executor", 3) == ("executor_p3", "executor_p3_lingered")
-    plans = consumer_plan("executor", SUBSCRIPTIONS, Subjects(), partition=1)
-    assert {plan.durable for plan in plans} == {"executor_p1"}
+    plans = consumer_plan("executor", SUBSCRIPTIONS, Subjects(), partition=Partition(1, 2))
+    assert [(plan.durable, plan.joins) for plan in plans] == [("executor_p1", "executor")]
+    assert [plan.joins for plan in consumer_plan("executor", SUBSCRIPTIONS, Subjects())] == [None]
     settings = load_settings(env={"OVERSEER_PARTITIONS__EXECUTOR": "2", "OVERSEER_PARTITIONS__INDEX": "1"})
     assert settings.db_path("executor").name == "executor.p1.db"
     assert settings.db_path("gateway").name == "gateway.db"  # the others run alone
     assert load_settings(env={}).db_path("executor").name == "executor.db"
+
+
+def test_what_replicas_tell_each_other_is_read_only_while_the_service_runs_as_several() -> None:
+    told = (
+        Subscription(owner="gateway", types=("execution.proposed",)),
+        Subscription(owner="firewall", types=("policy.*",), linger=0.02, replicas_only=True),
+    )
+    alone = consumer_plan("firewall", told, Subjects())
+    assert [plan.durable for plan in alone] == ["firewall"]
+    split = consumer_plan("firewall", told, Subjects(), partition=Partition(0, 2))
+    assert [(plan.durable, plan.filter_subjects) for plan in split] == [
+        ("firewall", (Subjects().events_of("gateway", "execution.proposed"),)),
+        ("firewall_lingered", (Subjects().events_of("firewall", "policy.*"),)),
+    ]
 
 
 def test_only_a_partitioned_service_may_read_the_durables_of_its_other_partitions() -> None:

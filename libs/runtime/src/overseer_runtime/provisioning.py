@@ -30,12 +30,13 @@ from nats.js.api import (
     StorageType,
     StreamConfig,
 )
-from nats.js.errors import BadRequestError
+from nats.js.errors import BadRequestError, NotFoundError
 
 from overseer_events.subjects import Subjects
 from overseer_runtime.bus import connect
 from overseer_runtime.config import NatsSettings
 from overseer_runtime.credentials import NatsCredential
+from overseer_runtime.partitions import Partition
 from overseer_runtime.permissions import durable_names
 
 log = logging.getLogger("overseer.provisioning")
@@ -62,6 +63,8 @@ class Subscription:
     types: tuple[str, ...]
     linger: float = 0.0
     gather: float = 0.0
+    replicas_only: bool = False
+    """Read only while the service runs as several replicas: what its replicas tell each other."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,8 @@ class ConsumerPlan:
     linger: float = 0.0
     gather: float = 0.0
     forerunners: tuple[str, ...] = ()  # the subjects that gather their follower
+    joins: str | None = None
+    """Partition 0's durable of the same kind, for a later partition's (see :func:`starting_point`)."""
 
     @property
     def name(self) -> str:
@@ -81,13 +86,19 @@ class ConsumerPlan:
 
 
 def consumer_plan(
-    service: str, subscriptions: Iterable[Subscription], subjects: Subjects, partition: int = 0
+    service: str,
+    subscriptions: Iterable[Subscription],
+    subjects: Subjects,
+    partition: Partition = Partition(),
 ) -> list[ConsumerPlan]:
     """The immediate consumer (``<service>``) and the lingering one (``<service>_lingered``), if used;
     of one partition of a partitioned service (see :func:`~overseer_runtime.permissions.durable_names`)."""
-    immediate, lingered = durable_names(service, partition)
+    names = durable_names(service, partition.index)
+    zero = durable_names(service, 0)
     groups: dict[bool, list[Subscription]] = {False: [], True: []}
     for sub in subscriptions:
+        if partition.alone and sub.replicas_only:
+            continue
         groups[sub.linger > 0].append(sub)
     lingers = {sub.linger for sub in groups[True]}
     if len(lingers) > 1:
@@ -101,11 +112,12 @@ def consumer_plan(
         plans.append(
             ConsumerPlan(
                 stream=subjects.events_stream,
-                durable=lingered if is_lingered else immediate,
+                durable=names[is_lingered],
                 filter_subjects=tuple(patterns),
                 linger=max(lingers) if is_lingered else 0.0,
                 gather=max((s.gather for s in subs), default=0.0),
                 forerunners=tuple(forerunners),
+                joins=zero[is_lingered] if partition.index > 0 else None,
             )
         )
     return plans
@@ -188,11 +200,12 @@ async def provision(
         replicas=nats_settings.replicas,
     )
     version = nc.connected_server_version
+    counts = partitions or {}
     plans = [
         plan
         for service, subscriptions in services.items()
-        for index in range((partitions or {}).get(service, 1))
-        for plan in consumer_plan(service, subscriptions, subjects, index)
+        for index in range(counts.get(service, 1))
+        for plan in consumer_plan(service, subscriptions, subjects, Partition(index, counts.get(service, 1)))
     ]
     for plan in plans:
         config = consumer_config(
@@ -202,9 +215,37 @@ async def provision(
             ack_wait=nats_settings.ack_wait_seconds,
             server=(version.major, version.minor),
         )
-        await js.add_consumer(plan.stream, config)
+        await js.add_consumer(plan.stream, await starting_point(js, plan, config))
     log.info("provisioned %s and %d consumers", subjects.events_stream, len(plans))
     return plans
+
+
+async def starting_point(js: JetStreamContext, plan: ConsumerPlan, config: ConsumerConfig) -> ConsumerConfig:
+    """Where a later partition's durable starts reading: where partition 0's stands when it is made.
+
+    A service that grows from one process to several keeps partition 0's durables; a new replica's
+    durable that read the stream from its start would apply again, in a store that has never seen
+    them, the events partition 0 already applied (a call executed twice). So it starts at the first
+    event partition 0 has not acknowledged: what was applied stays applied once, and what is still
+    to come is shared by the new partitions. A durable that exists keeps its starting point (NATS
+    does not change it), and one made with no partition 0 before it (a stack started split) reads
+    the whole stream.
+    """
+    if plan.joins is None:
+        return config
+    try:
+        existing = await js.consumer_info(plan.stream, plan.durable)
+    except NotFoundError:
+        try:
+            zero = await js.consumer_info(plan.stream, plan.joins)
+        except NotFoundError:
+            return config
+        config.deliver_policy = DeliverPolicy.BY_START_SEQUENCE
+        config.opt_start_seq = zero.ack_floor.stream_seq + 1
+        return config
+    config.deliver_policy = existing.config.deliver_policy
+    config.opt_start_seq = existing.config.opt_start_seq
+    return config
 
 
 async def provision_at(

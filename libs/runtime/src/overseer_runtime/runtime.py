@@ -152,9 +152,7 @@ class Runtime:
             dead_lettered=self.metrics.dead_lettered,
             applies=self._applies,
         )
-        plans = consumer_plan(
-            self.service.name, self.service.subscriptions(), self.subjects, self.partition.index
-        )
+        plans = consumer_plan(self.service.name, self.service.subscriptions(), self.subjects, self.partition)
         for plan in plans:
             consumer = DurablePullConsumer(
                 self.nc,
