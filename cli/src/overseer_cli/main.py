@@ -98,6 +98,17 @@ def up(
             "(default: [partitions] executor, 1)",
         ),
     ] = None,
+    firewalls: Annotated[
+        int | None,
+        typer.Option(
+            "--firewalls",
+            min=1,
+            max=MAX_PARTITIONS,
+            help="run this many firewall processes sharing the judging, each the sessions that hash to it; "
+            "the first also keeps the policy, and each keeps its own audit chain "
+            "(default: [partitions] firewall, 1)",
+        ),
+    ] = None,
 ) -> None:
     """Run the whole stack in the foreground; Ctrl-C stops all of it cleanly."""
     from overseer_cli.supervisor import run_stack
@@ -110,7 +121,14 @@ def up(
     size = cluster or 0
     if llm is None:
         raise typer.Exit(
-            run_stack(host=host, port=port, nats_url=nats_url, cluster=size, executors=executors)
+            run_stack(
+                host=host,
+                port=port,
+                nats_url=nats_url,
+                cluster=size,
+                executors=executors,
+                firewalls=firewalls,
+            )
         )
     if llm != "local":
         raise typer.BadParameter(
@@ -118,7 +136,14 @@ def up(
         )
     raise typer.Exit(
         _with_local_model(
-            lambda: run_stack(host=host, port=port, nats_url=nats_url, cluster=size, executors=executors)
+            lambda: run_stack(
+                host=host,
+                port=port,
+                nats_url=nats_url,
+                cluster=size,
+                executors=executors,
+                firewalls=firewalls,
+            )
         )
     )
 

@@ -154,11 +154,12 @@ class Stack:
     smtp_port: int = 0
     cluster: int = 0  # >= 3: an embedded JetStream cluster of that many nodes, streams replicated on each
     executors: int = 1  # executor processes, each running one partition of the work
+    firewalls: int = 1  # firewall processes, likewise
 
     @property
     def partitions(self) -> dict[str, int]:
         """How many processes share each partitioned service's work (see overseer_runtime.partitions)."""
-        return {"executor": self.executors}
+        return {"executor": self.executors, "firewall": self.firewalls}
 
     @property
     def home(self) -> Path:
@@ -200,7 +201,8 @@ class Stack:
         }
         if self.cluster:
             env["OVERSEER_NATS__REPLICAS"] = str(self.cluster)
-        env["OVERSEER_PARTITIONS__EXECUTOR"] = str(self.executors)  # every service asks all of them
+        for service, count in self.partitions.items():  # every service asks all of them
+            env[f"OVERSEER_PARTITIONS__{service.upper()}"] = str(count)
         if self.smtp_port:  # email.send and the approval notices both go to the dev sink
             env["OVERSEER_TOOLS__SMTP_PORT"] = str(self.smtp_port)
             env["OVERSEER_CHANNELS__SMTP__PORT"] = str(self.smtp_port)
@@ -443,6 +445,7 @@ def run_stack(
     ready_timeout: float = 60.0,
     cluster: int = 0,
     executors: int | None = None,
+    firewalls: int | None = None,
 ) -> int:
     """Run the whole stack in the foreground until Ctrl-C / SIGTERM; returns the exit code."""
     try:  # every section and key, before anything starts: a typo is one message, not a service that never starts
@@ -458,6 +461,7 @@ def run_stack(
         nats_url,
         cluster=cluster,
         executors=executors or settings.partition_counts()["executor"],
+        firewalls=firewalls or settings.partition_counts()["firewall"],
     )
     # Before anything starts: a taken port would otherwise show only as a gateway that never gets ready.
     if port_in_use(stack.host, stack.port):

@@ -246,7 +246,7 @@ async def test_no_other_credential_can_receive_or_answer_the_firewalls_requests(
         finally:
             for nc in impostors:
                 await nc.close()
-    assert answers == [{"ok": False, "records": 3, "first_broken": 1}] * 8
+    assert answers == [[{"ok": False, "records": 3, "first_broken": 1}]] * 8  # every replica's: one
     assert heard == []
 
 

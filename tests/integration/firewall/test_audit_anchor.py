@@ -133,7 +133,7 @@ async def test_an_untouched_chain_verifies_against_every_head_published_after_it
 ) -> None:
     policy = await make_history(stack, tmp_path)
     async with stack.runtime(FirewallService(policy_file=policy)) as rt:
-        result = await stack.rpc("firewall", "audit.verify")
+        result = (await stack.rpc("firewall", "audit.verify"))[0]
         records = await on_stream(rt, stack, "audit.recorded")
         heads = await on_stream(rt, stack, "audit.head_published")
         chain = {index: digest for index, _, digest, _ in await ReaderAuditHistory(rt.reader).entries()}
@@ -177,7 +177,7 @@ async def test_a_history_rewritten_rehashed_and_rebuilt_in_the_sqlite_file_is_fo
     assert await file_alone_verifies(db)  # what `audit verify` could see before the chain was anchored
 
     async with stack.runtime(FirewallService(policy_file=policy)):
-        result = await stack.rpc("firewall", "audit.verify")
+        result = (await stack.rpc("firewall", "audit.verify"))[0]
     assert result["ok"] is False, result
     assert result["first_broken"] == forged  # named from the hashes the heads on the stream carry
     assert result["anchor_mismatch"] >= forged > result["anchored_through"]
@@ -198,5 +198,5 @@ async def test_records_committed_before_a_crash_are_anchored_at_the_next_start(
         service.anchor.unbind()  # no head at stop either: as if killed
     async with stack.runtime(FirewallService(policy_file=policy)) as rt:
         assert published_head(rt) == committed
-        result = await stack.rpc("firewall", "audit.verify")
+        result = (await stack.rpc("firewall", "audit.verify"))[0]
     assert (result["ok"], result["anchored_through"]) == (True, committed)

@@ -281,7 +281,7 @@ async def test_replay_reports_which_recorded_verdicts_a_candidate_would_change(s
         for execution_id in (inside, outside, read):
             await verdict(rt, execution_id)
         candidate = {"rules": [{"tool": "email.send", "recipients": ["example.com"], "level": "NOTIFY"}]}
-        report = await stack.rpc("firewall", "policy.replay", {"policy": candidate})
+        [report] = await stack.rpc("firewall", "policy.replay", {"policy": candidate})  # one replica's
         assert report["evaluated"] == 3
         assert [(c["execution_id"], c["before"], c["after"]) for c in report["changed"]] == [
             (inside, {"level": "APPROVE", "decision": "hold"}, {"level": "NOTIFY", "decision": "allow"})

@@ -133,7 +133,7 @@ async def test_audit_verify_finds_a_modified_deleted_or_swapped_record_in_the_sq
 ) -> None:
     policy = await make_history(stack, tmp_path)
     async with stack.runtime(FirewallService(policy_file=policy)):
-        intact = await stack.rpc("firewall", "audit.verify")
+        intact = (await stack.rpc("firewall", "audit.verify"))[0]
     assert intact["ok"] is True
     assert intact["first_broken"] is None
     assert intact["records"] > 10
@@ -145,7 +145,7 @@ async def test_audit_verify_finds_a_modified_deleted_or_swapped_record_in_the_sq
     conn.close()
 
     async with stack.runtime(FirewallService(policy_file=policy)):
-        result = await stack.rpc("firewall", "audit.verify")
+        result = (await stack.rpc("firewall", "audit.verify"))[0]
     assert (result["ok"], result["first_broken"]) == (False, expected)
 
 
@@ -157,7 +157,7 @@ async def test_audit_verify_finds_records_deleted_from_the_end(stack: Stack, tmp
     conn.commit()
     conn.close()
     async with stack.runtime(FirewallService(policy_file=policy)):
-        result = await stack.rpc("firewall", "audit.verify")
+        result = (await stack.rpc("firewall", "audit.verify"))[0]
     assert (result["ok"], result["first_broken"]) == (False, last - 1)
 
 

@@ -44,8 +44,8 @@ def test_a_partition_outside_its_count_is_refused(index: int, count: int) -> Non
 
 
 def test_partition_zero_keeps_the_names_of_a_service_running_alone() -> None:
-    assert durable_names("executor", 0) == ("executor", "executor_lingered")
-    assert durable_names("executor", 3) == ("executor_p3", "executor_p3_lingered")
+    assert durable_names("executor", 0) == ("executor", "executor_lingered", "executor_told")
+    assert durable_names("executor", 3) == ("executor_p3", "executor_p3_lingered", "executor_p3_told")
     plans = consumer_plan("executor", SUBSCRIPTIONS, Subjects(), partition=Partition(1, 2))
     assert [(plan.durable, plan.joins) for plan in plans] == [("executor_p1", "executor")]
     assert [plan.joins for plan in consumer_plan("executor", SUBSCRIPTIONS, Subjects())] == [None]
@@ -65,7 +65,12 @@ def test_what_replicas_tell_each_other_is_read_only_while_the_service_runs_as_se
     split = consumer_plan("firewall", told, Subjects(), partition=Partition(0, 2))
     assert [(plan.durable, plan.filter_subjects) for plan in split] == [
         ("firewall", (Subjects().events_of("gateway", "execution.proposed"),)),
-        ("firewall_lingered", (Subjects().events_of("firewall", "policy.*"),)),
+        ("firewall_told", (Subjects().events_of("firewall", "policy.*"),)),
+    ]
+    later = consumer_plan("firewall", told, Subjects(), partition=Partition(1, 2))
+    assert [(plan.durable, plan.joins) for plan in later] == [
+        ("firewall_p1", "firewall"),
+        ("firewall_p1_told", None),
     ]
 
 

@@ -14,6 +14,7 @@ from overseer_firewall.application.ports import Roots
 from overseer_firewall.application.queries import FirewallQueries
 from overseer_firewall.domain.prompt import PromptPolicy
 from overseer_firewall.entrypoints.rpc import rpc
+from overseer_runtime.partitions import Partition
 from overseer_runtime.rpc import RpcError, RpcMethod
 from tests.fakes.firewall import InMemoryFirewall
 from tests.unit.firewall.fw_kernel import CWD, SANDBOX, engine_for
@@ -27,6 +28,7 @@ class Running:
     queries: FirewallQueries
     commands: FirewallCommands
     replay_limit: int
+    partition: Partition = Partition()
 
 
 @pytest.fixture

@@ -350,6 +350,9 @@ class HumanDecisionRecorded(EventData):
     latency_ms: float | None = None
     comment: str | None = None
     response_event_id: str | None = None
+    # The tool of an approval (None for a reconciliation or a question): what adaptive escalation
+    # counts, read from the decision itself by a firewall replica that did not judge the call.
+    tool: str | None = None
 
 
 @event("firewall.approval_escalated")
@@ -416,6 +419,9 @@ class AuditHeadPublished(EventData):
     index: int
     hash: str
     hashes: list[str] = Field(default_factory=list)
+    # Which chain: a firewall running as several replicas keeps one chain per replica (partition k's
+    # is chain k), each anchored by its own heads.
+    chain: int = 0
 
 
 @event("firewall.alert")

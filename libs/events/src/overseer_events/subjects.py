@@ -206,11 +206,12 @@ RPC_CALLS: dict[str, tuple[str, ...]] = {
 READ_ONLY_RPC = ("*.rpc.*.health", "*.rpc.observer.>")
 
 # The methods of a service running as several partitions (replicas, each with its own store) that
-# every replica answers from its own store: the caller asks them all and keeps the one answer that is
-# not 404 ("found": the execution lives in one partition) or every list together ("merged"). Any one
-# replica answers the other methods; every replica answers ``health`` (the caller combines them) and
-# ``metrics`` (the caller gets each replica's: "each").
-PARTITIONED_RPC: dict[str, dict[str, Literal["found", "merged"]]] = {
+# are not answered by any one replica: every replica answers from its own store and the caller keeps
+# the one answer that is not 404 ("found": the execution or session lives in one partition), every
+# list together ("merged") or every replica's result ("all"); or partition 0 alone answers ("first":
+# what it keeps for every replica, such as the firewall's policy). Any one replica answers the other
+# methods; every replica answers ``health`` (the caller combines them) and ``metrics`` ("each").
+PARTITIONED_RPC: dict[str, dict[str, Literal["found", "merged", "all", "first"]]] = {
     "executor": {
         "approvals.pending": "merged",
         "approvals.get": "found",
@@ -218,10 +219,26 @@ PARTITIONED_RPC: dict[str, dict[str, Literal["found", "merged"]]] = {
         "decisions.refused": "merged",
         "execution.cancel": "found",
     },
+    "firewall": {
+        "policy.get": "first",
+        "policy.replace_admin": "first",
+        "policy.set_mode": "first",
+        "catalogue.accept": "first",
+        "agents.list": "first",
+        "prompt.system": "first",
+        "perception.stats": "first",
+        "policy.replay": "all",
+        "approvals.escalated": "all",
+        "audit.verify": "all",
+        "audit.list": "found",
+        "session.pause": "found",
+        "session.resume": "found",
+        "session.cancel": "found",
+    },
 }
 
 
-Gathering = Literal["found", "merged", "health", "each"]
+Gathering = Literal["found", "merged", "all", "first", "health", "each"]
 # The runtime's own methods, which every service answers.
 _EVERY_SERVICE: dict[str, Gathering] = {"health": "health", "metrics": "each"}
 

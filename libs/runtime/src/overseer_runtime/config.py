@@ -94,6 +94,7 @@ class PartitionSettings(Section):
     process is (see :mod:`overseer_runtime.partitions`)."""
 
     executor: int = Field(ge=1, le=MAX_PARTITIONS)
+    firewall: int = Field(ge=1, le=MAX_PARTITIONS)
     index: int = Field(ge=0, lt=MAX_PARTITIONS)
 
 

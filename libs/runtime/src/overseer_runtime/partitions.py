@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 MAX_PARTITIONS = 8
-PARTITIONED_SERVICES: tuple[str, ...] = ("executor",)
+PARTITIONED_SERVICES: tuple[str, ...] = ("executor", "firewall")
 """The services that may run as several replicas (the others run one process each)."""
 
 

@@ -51,19 +51,22 @@ USERS: tuple[str, ...] = (*SERVICES, READER, PROVISIONER)
 # critical path, one for subscriptions that linger to apply bursts. Fixed names, so the
 # permissions can name them.
 LINGERED_SUFFIX = "_lingered"
+TOLD_SUFFIX = "_told"
 
 
-def durable_names(service: str, partition: int = 0) -> tuple[str, str]:
-    """The durable consumers of one process of ``service``: its immediate one and its lingering one
-    (partition ``k`` > 0 of a partitioned service: ``<service>_p<k>`` and ``<service>_p<k>_lingered``)."""
+def durable_names(service: str, partition: int = 0) -> tuple[str, str, str]:
+    """The durable consumers of one process of ``service``: its immediate one, its lingering one and the
+    one reading what its replicas tell each other (partition ``k`` > 0 of a partitioned service:
+    ``<service>_p<k>``, ``<service>_p<k>_lingered`` and ``<service>_p<k>_told``)."""
     base = instance_name(service, partition).replace(".", "_")  # a durable's name takes no dot
-    return base, f"{base}{LINGERED_SUFFIX}"
+    return base, f"{base}{LINGERED_SUFFIX}", f"{base}{TOLD_SUFFIX}"
 
 
 def readable_durables(service: str) -> list[str]:
     """Every durable ``service``'s credential may read: those of each partition it may run."""
-    partitions = MAX_PARTITIONS if service in PARTITIONED_SERVICES else 1
-    return [durable for index in range(partitions) for durable in durable_names(service, index)]
+    if service not in PARTITIONED_SERVICES:
+        return list(durable_names(service)[:2])
+    return [durable for index in range(MAX_PARTITIONS) for durable in durable_names(service, index)]
 
 
 def inbox_prefix(user: str) -> str:

@@ -51,6 +51,10 @@ class Subscription:
     in one write instead of waking the whole apply path once per message. A service's
     lingering subscriptions share one consumer, so they share one linger.
 
+    ``replicas_only``: what the replicas of a service tell each other (the firewall's policy, kept by
+    partition 0), read on a consumer of its own from the stream's start, and only while the service
+    runs as several.
+
     ``gather`` (seconds) is for a forerunner: an event this service reads that is
     usually followed closely by another it reads on the same consumer (an agent's
     proposal, then the firewall's verdict on it). When one opens a batch, the consumer
@@ -64,7 +68,6 @@ class Subscription:
     linger: float = 0.0
     gather: float = 0.0
     replicas_only: bool = False
-    """Read only while the service runs as several replicas: what its replicas tell each other."""
 
 
 @dataclass(frozen=True)
@@ -85,39 +88,46 @@ class ConsumerPlan:
         return f"{self.durable}@events"
 
 
+IMMEDIATE, LINGERED, TOLD = 0, 1, 2  # a process's consumers, as durable_names() names them
+
+
 def consumer_plan(
     service: str,
     subscriptions: Iterable[Subscription],
     subjects: Subjects,
     partition: Partition = Partition(),
 ) -> list[ConsumerPlan]:
-    """The immediate consumer (``<service>``) and the lingering one (``<service>_lingered``), if used;
-    of one partition of a partitioned service (see :func:`~overseer_runtime.permissions.durable_names`)."""
+    """The immediate consumer (``<service>``), the lingering one (``<service>_lingered``) and, while the
+    service runs as several replicas, the one reading what they tell each other (``<service>_told``),
+    each if used; of one partition (see :func:`~overseer_runtime.permissions.durable_names`)."""
     names = durable_names(service, partition.index)
     zero = durable_names(service, 0)
-    groups: dict[bool, list[Subscription]] = {False: [], True: []}
+    groups: dict[int, list[Subscription]] = {IMMEDIATE: [], LINGERED: [], TOLD: []}
     for sub in subscriptions:
-        if partition.alone and sub.replicas_only:
-            continue
-        groups[sub.linger > 0].append(sub)
-    lingers = {sub.linger for sub in groups[True]}
-    if len(lingers) > 1:
-        raise ValueError(f"{service}: lingering subscriptions share one consumer, so one linger ({lingers})")
+        if sub.replicas_only:
+            if not partition.alone:
+                groups[TOLD].append(sub)
+        else:
+            groups[LINGERED if sub.linger > 0 else IMMEDIATE].append(sub)
     plans = []
-    for is_lingered, subs in groups.items():
+    for kind, subs in groups.items():
         if not subs:
             continue
+        lingers = {sub.linger for sub in subs}
+        if len(lingers) > 1:
+            raise ValueError(f"{service}: subscriptions sharing a consumer share one linger ({lingers})")
         patterns = sorted({subjects.events_of(s.owner, t) for s in subs for t in s.types})
         forerunners = sorted({subjects.events_of(s.owner, t) for s in subs if s.gather > 0 for t in s.types})
         plans.append(
             ConsumerPlan(
                 stream=subjects.events_stream,
-                durable=names[is_lingered],
+                durable=names[kind],
                 filter_subjects=tuple(patterns),
-                linger=max(lingers) if is_lingered else 0.0,
+                linger=lingers.pop(),
                 gather=max((s.gather for s in subs), default=0.0),
                 forerunners=tuple(forerunners),
-                joins=zero[is_lingered] if partition.index > 0 else None,
+                # What replicas tell each other is read from the start, by a new replica too.
+                joins=zero[kind] if partition.index > 0 and kind != TOLD else None,
             )
         )
     return plans

@@ -138,7 +138,10 @@ class RpcServer:
             self._spawn(answer(msg))
 
         subject = self.subjects.rpc(self.service, name)
-        every_replica = not self.partition.alone and gathering(self.service, name) is not None
+        mode = gathering(self.service, name)
+        if mode == "first" and self.partition.index > 0:
+            return  # partition 0 alone answers it: it keeps what is asked
+        every_replica = not self.partition.alone and mode not in (None, "first")
         await nc.subscribe(subject, queue="" if every_replica else self.service, cb=spawn_answer)
 
     async def answer(self, method: RpcMethod, data: bytes, *, gated: bool = True) -> bytes:
@@ -190,8 +193,9 @@ async def rpc_request(
     refusal or failure (its status: 4xx, or 500 when the method failed).
 
     ``partitions`` (service → count) says which services run as several replicas: a method every
-    replica answers is asked of them all, and their replies combined (:func:`combine`). A method
-    whose replies are kept ``each`` (``metrics``) answers a list, of one for a service running alone."""
+    replica answers is asked of them all, and their replies combined (:func:`combine`); one that
+    partition 0 alone answers (``first``) is asked of it. A method whose replies are kept ``each``
+    (``metrics``) or ``all`` answers a list, of one for a service running alone."""
     try:
         body = orjson.dumps(payload or {})
     except TypeError as exc:
@@ -199,7 +203,7 @@ async def rpc_request(
     subject = (subjects or Subjects()).rpc(service, method)
     count = (partitions or {}).get(service, 1)
     mode = gathering(service, method)
-    if mode is not None and count > 1:
+    if mode not in (None, "first") and count > 1:
         # A replica that is down is waited for until the timeout, unless one answer settles it.
         answers = await _ask_every_replica(nc, subject, body, timeout, count, stop_early=mode == "found")
         return combine(mode, service, method, answers, count, timeout)
@@ -210,7 +214,7 @@ async def rpc_request(
     except nats.errors.Error as exc:  # no responders, disconnected, a permissions violation
         raise RpcError(503, f"{service} is not reachable: {type(exc).__name__}") from exc
     result = _result(orjson.loads(reply.data))
-    return [result] if mode == "each" else result
+    return [result] if mode in ("each", "all") else result
 
 
 def _result(answer: dict[str, Any]) -> Any:
@@ -270,9 +274,10 @@ def combine(
     merits such as 409 — and 404 only when every replica said 404. ``merged``: every replica's list,
     in partition order. ``health``: one health whose ``ready`` and ``status`` are the worst replica's,
     lag and backlog summed, each replica's own under ``partitions`` (a silent one ``down``).
-    ``each``: the result of every replica that answered, in partition order. A replica that is silent
-    or could not say (503 while it starts, say) makes ``found`` and ``merged`` a 503 naming it: what
-    it holds may be the answer, so none is made up without it.
+    ``each``: the result of every replica that answered, in partition order; ``all``: the result of
+    every replica, in partition order. A replica that is silent or could not say (503 while it
+    starts, say) makes ``found``, ``merged`` and ``all`` a 503 naming it: what it holds may be the
+    answer, so none is made up without it.
     """
     if mode == "health":
         return _combined_health(service, answers, count)
@@ -282,6 +287,8 @@ def combine(
         return [_result(answers[index]) for index in sorted(answers)]
     if mode == "found":
         return _found(service, method, answers, count, timeout)
+    if mode == "all":
+        return _every(service, method, answers, count, timeout)
     return _merged(service, method, answers, count, timeout)
 
 
@@ -305,14 +312,21 @@ def _found(
 def _merged(
     service: str, method: str, answers: Mapping[int, dict[str, Any]], count: int, timeout: float
 ) -> list[Any]:
-    """Every replica's list, in partition order; a refusal on its merits (422 …) is every replica's."""
+    """Every replica's list, in partition order, joined."""
+    return [item for result in _every(service, method, answers, count, timeout) for item in result]
+
+
+def _every(
+    service: str, method: str, answers: Mapping[int, dict[str, Any]], count: int, timeout: float
+) -> list[Any]:
+    """Every replica's result, in partition order; a refusal on its merits (422 …) is every replica's."""
     refused = [a for a in answers.values() if not a.get("ok") and 400 <= int(a.get("status", 500)) < 500]
     if refused:
         raise _refusal(refused[0])
     _unless_unsure(
         service, method, answers, [i for i in range(count) if not answers.get(i, {}).get("ok")], timeout
     )
-    return [item for index in range(count) for item in _result(answers[index])]
+    return [_result(answers[index]) for index in range(count)]
 
 
 def _unless_unsure(

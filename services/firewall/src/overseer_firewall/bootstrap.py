@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from overseer_events.catalogue import Principal
+from overseer_events.envelope import Envelope
 from overseer_firewall.adapters.audit_chain import AuditProjection, ReaderAuditHistory, SqliteAuditChain
 from overseer_firewall.adapters.audit_stream import StreamPublishedAudit
 from overseer_firewall.adapters.filesystem import RealPathResolver, read_current_file
@@ -41,6 +42,7 @@ from overseer_firewall.entrypoints import events
 from overseer_firewall.entrypoints.events import SUBSCRIPTIONS
 from overseer_firewall.entrypoints.rpc import rpc
 from overseer_firewall.settings import FirewallSettings, ToolSandbox
+from overseer_runtime.partitions import Partition
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.rpc import RpcTable
 from overseer_runtime.service import HandlerTable, Host, Service
@@ -72,6 +74,7 @@ class FirewallService(Service):
         self.anchor = AuditAnchor()
         self.firewall = FirewallHandlers(self.state, self.anchor)
         self.prompt = PromptPolicy()
+        self.partition = Partition()
         # Set by start(): no event is handled and no RPC answered before it returned.
         self.env: Surroundings
         self.queries: FirewallQueries
@@ -88,6 +91,12 @@ class FirewallService(Service):
 
     def handlers(self) -> HandlerTable[FirewallUnit]:
         return events.handlers(self.firewall, self.unit_for)
+
+    def partition_key(self, event: Envelope) -> str | None:
+        return events.partition_key(event)
+
+    def ignores(self, event: Envelope) -> bool:
+        return not self.firewall.keeper and events.kept_by_partition_zero(event)
 
     def rpc(self) -> RpcTable:
         return rpc(self)
@@ -108,6 +117,8 @@ class FirewallService(Service):
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self, runtime: Host) -> None:
         settings = runtime.settings.typed("firewall", FirewallSettings)
+        self.partition = partition = runtime.partition
+        self.firewall.keeper = partition.index == 0
         home = runtime.settings.home
         sandbox = home / runtime.settings.typed("tools", ToolSandbox).sandbox
         sandbox.mkdir(parents=True, exist_ok=True)
@@ -136,15 +147,18 @@ class FirewallService(Service):
             policy=policy,
             proposals=ReaderProposalHistory(reader),
             audit=audit,
-            verifier=AuditVerifier(audit, StreamPublishedAudit(runtime.nc, runtime.subjects)),
+            verifier=AuditVerifier(
+                audit, StreamPublishedAudit(runtime.nc, runtime.subjects, chain=partition.index)
+            ),
             escalations=ReaderEscalations(reader),
         )
         self.commands = FirewallCommands(self.firewall, in_unit, self.clock)
         self.replay_limit = settings.replay_limit
-        self.anchor.bind(in_unit, runtime.spawn, settings.audit_head_linger_seconds)
+        self.anchor.bind(in_unit, runtime.spawn, settings.audit_head_linger_seconds, chain=partition.index)
 
         self.state.load(await policy.rows())
-        await self._seed_admin_policy(settings)
+        if self.firewall.keeper:
+            await self._seed_admin_policy(settings)
         # Records committed before a crash, whose head was not yet published: anchor them now.
         await self.anchor.flush()
         warmed = self.state.warm(

@@ -17,11 +17,15 @@ log = logging.getLogger("overseer.firewall.audit")
 
 
 class StreamPublishedAudit:
-    """:class:`~overseer_firewall.application.ports.PublishedAudit` on the events stream."""
+    """:class:`~overseer_firewall.application.ports.PublishedAudit` on the events stream: the heads of
+    one ``chain`` (a firewall running as several replicas keeps one per replica)."""
 
-    def __init__(self, nc: Client, subjects: Subjects, *, batch: int = 256, timeout: float = 5.0) -> None:
+    def __init__(
+        self, nc: Client, subjects: Subjects, *, chain: int = 0, batch: int = 256, timeout: float = 5.0
+    ) -> None:
         self.reader = StreamReader(nc, subjects.events_stream, batch=batch, timeout=timeout)
         self.subjects = subjects
+        self.chain = chain
 
     async def entries(
         self,
@@ -38,6 +42,8 @@ class StreamPublishedAudit:
                 log.warning("firewall: audit verify: undecodable message %s on %s", message.seq, subject)
                 continue
             if isinstance(data, AuditHeadPublished):
+                if data.chain != self.chain:
+                    continue
                 yield PublishedEntry(data.index, data.hash, message.seq, tuple(data.hashes))
             elif isinstance(data, kind):
                 yield PublishedEntry(data.index, data.hash, message.seq)

@@ -59,15 +59,16 @@ class AuditAnchor:
 
     def __init__(self) -> None:
         self.linger = 0.0
+        self.chain = 0
         self._run: UnitRunner | None = None
         self._spawn: Spawn | None = None
         self._noted: FirewallUnit | None = None
         self._due = False
         self._task: object | None = None
 
-    def bind(self, run: UnitRunner, spawn: Spawn, linger: float) -> None:
-        """Publish heads through ``run`` (a new unit of work), in tasks made by ``spawn``."""
-        self._run, self._spawn, self.linger = run, spawn, linger
+    def bind(self, run: UnitRunner, spawn: Spawn, linger: float, chain: int = 0) -> None:
+        """Publish the heads of ``chain`` through ``run`` (a new unit of work), in tasks made by ``spawn``."""
+        self._run, self._spawn, self.linger, self.chain = run, spawn, linger, chain
 
     def unbind(self) -> None:
         self._run = self._spawn = None
@@ -102,10 +103,10 @@ class AuditAnchor:
         """Publish the committed head now if no head covers it yet (at start, at stop, after commits)."""
         if self._run is None:
             return None
-        return await self._run(publish_head)
+        return await self._run(lambda unit: publish_head(unit, self.chain))
 
 
-def publish_head(unit: FirewallUnit) -> AuditHead | None:
+def publish_head(unit: FirewallUnit, chain: int = 0) -> AuditHead | None:
     """Emit ``audit.head_published`` for the committed chain's head, unless a head at or past it exists,
     with the hash of every entry since the previous head (several heads when those are many: a head
     stays a small message however long the firewall could not publish)."""
@@ -117,7 +118,7 @@ def publish_head(unit: FirewallUnit) -> AuditHead | None:
         hashes = unit.audit.hashes_between(start, min(start + MAX_COVERED, head.index))
         index = start + len(hashes)
         unit.emit(
-            AuditHeadPublished(index=index, hash=hashes[-1], hashes=hashes),
+            AuditHeadPublished(index=index, hash=hashes[-1], hashes=hashes, chain=chain),
             aggregate_id=HEAD_AGGREGATE,
             aggregate_version=index,
         )

@@ -75,6 +75,10 @@ class FirewallHandlers:
     def __init__(self, state: KernelState, anchor: AuditAnchor) -> None:
         self.state = state
         self.anchor = anchor
+        # Whether this process keeps the policy (the admin layer, modes, the catalogue, adaptive user
+        # levels): the firewall running alone, or partition 0 of several; the others read it from the
+        # stream (see on_policy_told).
+        self.keeper = True
 
     # -- the two ways out: an event, and its audit record ------------------------------------------
     def emit(
@@ -108,6 +112,9 @@ class FirewallHandlers:
     def on_proposed(self, data: ExecutionProposed, unit: FirewallUnit, event: Envelope) -> None:
         if unit.proposals.has_verdict(data.execution_id):
             return  # one verdict per execution_id, however often it is proposed
+        if not self.keeper and self.state.engine.policy.admin.version == 0:
+            # Fail closed: a replica judges nothing before partition 0's admin policy reached it.
+            raise TransientError("the admin policy has not reached this firewall replica yet")
         self.audit(unit, event)
         proposal = proposal_from_event(data, event.occurred_at)
         verdict = self.state.engine.evaluate(proposal)
@@ -176,7 +183,7 @@ class FirewallHandlers:
             self.record_decision(data, unit, event, pending, outcome, outcome.decision)
         if outcome.resume_session:
             self.emit(unit, SessionResumed(session_id=session, by=by), f"session:{session}")
-        if pending.kind == "approval" and pending.tool and not outcome.pause_session:
+        if self.keeper and pending.kind == "approval" and pending.tool and not outcome.pause_session:
             self.adapt(
                 unit, pending.tool, outcome.decision == "approve", outcome.latency_ms, str(by), session
             )
@@ -221,6 +228,7 @@ class FirewallHandlers:
             latency_ms=outcome.latency_ms,
             comment=ABORT_COMMENT if outcome.pause_session else data.comment,
             response_event_id=event.event_id,
+            tool=approved_tool(pending),
         )
         self.emit(unit, decided, f"approval:{data.execution_id}")
 
@@ -343,6 +351,22 @@ class FirewallHandlers:
         outcome = classify_result(data.to_status, data.result, data.error_message)
         self.audit(unit, event, tool=stored.proposal.tool if stored else None, outcome=outcome.value)
 
+    # -- what another replica did (a firewall running as several) ------------------------------------
+    def on_policy_told(self, data: EventData, unit: FirewallUnit, event: Envelope) -> None:
+        """Partition 0's policy change (the admin layer, a mode, the catalogue, a user level), read back
+        from the stream by the other replicas (partition 0's own is already recorded: never handled
+        twice): applied in the order partition 0 made them, once committed."""
+        self.state.apply_own(unit.after_commit, event, unit.proposals.get)
+
+    def on_decided_elsewhere(self, data: HumanDecisionRecorded, unit: FirewallUnit, event: Envelope) -> None:
+        """Another replica's decision: counted here too (adaptive escalation reads the decisions of every
+        session), and on partition 0, which keeps the user levels, followed by what it calls for."""
+        self.state.apply(event, unit.proposals.get)
+        if self.keeper and data.tool and data.comment != ABORT_COMMENT and data.decided_by.kind != "system":
+            session = data.session_id or ""
+            approved = data.decision == "approve"
+            self.adapt(unit, data.tool, approved, data.latency_ms, str(data.decided_by), session)
+
     # -- timers -----------------------------------------------------------------------------------------
     def check_timeouts(self, unit: FirewallUnit) -> int:
         """Escalate requests unanswered after T1, decide those unanswered after T2 (the decider of last resort)."""
@@ -380,6 +404,7 @@ class FirewallHandlers:
                 decided_by=FIREWALL,
                 latency_ms=action.after_seconds * 1000,
                 comment=comment,
+                tool=approved_tool(pending),
             ),
             key,
         )
@@ -443,6 +468,11 @@ class FirewallHandlers:
         self.emit(
             unit, AgentModeSet(principal=principal, mode=setting.mode.value, grant=grant, set_by=by), "policy"
         )
+
+
+def approved_tool(pending: PendingApproval) -> str | None:
+    """The tool a decision on ``pending`` approves or rejects (None: a reconciliation, a question)."""
+    return pending.tool if pending.kind == "approval" else None
 
 
 class SessionRefused(ValueError):

@@ -159,14 +159,16 @@ class KernelState:
     def _decision(self, data: HumanDecisionRecorded, lookup: Lookup) -> None:
         if data.decided_by.kind == SYSTEM_PRINCIPAL_KIND:
             return
+        # Another replica's decision names its session and tool; this one's may be older than that.
         stored = lookup(data.execution_id)
-        if stored is None:
+        session_id = data.session_id or (stored.proposal.session_id if stored else None)
+        tool = data.tool or (stored.proposal.tool if stored else None)
+        if session_id is None:
             return
-        session_id = data.session_id or stored.proposal.session_id
         self.engine.bus.record_human_intervention(session_id)
-        if data.decision in ("approve", "reject") and stored.proposal.tool and data.comment != ABORT_COMMENT:
+        if data.decision in ("approve", "reject") and tool and data.comment != ABORT_COMMENT:
             self.engine.bus.record_approval(
-                stored.proposal.tool, data.decision == "approve", data.latency_ms, str(data.decided_by)
+                tool, data.decision == "approve", data.latency_ms, str(data.decided_by)
             )
 
     def _transitioned(self, data: ExecutionTransitioned, lookup: Lookup) -> None:

@@ -19,6 +19,7 @@ from overseer_firewall.application.commands import FirewallCommands
 from overseer_firewall.application.handlers import ChangeRefused, SessionRefused
 from overseer_firewall.application.queries import FirewallQueries
 from overseer_firewall.domain.policy import AdminPolicy, PolicyError, parse_admin_policy
+from overseer_runtime.partitions import MAX_PARTITIONS, Partition
 from overseer_runtime.rpc import NoArguments, RpcError, RpcRequest, RpcTable
 
 MAX_AUDIT_PAGE = 1000
@@ -71,6 +72,7 @@ class AcceptChange(RpcRequest):
 class AuditList(RpcRequest):
     after: StrictInt = Field(default=0, ge=-1, le=2**62)
     limit: StrictInt = Field(default=100, ge=1, le=MAX_AUDIT_PAGE)
+    chain: StrictInt = Field(default=0, ge=0, lt=MAX_PARTITIONS)  # whose: replica k keeps chain k
 
 
 class DecisionParse(RpcRequest):
@@ -83,6 +85,7 @@ class RunningFirewall(Protocol):
     queries: FirewallQueries
     commands: FirewallCommands
     replay_limit: int
+    partition: Partition
 
 
 def rpc(firewall: RunningFirewall) -> RpcTable:
@@ -155,6 +158,8 @@ class FirewallRpc:
         return await self._stop(r, "cancel")
 
     async def _stop(self, r: SessionStop, action: str) -> dict[str, Any]:
+        if not self.firewall.partition.owns(r.session_id):
+            raise RpcError(404, f"session {r.session_id!r} is another firewall replica's")
         try:
             return await self.firewall.commands.stop_session(r.session_id, action, r.by, r.reason)
         except SessionRefused as exc:
@@ -162,10 +167,14 @@ class FirewallRpc:
 
     # -- audit --------------------------------------------------------------------------------
     async def audit_list(self, r: AuditList) -> list[dict[str, Any]]:
+        if r.chain != self.firewall.partition.index:
+            raise RpcError(
+                404, f"this firewall keeps audit chain {self.firewall.partition.index}, not {r.chain}"
+            )
         return await self.firewall.queries.audit_page(r.after, r.limit)
 
     async def audit_verify(self, _: NoArguments) -> dict[str, Any]:
-        return await self.firewall.queries.verify()
+        return {**await self.firewall.queries.verify(), "chain": self.firewall.partition.index}
 
     # -- prompt, decisions, perception ---------------------------------------------------------------
     async def prompt_system(self, _: NoArguments) -> dict[str, Any]:

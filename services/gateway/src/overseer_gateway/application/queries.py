@@ -44,9 +44,10 @@ async def pending_approvals(peers: Peers) -> list[dict[str, Any]]:
     resort). Escalated questions come first, oldest first, then the rest in the executor's order."""
     items, escalations = await asyncio.gather(
         peers.ask("executor", "approvals.pending", {}),
-        peers.ask("firewall", "approvals.escalated", {}),
+        peers.ask("firewall", "approvals.escalated", {}),  # each firewall replica's, of its sessions
     )
-    escalated = {str(execution_id): n for n, execution_id in enumerate(escalations["execution_ids"])}
+    ids = [execution_id for replica in escalations for execution_id in replica["execution_ids"]]
+    escalated = {str(execution_id): n for n, execution_id in enumerate(ids)}
     marked = [{**item, "escalated": item["execution_id"] in escalated} for item in items]
     return sorted(marked, key=lambda item: escalated.get(item["execution_id"], len(escalated)))
 
@@ -137,3 +138,26 @@ async def agent_run(peers: Peers, execution_id: str) -> AgentRun | None:
         verdict=verdict.get("decision"),
         session_id=contract.get("session_id"),
     )
+
+
+async def audit_verification(peers: Peers) -> dict[str, Any]:
+    """The audit chain recomputed and checked against its published heads. A firewall running as
+    several replicas keeps one chain per replica: each is verified, ``ok`` only when every one is,
+    ``records`` counted over all, the first broken chain's findings on top and each under ``chains``."""
+    chains: list[dict[str, Any]] = await peers.ask("firewall", "audit.verify", {})
+    if len(chains) == 1:
+        return chains[0]
+    broken = next((chain for chain in chains if not chain["ok"]), None)
+    total = sum(int(chain["records"]) for chain in chains)
+    return {**(broken or chains[0]), "ok": broken is None, "records": total, "chains": chains}
+
+
+async def policy_replay(peers: Peers, candidate: dict[str, Any]) -> dict[str, Any]:
+    """Which recorded proposals ``candidate`` would judge differently: each firewall replica replays the
+    proposals of its own sessions, and their reports are joined."""
+    reports: list[dict[str, Any]] = await peers.ask("firewall", "policy.replay", {"policy": candidate})
+    return {
+        **reports[0],
+        "evaluated": sum(int(report["evaluated"]) for report in reports),
+        "changed": [change for report in reports for change in report["changed"]],
+    }

@@ -15,6 +15,7 @@ from overseer_events.views import (
     StateMachineTopology,
     TransitionRecord,
 )
+from overseer_gateway.application.queries import audit_verification, policy_replay
 from overseer_gateway.domain.access import Caller, Role
 from overseer_gateway.entrypoints.answers import json_response, passed_on
 from overseer_gateway.entrypoints.auth import require
@@ -28,6 +29,7 @@ from overseer_gateway.entrypoints.schemas import (
     PolicyDocument,
     ToolChangeAcceptedView,
 )
+from overseer_runtime.partitions import MAX_PARTITIONS
 
 router = APIRouter()
 
@@ -183,9 +185,15 @@ async def audit(
         -1, ge=-1, le=MAX_QUERY_INT, description="answer records with an index greater than this"
     ),
     limit: int = Query(100, ge=1, le=1000),
+    chain: int = Query(
+        0,
+        ge=0,
+        lt=MAX_PARTITIONS,
+        description="whose chain: a firewall running as several replicas keeps one per replica (0 to N-1)",
+    ),
     _: Caller = Depends(require(Role.OPERATOR)),
 ) -> Response:
-    return await ask(request, "firewall", "audit.list", {"after": after, "limit": limit})
+    return await ask(request, "firewall", "audit.list", {"after": after, "limit": limit, "chain": chain})
 
 
 @router.get(
@@ -196,7 +204,7 @@ async def audit(
     summary="Recompute the hash chain",
 )
 async def audit_verify(request: Request, _: Caller = Depends(require(Role.OPERATOR))) -> Response:
-    return await ask(request, "firewall", "audit.verify")
+    return json_response(await audit_verification(gateway_of(request).peers))
 
 
 # ----------------------------------------------------------------- policy --
@@ -259,4 +267,4 @@ async def replay_policy(
     body: Annotated[PolicyDocument, Body()],
     _: Caller = Depends(require(Role.ADMIN)),
 ) -> Response:
-    return await ask(request, "firewall", "policy.replay", {"policy": body.model_dump()})
+    return json_response(await policy_replay(gateway_of(request).peers, body.model_dump()))

@@ -484,6 +484,14 @@ class AuditVerification(Answer):
         None, description="the record of the first published head the chain contradicts"
     )
     anchor_error: str | None = Field(None, description="why the published heads could not be read")
+    chain: int | None = Field(
+        None, description="which chain: a firewall running as several replicas keeps one per replica"
+    )
+    chains: list[dict[str, Any]] | None = Field(
+        None,
+        description="each chain's verification, when the firewall runs as several replicas (the answer's "
+        "own fields are then the first broken chain's, with records counted over all)",
+    )
 
 
 class PolicyDocument(Answer):
