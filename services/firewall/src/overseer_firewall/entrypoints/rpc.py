@@ -168,9 +168,8 @@ class FirewallRpc:
     # -- audit --------------------------------------------------------------------------------
     async def audit_list(self, r: AuditList) -> list[dict[str, Any]]:
         if r.chain != self.firewall.partition.index:
-            raise RpcError(
-                404, f"this firewall keeps audit chain {self.firewall.partition.index}, not {r.chain}"
-            )
+            kept = self.firewall.partition.index
+            raise RpcError(404, f"no audit chain {r.chain} here: this firewall replica keeps chain {kept}")
         return await self.firewall.queries.audit_page(r.after, r.limit)
 
     async def audit_verify(self, _: NoArguments) -> dict[str, Any]:

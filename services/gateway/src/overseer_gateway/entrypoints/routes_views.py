@@ -175,7 +175,7 @@ async def transitions(
 @router.get(
     "/v1/audit",
     response_model=list[AuditRecord],
-    responses=problems(*READ, 422),
+    responses=problems(*READ, 404, 422),
     tags=["audit"],
     summary="Audit records in order, each with index, prev_hash and hash",
 )
