@@ -46,6 +46,7 @@ from overseer_events.subjects import KEPT_IN_STORE, owns
 from overseer_firewall.application.anchoring import HEAD_AGGREGATE, AuditAnchor
 from overseer_firewall.application.handlers import FirewallHandlers
 from overseer_firewall.application.ports import (
+    POLICY_AGGREGATES,
     FirewallUnit,
     PolicyRows,
     PublishedEntry,
@@ -229,9 +230,14 @@ class InMemoryPolicyState:
         self._hints: dict[tuple[str, str], dict[str, Any]] = {}
         self._catalogue: RecordedCatalogue | None = None
         self._usage: dict[str, Usage] = {}
+        self._versions = dict.fromkeys(POLICY_AGGREGATES, 0)
 
     def apply(self, event: Envelope) -> None:
         data = event.data
+        if event.aggregate_id in POLICY_AGGREGATES:
+            self._versions[event.aggregate_id] = max(
+                self._versions[event.aggregate_id], event.aggregate_version
+            )
         if isinstance(data, CatalogueChanged | ToolChangeAccepted):
             self._record_catalogue(data)
         elif isinstance(data, VerdictIssued | ExecutionProposed):
@@ -321,6 +327,9 @@ class InMemoryPolicyState:
 
     async def hints(self) -> list[dict[str, Any]]:
         return sorted((dict(h) for h in self._hints.values()), key=lambda h: h["at"])
+
+    async def versions(self) -> dict[str, int]:
+        return dict(self._versions)
 
 
 # ---------------------------------------------------------------------------- audit ---

@@ -80,12 +80,13 @@ def node_config(home: Path, index: int) -> str:
 @dataclass
 class UpStack:
     """`overseer up` as a child process on ``home`` and ``port`` (``cluster``: nodes of its own cluster;
-    ``executors``: executor replicas)."""
+    ``executors``, ``firewalls``: replicas of those services)."""
 
     home: Path
     port: int
     cluster: int = 0
     executors: int = 1  # executor replicas, each running one partition of the work
+    firewalls: int = 1  # firewall replicas, likewise
     proc: subprocess.Popen[str] | None = None
 
     @property
@@ -103,6 +104,8 @@ class UpStack:
             argv += ["--cluster", str(self.cluster)]
         if self.executors > 1:
             argv += ["--executors", str(self.executors)]
+        if self.firewalls > 1:
+            argv += ["--firewalls", str(self.firewalls)]
         self.proc = subprocess.Popen(
             argv, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )

@@ -95,6 +95,8 @@ async def test_each_replica_judges_its_sessions_by_the_policy_partition_zero_kee
     )
     assert answer["admin"]["version"] == 2
     await eventually(lambda: admin_version(one_) == 2)
+    told = await stack.rpc("firewall", "policy.told")  # how far each replica applied partition 0's policy
+    assert told == [{"policy": 2, "catalogue": 0}] * 2
     mail = await propose(stack, "email.send", MAIL, session_id=second)
     assert ((await verdict(one_.runtime, mail))["level"], admin_version(zero)) == ("CONFIRM", 2)
 

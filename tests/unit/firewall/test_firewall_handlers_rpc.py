@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -28,7 +28,7 @@ class Running:
     queries: FirewallQueries
     commands: FirewallCommands
     replay_limit: int
-    partition: Partition = Partition()
+    partition: Partition = field(default_factory=Partition)
 
 
 @pytest.fixture

@@ -8,7 +8,13 @@ import pytest
 
 from overseer_events.catalogue import Principal
 from overseer_events.views import Until
-from overseer_gateway.application.queries import consequence_when_settled, open_question
+from overseer_gateway.application.commands import change_policy
+from overseer_gateway.application.queries import (
+    audit_verification,
+    consequence_when_settled,
+    open_question,
+    pending_approvals,
+)
 from overseer_runtime.rpc import RpcError
 from tests.fakes.gateway import APPROVAL_FORM, InMemoryPeers
 
@@ -104,3 +110,64 @@ async def test_an_execution_the_executor_does_not_know_is_its_refusal() -> None:
     with pytest.raises(RpcError) as refused:
         await open_question(peers, "e1")
     assert refused.value.status == 404
+
+
+def firewall_replicas(told: list[list[dict[str, int]]], partial: list[dict[str, Any]]) -> InMemoryPeers:
+    """A firewall of several replicas: ``policy.told`` answers each of ``told`` in turn (the last again)."""
+    answers = iter(told)
+    last: list[list[dict[str, int]]] = [told[-1]]
+
+    def policy_told(payload: dict[str, Any]) -> Any:
+        last[0] = next(answers, last[0])
+        return last[0]
+
+    def escalated(payload: dict[str, Any]) -> Any:
+        return [{"to_role": "admin", "execution_ids": ids} for ids in ([], ["e2"])]
+
+    return InMemoryPeers(
+        methods={
+            ("firewall", "policy.replace_admin"): lambda payload: {"admin": {"version": 3}},
+            ("firewall", "policy.told"): policy_told,
+            ("firewall", "audit.verify"): lambda payload: partial,
+            ("firewall", "approvals.escalated"): escalated,
+            ("executor", "approvals.pending"): lambda payload: [
+                {"execution_id": "e1"},
+                {"execution_id": "e2"},
+            ],
+        }
+    )
+
+
+async def test_a_policy_change_is_answered_once_every_firewall_replica_applied_it() -> None:
+    behind = [{"policy": 3, "catalogue": 1}, {"policy": 2, "catalogue": 1}]
+    caught_up = [{"policy": 3, "catalogue": 1}, {"policy": 3, "catalogue": 1}]
+    peers = firewall_replicas([behind, behind, caught_up], [])
+    answer = await change_policy(peers, "policy.replace_admin", {"policy": {}})
+    assert answer == {"admin": {"version": 3}}
+    assert [a.method for a in peers.asked].count("policy.told") == 3  # asked until none was behind
+
+
+async def test_a_replica_that_never_catches_up_makes_the_answer_a_504_that_says_the_change_is_recorded() -> (
+    None
+):
+    peers = firewall_replicas([[{"policy": 3, "catalogue": 1}, {"policy": 2, "catalogue": 1}]], [])
+    with pytest.raises(RpcError) as late:
+        await change_policy(peers, "policy.replace_admin", {"policy": {}}, catch_up_seconds=0.05)
+    assert late.value.status == 504
+    assert "recorded" in late.value.detail
+    assert "[1]" in late.value.detail
+
+
+async def test_the_audit_chains_of_several_firewall_replicas_are_verified_together() -> None:
+    intact = {"ok": True, "records": 4, "first_broken": None, "chain": 0}
+    broken = {"ok": False, "records": 6, "first_broken": 2, "reason": "entry 2 rewritten", "chain": 1}
+    alone = await audit_verification(firewall_replicas([[]], [intact]))
+    assert alone == intact  # one firewall: its chain's verification as it is
+    both = await audit_verification(firewall_replicas([[]], [intact, broken]))
+    assert (both["ok"], both["records"], both["first_broken"], both["chain"]) == (False, 10, 2, 1)
+    assert both["chains"] == [intact, broken]
+
+
+async def test_the_questions_escalated_by_any_firewall_replica_come_first() -> None:
+    pending = await pending_approvals(firewall_replicas([[]], []))
+    assert [(item["execution_id"], item["escalated"]) for item in pending] == [("e2", True), ("e1", False)]

@@ -227,6 +227,7 @@ PARTITIONED_RPC: dict[str, dict[str, Literal["found", "merged", "all", "first"]]
         "agents.list": "first",
         "prompt.system": "first",
         "perception.stats": "first",
+        "policy.told": "all",
         "policy.replay": "all",
         "approvals.escalated": "all",
         "audit.verify": "all",

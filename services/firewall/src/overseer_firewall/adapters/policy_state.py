@@ -28,7 +28,7 @@ from overseer_events.catalogue import (
     VerdictIssued,
 )
 from overseer_events.envelope import Envelope
-from overseer_firewall.application.ports import PolicyRows, RecordedCatalogue
+from overseer_firewall.application.ports import POLICY_AGGREGATES, PolicyRows, RecordedCatalogue
 from overseer_firewall.application.translation import mode_setting
 from overseer_firewall.domain.budgets import Usage
 from overseer_firewall.domain.gate import SessionState
@@ -54,6 +54,7 @@ class PolicyProjection(SqlProjection):
         "fw_catalogue",
         "fw_catalogue_reviews",
         "fw_session_usage",
+        "fw_policy_versions",
     )
     ddl = """
     CREATE TABLE IF NOT EXISTS fw_admin_policy (
@@ -111,6 +112,10 @@ class PolicyProjection(SqlProjection):
         calls       INTEGER NOT NULL,
         tokens      INTEGER NOT NULL
     );
+    CREATE TABLE IF NOT EXISTS fw_policy_versions (
+        aggregate_id  TEXT PRIMARY KEY,
+        version       INTEGER NOT NULL
+    );
     CREATE TABLE IF NOT EXISTS fw_catalogue_reviews (
         id          INTEGER PRIMARY KEY CHECK (id = 1),
         accepted    TEXT NOT NULL,
@@ -119,6 +124,8 @@ class PolicyProjection(SqlProjection):
     """
 
     def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
+        if event.aggregate_id in POLICY_AGGREGATES:
+            _version(conn, event)
         match event.data:
             case AdminPolicyReplaced() as data:
                 _admin(conn, data, event)
@@ -136,6 +143,14 @@ class PolicyProjection(SqlProjection):
                 _catalogue(conn, data)
             case VerdictIssued() | ExecutionProposed() as data:
                 _usage(conn, data)
+
+
+def _version(conn: sqlite3.Connection, event: Envelope) -> None:
+    conn.execute(
+        "INSERT INTO fw_policy_versions (aggregate_id, version) VALUES (?, ?) "
+        "ON CONFLICT(aggregate_id) DO UPDATE SET version = MAX(version, excluded.version)",
+        (event.aggregate_id, event.aggregate_version),
+    )
 
 
 def _json(value: Any) -> str:
@@ -355,3 +370,9 @@ class ReaderPolicyState:
 
     async def hints(self) -> list[dict[str, Any]]:
         return await self.reader.fetch_all("SELECT tool, kind, message, at FROM fw_hints ORDER BY at")
+
+    async def versions(self) -> dict[str, int]:
+        rows = await self.reader.fetch_all("SELECT aggregate_id, version FROM fw_policy_versions")
+        return {aggregate: 0 for aggregate in POLICY_AGGREGATES} | {
+            r["aggregate_id"]: r["version"] for r in rows
+        }

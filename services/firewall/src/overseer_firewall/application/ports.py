@@ -152,6 +152,11 @@ class AuditChain(Protocol):
 
 
 # -- for queries: the runtime's read-only reader, committed data ---------------------------------------
+# The aggregates of partition 0's policy events (the admin layer, user levels and modes; the catalogue):
+# how far a store applied each tells whether a replica has caught up with partition 0.
+POLICY_AGGREGATES = ("policy", "catalogue")
+
+
 class PolicyState(Protocol):
     """The policy read models (admin policy, user levels, agent modes, sessions, grants, hints). Read by the
     read-only reader: each table on its own, so read it when nothing writes (at start) or accept that a
@@ -161,6 +166,11 @@ class PolicyState(Protocol):
 
     async def hints(self) -> list[dict[str, Any]]:
         """Every standing hint, oldest first: ``{tool, kind, message, at}``."""
+        ...
+
+    async def versions(self) -> dict[str, int]:
+        """How far this store applied each policy aggregate (``policy``: the admin layer, user levels and
+        modes; ``catalogue``), by aggregate version: what tells a replica has caught up with partition 0."""
         ...
 
 

@@ -60,6 +60,10 @@ class FirewallQueries:
             described["read_model"] = (await self.policy_state.rows()).as_dict()
         return described
 
+    async def told(self) -> dict[str, int]:
+        """How far this replica applied partition 0's policy, by aggregate version (see POLICY_AGGREGATES)."""
+        return await self.policy_state.versions()
+
     async def escalated(self) -> dict[str, Any]:
         """The pending requests escalated to an admin: nobody answered them within the timeout rule's
         ``escalate_after_seconds``, so they are the admin's to decide."""

@@ -93,6 +93,7 @@ def rpc(firewall: RunningFirewall) -> RpcTable:
     return (
         RpcTable()
         .method("policy.get", PolicyGet, methods.policy_get)
+        .method("policy.told", NoArguments, methods.policy_told)
         .method("policy.replace_admin", ReplaceAdmin, methods.replace_admin)
         .method("policy.replay", Replay, methods.replay)
         .method("policy.set_mode", SetMode, methods.set_mode)
@@ -117,6 +118,9 @@ class FirewallRpc:
     # -- policy ------------------------------------------------------------------------------
     async def policy_get(self, r: PolicyGet) -> dict[str, Any]:
         return await self.firewall.queries.policy(read_model=r.read_model)
+
+    async def policy_told(self, _: NoArguments) -> dict[str, int]:
+        return await self.firewall.queries.told()
 
     async def replace_admin(self, r: ReplaceAdmin) -> dict[str, Any]:
         await self.firewall.commands.replace_admin(_admin_policy(r.policy), r.principal)

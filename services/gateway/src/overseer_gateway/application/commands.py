@@ -7,6 +7,7 @@ models, and relayed after commit.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -37,6 +38,7 @@ from overseer_gateway.domain.approvals import (
     response_aggregate,
 )
 from overseer_gateway.domain.notices import LinkClaim
+from overseer_runtime.rpc import RpcError
 
 # A user's command on a Cognitive Object; the col service carries it out.
 CoCommand = (
@@ -263,3 +265,35 @@ async def run_co_command(
     payload = {"command_id": command.command_id, "timeout": CO_AWAIT_SECONDS}
     answer = await peers.ask("col", "command.await", payload, timeout=CO_AWAIT_SECONDS + 2.0)
     return dict(answer)
+
+
+POLICY_CATCH_UP_SECONDS = 5.0
+POLICY_POLL_SECONDS = 0.02
+
+
+async def change_policy(
+    peers: Peers, method: str, payload: dict[str, Any], *, catch_up_seconds: float = POLICY_CATCH_UP_SECONDS
+) -> Any:
+    """A change of the firewall's policy (``policy.replace_admin``, ``policy.set_mode``,
+    ``catalogue.accept``), answered once it is in force in every firewall replica.
+
+    Partition 0 keeps the policy and the other replicas apply it from the stream, a few milliseconds
+    later; until then they would judge by the policy before. So the answer waits until every replica
+    has applied what partition 0 holds now (``policy.told``), and an admin who tightened the policy
+    is told so only once nothing is judged by the looser one. A replica still behind after
+    ``catch_up_seconds`` makes the answer a 504 that says the change is recorded.
+    """
+    answer = await peers.ask("firewall", method, payload)
+    deadline = asyncio.get_running_loop().time() + catch_up_seconds
+    while True:
+        told: list[dict[str, int]] = await peers.ask("firewall", "policy.told", {})
+        behind = [k for k, replica in enumerate(told) if any(replica[a] < told[0][a] for a in told[0])]
+        if not behind:
+            return answer
+        if asyncio.get_running_loop().time() > deadline:
+            raise RpcError(
+                504,
+                f"the change is recorded, but firewall replica(s) {behind} had not applied it within "
+                f"{catch_up_seconds:g}s",
+            )
+        await asyncio.sleep(POLICY_POLL_SECONDS)

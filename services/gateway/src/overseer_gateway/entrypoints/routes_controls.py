@@ -12,6 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends, Path, Request
 from fastapi.responses import Response
 
+from overseer_gateway.application.commands import change_policy
 from overseer_gateway.domain.access import Caller, Role
 from overseer_gateway.domain.actions import ID, ID_MAX
 from overseer_gateway.entrypoints.answers import json_response, passed_on
@@ -88,7 +89,7 @@ async def set_mode(
         "grant": body.grant.model_dump(exclude_none=True) if body.grant is not None else None,
         "by": caller.as_principal("admin").model_dump(),
     }
-    answer = await gateway_of(request).peers.ask("firewall", "policy.set_mode", payload)
+    answer = await change_policy(gateway_of(request).peers, "policy.set_mode", payload)
     # policy.set_mode answers the agents; shaped as GET /v1/agents answers them.
     return json_response({"default_mode": "supervised", "agents": answer.get("agents", [])})
 

@@ -15,6 +15,7 @@ from overseer_events.views import (
     StateMachineTopology,
     TransitionRecord,
 )
+from overseer_gateway.application.commands import change_policy
 from overseer_gateway.application.queries import audit_verification, policy_replay
 from overseer_gateway.domain.access import Caller, Role
 from overseer_gateway.entrypoints.answers import json_response, passed_on
@@ -232,7 +233,7 @@ async def replace_admin_policy(
     caller: Caller = Depends(require(Role.ADMIN)),
 ) -> Response:
     payload = {"policy": body.model_dump(), "principal": caller.as_principal("admin").model_dump()}
-    return await ask(request, "firewall", "policy.replace_admin", payload)
+    return json_response(await change_policy(gateway_of(request).peers, "policy.replace_admin", payload))
 
 
 @router.post(
@@ -252,7 +253,7 @@ async def accept_tool_change(
     """An MCP tool whose description, input schema or hints changed since an admin accepted it is held
     at CONFIRM or above (`unreviewed` in `GET /v1/policy`). 409 when no change of `tool` waits."""
     payload = {"tool": tool, "by": caller.as_principal("admin").model_dump()}
-    return await ask(request, "firewall", "catalogue.accept", payload)
+    return json_response(await change_policy(gateway_of(request).peers, "catalogue.accept", payload))
 
 
 @router.post(
