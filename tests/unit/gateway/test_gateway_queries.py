@@ -155,7 +155,7 @@ async def test_a_replica_that_never_catches_up_makes_the_answer_a_504_that_says_
         await change_policy(peers, "policy.replace_admin", {"policy": {}}, catch_up_seconds=0.05)
     assert late.value.status == 504
     assert "recorded" in late.value.detail
-    assert "[1]" in late.value.detail
+    assert "replica(s) [1]" in late.value.detail
 
 
 async def test_the_audit_chains_of_several_firewall_replicas_are_verified_together() -> None:
@@ -171,3 +171,15 @@ async def test_the_audit_chains_of_several_firewall_replicas_are_verified_togeth
 async def test_the_questions_escalated_by_any_firewall_replica_come_first() -> None:
     pending = await pending_approvals(firewall_replicas([[]], []))
     assert [(item["execution_id"], item["escalated"]) for item in pending] == [("e2", True), ("e1", False)]
+
+
+async def test_a_replica_that_cannot_say_how_far_it_is_keeps_the_change_from_being_called_in_force() -> None:
+    def silent(payload: dict[str, Any]) -> Any:
+        raise RpcError(503, "firewall could not answer policy.told in full (partition 1: no answer)")
+
+    peers = firewall_replicas([[]], [])
+    peers.methods[("firewall", "policy.told")] = silent
+    with pytest.raises(RpcError) as late:
+        await change_policy(peers, "policy.replace_admin", {"policy": {}}, catch_up_seconds=0.05)
+    assert late.value.status == 504
+    assert "partition 1: no answer" in late.value.detail

@@ -280,20 +280,26 @@ async def change_policy(
     Partition 0 keeps the policy and the other replicas apply it from the stream, a few milliseconds
     later; until then they would judge by the policy before. So the answer waits until every replica
     has applied what partition 0 holds now (``policy.told``), and an admin who tightened the policy
-    is told so only once nothing is judged by the looser one. A replica still behind after
-    ``catch_up_seconds`` makes the answer a 504 that says the change is recorded.
+    is told so only once nothing is judged by the looser one. A replica still behind (or silent)
+    after ``catch_up_seconds`` makes the answer a 504 that says the change is recorded.
     """
     answer = await peers.ask("firewall", method, payload)
     deadline = asyncio.get_running_loop().time() + catch_up_seconds
-    while True:
-        told: list[dict[str, int]] = await peers.ask("firewall", "policy.told", {})
-        behind = [k for k, replica in enumerate(told) if any(replica[a] < told[0][a] for a in told[0])]
-        if not behind:
-            return answer
+    while (behind := await _replicas_behind(peers)) is not None:
         if asyncio.get_running_loop().time() > deadline:
             raise RpcError(
                 504,
-                f"the change is recorded, but firewall replica(s) {behind} had not applied it within "
-                f"{catch_up_seconds:g}s",
+                f"the change is recorded, but not in force everywhere within {catch_up_seconds:g}s: {behind}",
             )
         await asyncio.sleep(POLICY_POLL_SECONDS)
+    return answer
+
+
+async def _replicas_behind(peers: Peers) -> str | None:
+    """Which firewall replicas have not applied what partition 0 holds now (None: every one has)."""
+    try:
+        told: list[dict[str, int]] = await peers.ask("firewall", "policy.told", {})
+    except RpcError as exc:  # a replica that cannot say is not known to judge by the change
+        return exc.detail
+    behind = [k for k, replica in enumerate(told) if any(replica[a] < told[0][a] for a in told[0])]
+    return f"firewall replica(s) {behind} had not applied it" if behind else None
