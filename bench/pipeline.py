@@ -9,8 +9,9 @@ says it is done.
 * ``pipeline_approval``: ``fs.write`` made CONFIRM through ``PUT /v1/policy/admin``; an automatic operator
   client watches the WebSocket for ``ecs.requested`` and approves each card over REST with its
   ``args_hash``; the agent waits for the terminal state (``until=terminal``).
-* ``pipeline_replicas``: ``pipeline_auto`` at ``--concurrency`` with one executor and with two executor
-  replicas sharing the work (``[partitions] executor = 2``), alternated; medians and their ratio.
+* ``pipeline_replicas``: ``pipeline_auto`` at ``--concurrency`` with one process of each service, with
+  two executor replicas sharing the work (``[partitions] executor = 2``) and with two firewall
+  replicas (``[partitions] firewall = 2``), alternated; medians, and each against one process.
 
 Each scenario runs at concurrency 1 and at ``--concurrency`` (default 16), printing one JSON line each:
 ``{"scenario":"pipeline_auto","actions":N,"concurrency":C,"actions_per_s":…,"p50_ms":…,"p99_ms":…}``.
@@ -69,16 +70,18 @@ def summary(scenario: str, latencies: list[float], elapsed: float, concurrency: 
 
 
 class LocalStack:
-    """NATS and the six services as child processes under a temporary OVERSEER_HOME (``executors``:
-    executor replicas, each running one partition of the work)."""
+    """NATS and the six services as child processes under a temporary OVERSEER_HOME (``partitions``:
+    the replicas of a service running as several, each running one partition of the work)."""
 
-    def __init__(self, home: Path, profile: Path | None = None, executors: int = 1) -> None:
+    def __init__(
+        self, home: Path, profile: Path | None = None, partitions: dict[str, int] | None = None
+    ) -> None:
         self.home = home
         self.port = free_port()
         self.nats = EmbeddedNats(home)
         self.children: dict[str, subprocess.Popen[bytes]] = {}
         self.profile = profile
-        self.partitions = {"executor": executors}
+        self.partitions = partitions or {}
 
     @property
     def url(self) -> str:
@@ -102,7 +105,7 @@ class LocalStack:
             "OVERSEER_GATEWAY__PORT": str(self.port),
             "OVERSEER_OVERSEER__LOG_LEVEL": "WARNING",
             "OVERSEER_MCP__SERVERS__TIME__ENABLED": "false",  # not used here; saves a process
-            "OVERSEER_PARTITIONS__EXECUTOR": str(self.partitions["executor"]),
+            **{f"OVERSEER_PARTITIONS__{s.upper()}": str(n) for s, n in self.partitions.items()},
             "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
         }
         for service, (name, partition) in [(s, i) for s in SERVICES for i in instances(s, self.partitions)]:
@@ -409,16 +412,25 @@ async def run_overseer(
 REPLICA_ROUNDS = 2
 
 
+# One process of each service, then two replicas of each service that may run as several.
+REPLICA_SETUPS: dict[str, dict[str, int]] = {
+    "none": {},
+    "executor": {"executor": 2},
+    "firewall": {"firewall": 2},
+}
+
+
 async def run_replicas(concurrency: int, quick: bool) -> None:
-    """``pipeline_auto`` at ``concurrency`` on a stack with one executor and on one with two replicas
-    sharing the work, alternated (1, 2, 1, 2 …) so the machine's drift meets both alike: a line per
-    executor count with the medians of its runs, then their ratio."""
+    """``pipeline_auto`` at ``concurrency`` on a stack of one process per service and on stacks with two
+    replicas of one service, alternated (one, two executors, two firewalls, one …) so the machine's
+    drift meets each alike: a line per setup with the medians of its runs, then each two-replica
+    setup's ratio to one process."""
     count = COUNTS["pipeline_auto"][1] // (5 if quick else 1)
-    runs: dict[int, list[dict[str, Any]]] = {1: [], 2: []}
+    runs: dict[str, list[dict[str, Any]]] = {setup: [] for setup in REPLICA_SETUPS}
     for _ in range(REPLICA_ROUNDS):
-        for executors, results in runs.items():
+        for setup, results in runs.items():
             home = Path(tempfile.mkdtemp(prefix="overseer-bench-"))
-            stack = LocalStack(home, executors=executors)
+            stack = LocalStack(home, partitions=REPLICA_SETUPS[setup])
             try:
                 await stack.start()
                 await stack.wait_healthy()
@@ -428,9 +440,10 @@ async def run_replicas(concurrency: int, quick: bool) -> None:
                 stack.stop()
                 shutil.rmtree(home, ignore_errors=True)
     lines = {
-        executors: {
+        setup: {
             "scenario": "pipeline_replicas",
-            "executors": executors,
+            "executors": REPLICA_SETUPS[setup].get("executor", 1),
+            "firewalls": REPLICA_SETUPS[setup].get("firewall", 1),
             "concurrency": concurrency,
             "actions": count,
             "runs": len(results),
@@ -439,17 +452,19 @@ async def run_replicas(concurrency: int, quick: bool) -> None:
                 for key in ("actions_per_s", "p50_ms", "p99_ms")
             },
         }
-        for executors, results in runs.items()
+        for setup, results in runs.items()
     }
     for line in lines.values():
         emit(line)
-    emit(
-        {
-            "scenario": "ratio_pipeline_replicas_2_vs_1",
-            "concurrency": concurrency,
-            "ratio": round(lines[2]["actions_per_s"] / lines[1]["actions_per_s"], 2),
-        }
-    )
+    for service in ("executor", "firewall"):
+        emit(
+            {
+                "scenario": "ratio_pipeline_replicas_2_vs_1",
+                "service": service,
+                "concurrency": concurrency,
+                "ratio": round(lines[service]["actions_per_s"] / lines["none"]["actions_per_s"], 2),
+            }
+        )
 
 
 def ratios(ours: list[dict[str, Any]], peers: list[dict[str, Any]]) -> None:

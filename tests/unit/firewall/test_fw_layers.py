@@ -344,3 +344,27 @@ def test_layers_pass_a_plain_read(engine: FirewallEngine) -> None:
         (L4, "pass"),
         (L5, "pass"),
     ]
+
+
+@pytest.mark.parametrize(("count", "shares"), [(1, [5]), (2, [3, 2]), (3, [2, 2, 1]), (8, [1] * 5 + [0] * 3)])
+def test_replicas_share_out_a_grants_steps_and_never_allow_more_than_the_grant(
+    count: int, shares: list[int]
+) -> None:
+    allowed = []
+    for index in range(count):
+        replica = engine_for()
+        replica.modes.share_out(index, count)
+        replica.modes.set(
+            "agent:helper", parse_mode("delegated", {"tools": ["fs.*"], "max_steps": 5}, now=0.0)
+        )
+        runs = 0
+        for n in range(6):
+            step = proposal("fs.read", {"path": str(n)}, proposer="agent:helper", occurred_at=1.0 + n)
+            if run_layer(replica, 3, step).level is not Level.AUTO:
+                assert "used its 5 steps" in finding(run_layer(replica, 3, step), L3)[1]
+                break
+            replica.observe(step)
+            runs += 1
+        allowed.append(runs)
+    assert allowed == shares
+    assert sum(allowed) == 5

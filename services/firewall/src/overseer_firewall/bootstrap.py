@@ -127,6 +127,7 @@ class FirewallService(Service):
         self.state.engine = FirewallEngine(
             PolicyStore(), sandbox_root=roots.sandbox, cwd=roots.cwd, home=roots.home, resolver=resolver
         )
+        self.state.engine.modes.share_out(partition.index, partition.count)
         self.env = Surroundings(
             sandbox_root=roots.sandbox,
             current_file=read_current_file,

@@ -43,7 +43,12 @@ from overseer_events.errors import TransientError
 from overseer_firewall.application.anchoring import AuditAnchor
 from overseer_firewall.application.audit_trail import audit_record
 from overseer_firewall.application.ports import FirewallUnit, Surroundings
-from overseer_firewall.application.state import ABORT_COMMENT, TERMINAL, KernelState
+from overseer_firewall.application.state import (
+    ABORT_COMMENT,
+    SYSTEM_PRINCIPAL_KIND,
+    TERMINAL,
+    KernelState,
+)
 from overseer_firewall.application.translation import (
     catalogue_change,
     proposal_from_event,
@@ -362,7 +367,8 @@ class FirewallHandlers:
         """Another replica's decision: counted here too (adaptive escalation reads the decisions of every
         session), and on partition 0, which keeps the user levels, followed by what it calls for."""
         self.state.apply(event, unit.proposals.get)
-        if self.keeper and data.tool and data.comment != ABORT_COMMENT and data.decided_by.kind != "system":
+        human = data.decided_by.kind != SYSTEM_PRINCIPAL_KIND  # a timeout's decision adapts nothing
+        if self.keeper and human and data.tool and data.comment != ABORT_COMMENT:
             session = data.session_id or ""
             approved = data.decision == "approve"
             self.adapt(unit, data.tool, approved, data.latency_ms, str(data.decided_by), session)

@@ -144,7 +144,8 @@ class KernelState:
     def apply_own(
         self, after_commit: Callable[[Callable[[], None]], None], event: Envelope, lookup: Lookup
     ) -> None:
-        """An event this service just emitted: now when it tightens, after commit when it may loosen."""
+        """An event this service just emitted (or, a replica, was told by partition 0): now when it
+        tightens, after commit when it may loosen."""
         if event.type in LOOSENING:
             after_commit(lambda: self.apply(event, lookup))
         else:

@@ -109,13 +109,27 @@ def _positive(grant: Mapping[str, Any], key: str) -> int | None:
 
 
 class AgentModes:
-    """Principal → mode, plus the steps each delegated principal has used of its grant."""
+    """Principal → mode, plus the steps each delegated principal has used of its grant.
 
-    __slots__ = ("_settings", "_steps")
+    A firewall running as several replicas judges a delegated agent's sessions wherever they land and
+    counts its steps where it judges them, so each replica allows its share of a grant's ``max_steps``
+    (:meth:`share_out`): together never more than the grant, and a call beyond a replica's share is
+    held for a person (fail closed)."""
+
+    __slots__ = ("_count", "_index", "_settings", "_steps")
 
     def __init__(self) -> None:
         self._settings: dict[str, ModeSetting] = {}
         self._steps: dict[str, int] = {}
+        self._index, self._count = 0, 1
+
+    def share_out(self, index: int, count: int) -> None:
+        """Judge as replica ``index`` of ``count``: allow that replica's share of each grant's steps."""
+        self._index, self._count = index, count
+
+    def step_limit(self, max_steps: int) -> int:
+        """This replica's share of ``max_steps``: the whole alone, else a part (the first get one more)."""
+        return max_steps // self._count + (1 if self._index < max_steps % self._count else 0)
 
     def set(self, principal: str, setting: ModeSetting) -> None:
         self._settings[principal] = setting
@@ -144,9 +158,16 @@ class AgentModes:
             return ModeJudgement(AgentMode.DELEGATED, False, f"{tool} is outside the grant of {principal}")
         if grant.expires_at is not None and now >= grant.expires_at:
             return ModeJudgement(AgentMode.DELEGATED, False, f"the grant of {principal} has expired")
-        if grant.max_steps is not None and self.steps_used(principal) >= grant.max_steps:
+        if grant.max_steps is not None and self.steps_used(principal) >= self.step_limit(grant.max_steps):
+            share = (
+                ""
+                if self._count == 1
+                else f" (this firewall replica's share: {self.step_limit(grant.max_steps)})"
+            )
             return ModeJudgement(
-                AgentMode.DELEGATED, False, f"the grant of {principal} has used its {grant.max_steps} steps"
+                AgentMode.DELEGATED,
+                False,
+                f"the grant of {principal} has used its {grant.max_steps} steps{share}",
             )
         return ModeJudgement(AgentMode.DELEGATED, True, f"inside the grant of {principal}")
 
