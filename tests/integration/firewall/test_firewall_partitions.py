@@ -221,3 +221,17 @@ async def test_a_replica_killed_mid_run_loses_no_verdict_and_issues_none_twice(s
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+async def test_a_replica_says_when_its_store_holds_requests_of_sessions_another_partition_now_runs(
+    stack: Stack, tmp_path: Path
+) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(HELD_WRITES, encoding="utf-8")
+    moving = next(s for s in sessions_of_each_partition(1) if partition_of(s, 2) == 1)
+    async with stack.runtime(FirewallService(policy_file=policy)) as alone:  # the whole of the judging
+        held = await propose(stack, "fs.write", {"path": "a.md", "content": "x"}, session_id=moving)
+        assert (await verdict(alone, held))["decision"] == "hold"  # waits for a person
+    # Started again as partition 0 of two while the request is open: its session now hashes to partition 1.
+    async with stack.runtime(FirewallService(policy_file=policy), partitions={**TWO, "index": 0}) as runtime:
+        assert (await runtime.health())["details"] == {"stray_sessions": 1}

@@ -93,6 +93,7 @@ class Runtime:
         self.relay: OutboxRelay
         self.consumers: list[DurablePullConsumer] = []
         self.ready = False
+        self.strays: list[str] = []  # sessions with open work here that another partition now runs
         self.started_at = time.time()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopped = asyncio.Event()
@@ -130,12 +131,32 @@ class Runtime:
             self.nc, self.service.rpc().methods(), {"health": self._health_rpc, "metrics": self._metrics_rpc}
         )
         await self.service.start(self)
+        await self._check_partition()
         self.rpc_server.open = True
         self._build_consumers()
         for consumer in self.consumers:
             self.spawn(consumer.run())
         self.ready = True
         log.info("%s ready (pid %s, nats %s)", self.service.name, os.getpid(), self.nats_url)
+
+    async def _check_partition(self) -> None:
+        """Say so when this store holds open work of sessions another partition now runs (the number of
+        partitions changed while work was open): what follows of them goes to that partition."""
+        if self.partition.alone:
+            return
+        in_flight = await self.service.sessions_in_flight(self)
+        self.strays = sorted(s for s in in_flight if not self.partition.owns(s))
+        if self.strays:
+            log.error(
+                "%s: %d session(s) with open work in this store now belong to another partition (%d of %d): "
+                "what follows of them will not reach this replica. Run with the previous number of replicas "
+                "until that work ends, then change it. Sessions: %s",
+                self.service.name,
+                len(self.strays),
+                self.partition.index,
+                self.partition.count,
+                ", ".join(self.strays[:10]),
+            )
 
     def _build_consumers(self) -> None:
         """A reader for each durable the provisioner made for this service (see :mod:`provisioning`)."""
@@ -308,8 +329,11 @@ class Runtime:
             "consumer_lag": sum(c["lag"] or 0 for c in consumers.values()),
             "relay_backlog": self.relay.backlog() if hasattr(self, "relay") else self.store.relay_backlog(),
             "events": self.store.head(),
-            "details": self.service.health_details(),
+            "details": self.service.health_details() | self._stray_details(),
         }
+
+    def _stray_details(self) -> dict[str, Any]:
+        return {"stray_sessions": len(self.strays)} if self.strays else {}
 
     def status(self) -> str:
         """``starting``; ``degraded`` while the store refuses writes (nothing is applied or run); or ``ok``."""

@@ -136,6 +136,11 @@ class Service:
         """What the service adds to its health answer (``details``): how it runs (its planner, say)."""
         return {}
 
+    async def sessions_in_flight(self, host: Host) -> set[str]:
+        """The sessions with work open in this store (calls running, requests waiting for a person): a
+        replica of a partitioned service says at start when some now belong to another partition."""
+        return set()
+
     def handlers(self) -> HandlerTable[Any]:
         return HandlerTable(lambda uow: uow)
 

@@ -15,7 +15,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from overseer_events.envelope import Envelope
 from overseer_executor.adapters.contracts_sql import (
@@ -58,7 +57,6 @@ class ExecutorService(Service):
 
     def __init__(self) -> None:
         self.execution = ExecutionHandlers()
-        self.strays: list[str] = []  # sessions with open calls here that another partition now runs
         self._opened = contextlib.AsyncExitStack()  # what stop() closes, in reverse order
 
     def projections(self) -> Sequence[Projection]:
@@ -141,34 +139,11 @@ class ExecutorService(Service):
         closed = await runtime.execute_in(self.unit_for, self.execution.close_stale_twin_cards)
         if closed:
             log.warning("closed %d approval card(s) whose identical twin already completed", closed)
-        await self._check_partition(runtime)
         sweeper = runtime.spawn(self._sweep(runtime))
         self._opened.callback(sweeper.cancel)
 
-    async def _check_partition(self, runtime: Host) -> None:
-        """Say so when this store holds open calls of sessions another partition now runs (the number of
-        partitions changed while calls were open): their decisions and outcomes go to that partition."""
-        partition = runtime.partition
-        if partition.alone:
-            return
-        sessions = await runtime.execute_in(
-            self.unit_for, lambda unit: unit.contracts.sessions_with_open_calls()
-        )
-        self.strays = sorted(s for s in sessions if not partition.owns(s))
-        if self.strays:
-            log.error(
-                "%d session(s) with open calls in this store now belong to another partition (%d of %d): "
-                "what is decided about them will not reach this replica. Run with the previous number of "
-                "executors until those calls end, then change it. Sessions: %s",
-                len(self.strays),
-                partition.index,
-                partition.count,
-                ", ".join(self.strays[:10]),
-            )
-
-    def health_details(self) -> dict[str, Any]:
-        """How many sessions with open calls in this store another partition now runs, when any do."""
-        return {"stray_sessions": len(self.strays)} if self.strays else {}
+    async def sessions_in_flight(self, host: Host) -> set[str]:
+        return await host.execute_in(self.unit_for, lambda unit: unit.contracts.sessions_with_open_calls())
 
     async def _sweep(self, runtime: Host) -> None:
         """Time out WAITING approvals nobody answered within ``approval_ttl_seconds``, and ask a person

@@ -171,6 +171,11 @@ class FirewallService(Service):
         )
         runtime.spawn(self._timer(settings.timer_interval_seconds))
 
+    async def sessions_in_flight(self, host: Host) -> set[str]:
+        return await host.execute_in(
+            self.unit_for, lambda unit: {p.session_id for p in unit.approvals.pending()}
+        )
+
     async def stop(self) -> None:
         # Anchor what was appended since the last head; the runtime drains the relay after this.
         await self.anchor.flush()
