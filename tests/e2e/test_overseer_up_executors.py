@@ -63,13 +63,13 @@ def test_replicas_killed_in_a_mixed_run_lose_none_and_send_none_twice(tmp_path: 
     stack = UpStack(tmp_path / "home", free_port(), executors=2, firewalls=2).start()
     try:
         counted = asyncio.run(run_and_kill_replicas(stack))
+        overseer = str(Path(sys.executable).with_name("overseer"))
         status = subprocess.run(
-            [str(Path(sys.executable).with_name("overseer")), "status"],
-            env=stack.env(),
-            capture_output=True,
-            text=True,
-            timeout=60,
+            [overseer, "status"], env=stack.env(), capture_output=True, text=True, timeout=60
         ).stdout
+        verified = subprocess.run(
+            [overseer, "audit", "verify"], env=stack.env(), capture_output=True, text=True, timeout=60
+        )
     finally:
         out = stack.stop()
     assert (counted["actions_lost"], counted["effects_duplicated"]) == (0, 0), counted
@@ -78,6 +78,10 @@ def test_replicas_killed_in_a_mixed_run_lose_none_and_send_none_twice(tmp_path: 
     for replica in ("executor.p1", "firewall.p1"):
         assert f"{replica} exited" in out  # the supervisor saw the kill and started it again
         assert replica in status  # one row per replica
+    # Each firewall replica's audit chain, verified against its own published heads.
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "audit chain 0 intact" in verified.stdout
+    assert "audit chain 1 intact" in verified.stdout
     # Both replicas of each did work, each in its own store.
     for name in ("executor", "executor.p1"):
         assert count(stack.home / f"{name}.db", "executor_contracts") > 0

@@ -476,9 +476,22 @@ def audit_verify(url: Url = None, token: Token = None) -> None:
     the published heads."""
     with Gateway(resolve(url, token, "operator")) as gateway:
         result = gateway.get("/v1/audit/verify")
+    # A firewall running as several replicas keeps one chain per replica: each is reported.
+    chains = result.get("chains") or [result]
+    codes = [
+        _report_chain(chain, f"audit chain {chain.get('chain')}" if len(chains) > 1 else "audit chain")
+        for chain in chains
+    ]
+    worst = 1 if 1 in codes else max(codes)
+    if worst:
+        raise typer.Exit(worst)
+
+
+def _report_chain(result: dict[str, Any], name: str) -> int:
+    """Print one chain's verification; its exit code (0 intact and anchored, 1 broken, 2 not checked)."""
     if not result.get("ok"):
         console.print(
-            f"[bold red]audit chain BROKEN[/] at record {result.get('first_broken')} (of {result.get('records')})"
+            f"[bold red]{name} BROKEN[/] at record {result.get('first_broken')} (of {result.get('records')})"
         )
         if result.get("reason"):
             console.print(f"  {result['reason']}")
@@ -487,23 +500,24 @@ def audit_verify(url: Url = None, token: Token = None) -> None:
                 f"  the head the firewall published on the event stream for record {result['anchor_mismatch']} "
                 "does not match the chain in its file: the history there was rewritten"
             )
-        raise typer.Exit(1)
-    console.print(f"[green]audit chain intact[/]: {result.get('records')} records")
+        return 1
+    console.print(f"[green]{name} intact[/]: {result.get('records')} records")
     anchored = result.get("anchored")
     if anchored is None:
         console.print(
             f"[yellow]not checked against the published heads[/]: {result.get('anchor_error') or 'no answer'}"
         )
-        raise typer.Exit(2)
+        return 2
     if anchored == 0:
         console.print("  anchored: no head published on the event stream yet")
-        return
+        return 0
     through = result.get("anchored_through")
     unanchored = int(result.get("records") or 0) - int(through or 0)
     tail = f"; {unanchored} later records not anchored yet" if unanchored > 0 else ""
     console.print(
         f"  anchored: {anchored} heads published on the event stream match, through record {through}{tail}"
     )
+    return 0
 
 
 # ---------------------------------------------------------------------- chat --

@@ -14,7 +14,7 @@ from overseer_firewall.application.ports import Roots
 from overseer_firewall.application.queries import FirewallQueries
 from overseer_firewall.domain.prompt import PromptPolicy
 from overseer_firewall.entrypoints.rpc import rpc
-from overseer_runtime.partitions import Partition
+from overseer_runtime.partitions import Partition, partition_of
 from overseer_runtime.rpc import RpcError, RpcMethod
 from tests.fakes.firewall import InMemoryFirewall
 from tests.unit.firewall.fw_kernel import CWD, SANDBOX, engine_for
@@ -38,6 +38,11 @@ def firewall() -> InMemoryFirewall:
 
 @pytest.fixture
 def methods(firewall: InMemoryFirewall) -> dict[str, RpcMethod]:
+    return methods_of(firewall)
+
+
+def methods_of(firewall: InMemoryFirewall, partition: Partition | None = None) -> dict[str, RpcMethod]:
+    """The RPC methods of ``firewall``, running alone or as one ``partition`` of several."""
     store = firewall.store
     running = Running(
         queries=FirewallQueries(
@@ -52,6 +57,7 @@ def methods(firewall: InMemoryFirewall) -> dict[str, RpcMethod]:
         ),
         commands=FirewallCommands(firewall.firewall, firewall.in_unit, firewall.clock),
         replay_limit=2,
+        partition=partition or Partition(),
     )
     return dict(rpc(running).methods())
 
@@ -75,6 +81,7 @@ def test_the_gateway_and_the_cli_find_every_method_under_its_name(methods: dict[
         "policy.replace_admin",
         "policy.replay",
         "policy.set_mode",
+        "policy.told",
         "prompt.system",
         "session.cancel",
         "session.pause",
@@ -158,6 +165,32 @@ async def test_a_replaced_admin_policy_answers_the_policy_now_in_force(methods: 
     answer = await methods["policy.replace_admin"]({"policy": policy, "principal": ROOT})
     assert answer["admin"]["version"] == 2
     assert answer["tools"]["fs.write"]["admin"] == "CONFIRM"
+
+
+async def test_how_far_the_policy_was_applied_is_told_by_aggregate_version(
+    methods: dict[str, RpcMethod],
+) -> None:
+    assert await methods["policy.told"]({}) == {"policy": 0, "catalogue": 0}
+    await methods["policy.replace_admin"]({"policy": {}, "principal": ROOT})
+    await methods["policy.set_mode"]({"principal": "agent:helper", "mode": "audited", "by": ROOT})
+    assert await methods["policy.told"]({}) == {"policy": 2, "catalogue": 0}
+
+
+async def test_a_replica_refuses_another_replicas_audit_chain_and_sessions_with_404(
+    firewall: InMemoryFirewall,
+) -> None:
+    second = methods_of(firewall, Partition(1, 2))
+    refusal = await refused(second, "audit.list", {"chain": 0})
+    assert (refusal.status, refusal.detail) == (
+        404,
+        "no audit chain 0 here: this firewall replica keeps chain 1",
+    )
+    assert await second["audit.list"]({"chain": 1}) == []
+    assert (await second["audit.verify"]({}))["chain"] == 1
+    theirs = next(f"s-{n}" for n in range(100) if partition_of(f"s-{n}", 2) == 0)
+    mine = next(f"s-{n}" for n in range(100) if partition_of(f"s-{n}", 2) == 1)
+    assert (await refused(second, "session.pause", {"session_id": theirs, "by": ROOT})).status == 404
+    assert (await second["session.pause"]({"session_id": mine, "by": ROOT}))["paused"] is True
 
 
 async def test_a_replay_evaluates_the_configured_number_of_recent_proposals_unless_asked(
