@@ -7,6 +7,7 @@ and the other replica judges by what partition 0 tells it on the stream.
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import sqlite3
 import subprocess
@@ -235,3 +236,26 @@ async def test_a_replica_says_when_its_store_holds_requests_of_sessions_another_
     # Started again as partition 0 of two while the request is open: its session now hashes to partition 1.
     async with stack.runtime(FirewallService(policy_file=policy), partitions={**TWO, "index": 0}) as runtime:
         assert (await runtime.health())["details"] == {"stray_sessions": 1}
+
+
+async def test_a_replica_started_before_partition_zero_reads_no_proposal_until_the_admin_policy_exists(
+    stack: Stack, tmp_path: Path
+) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(HELD_WRITES, encoding="utf-8")
+    stack.overrides = {"partitions": TWO}
+    mine = next(s for s in sessions_of_each_partition(1) if partition_of(s, 2) == 1)
+    async with AsyncExitStack() as running:
+        judge = FirewallService(policy_file=policy)
+        starting = asyncio.create_task(
+            running.enter_async_context(stack.runtime(judge, partitions={**TWO, "index": 1}))
+        )
+        read = await propose(stack, "fs.read", {"path": "a.md"}, session_id=mine)
+        await asyncio.sleep(1.5)
+        assert not starting.done()  # waiting for partition 0's admin policy, its proposal on the stream
+        await running.enter_async_context(
+            stack.runtime(FirewallService(policy_file=policy), partitions={**TWO, "index": 0})
+        )
+        replica = await asyncio.wait_for(starting, timeout=20)
+        judged = await verdict(replica, read)
+        assert (judged["decision"], judged["policy_version"]) == ("allow", 1)

@@ -28,6 +28,7 @@ from overseer_firewall.adapters.policy_state import (
     SqliteToolCatalogue,
 )
 from overseer_firewall.adapters.proposals import ProposalsProjection, ReaderProposalHistory, SqliteProposals
+from overseer_firewall.adapters.published_policy import admin_policy_published
 from overseer_firewall.adapters.recent_events import recent_events
 from overseer_firewall.application.anchoring import AuditAnchor, AuditVerifier
 from overseer_firewall.application.commands import FirewallCommands
@@ -55,6 +56,7 @@ T = TypeVar("T")
 ACTOR = "firewall"
 DEFAULT_POLICY_FILE = Path(__file__).with_name("default_policy.toml")
 POLICY_FILE_PRINCIPAL = {"kind": "system", "id": "policy-file"}
+POLICY_WAIT_SECONDS = 0.5
 
 
 def load_policy_file(path: Path) -> AdminPolicy:
@@ -160,6 +162,8 @@ class FirewallService(Service):
         self.state.load(await policy.rows())
         if self.firewall.keeper:
             await self._seed_admin_policy(settings)
+        elif self.state.engine.policy.admin.version == 0:
+            await self._await_admin_policy(runtime)
         # Records committed before a crash, whose head was not yet published: anchor them now.
         await self.anchor.flush()
         warmed = self.state.warm(
@@ -196,6 +200,14 @@ class FirewallService(Service):
                 path,
                 current.version,
             )
+
+    async def _await_admin_policy(self, runtime: Host) -> None:
+        """A replica that holds no admin policy yet (a new one) starts reading proposals only once partition 0
+        has published one: its proposals wait on the stream rather than being tried and put back until
+        the policy reaches it (it reads that on a consumer of its own, started with the others)."""
+        while not await admin_policy_published(runtime.nc, runtime.subjects):
+            log.info("firewall: waiting for partition 0 to publish the admin policy")
+            await asyncio.sleep(POLICY_WAIT_SECONDS)
 
     async def _timer(self, interval: float) -> None:
         """The decider of last resort: escalate and time out unanswered requests."""
