@@ -231,13 +231,14 @@ class InMemoryPolicyState:
         self._catalogue: RecordedCatalogue | None = None
         self._usage: dict[str, Usage] = {}
         self._versions = dict.fromkeys(POLICY_AGGREGATES, 0)
+        self._previous = dict.fromkeys(POLICY_AGGREGATES, 0)
 
     def apply(self, event: Envelope) -> None:
         data = event.data
         if event.aggregate_id in POLICY_AGGREGATES:
-            self._versions[event.aggregate_id] = max(
-                self._versions[event.aggregate_id], event.aggregate_version
-            )
+            aggregate = event.aggregate_id
+            self._previous[aggregate] = self._versions[aggregate]
+            self._versions[aggregate] = max(self._versions[aggregate], event.aggregate_version)
         if isinstance(data, CatalogueChanged | ToolChangeAccepted):
             self._record_catalogue(data)
         elif isinstance(data, VerdictIssued | ExecutionProposed):
@@ -330,6 +331,9 @@ class InMemoryPolicyState:
 
     async def versions(self) -> dict[str, int]:
         return dict(self._versions)
+
+    def preceding(self, aggregate_id: str) -> int:
+        return self._previous.get(aggregate_id, 0)
 
 
 # ---------------------------------------------------------------------------- audit ---
@@ -569,6 +573,7 @@ class InMemoryFirewall:
             audit=store.audit,
             env=self.env,
             tools=store.policy,
+            versions=store.policy,
         )
 
     def deliver(

@@ -21,6 +21,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from overseer_events.catalogue import AdminPolicyReplaced, Principal
+from overseer_events.envelope import Envelope, new_event
 from overseer_firewall.bootstrap import FirewallService
 from overseer_runtime.partitions import index_env, partition_of
 from overseer_runtime.rpc import RpcError
@@ -259,3 +261,30 @@ async def test_a_replica_started_before_partition_zero_reads_no_proposal_until_t
         replica = await asyncio.wait_for(starting, timeout=20)
         judged = await verdict(replica, read)
         assert (judged["decision"], judged["policy_version"]) == ("allow", 1)
+
+
+async def test_policy_changes_that_reach_a_replica_out_of_order_are_applied_in_partition_zeros_order(
+    stack: Stack,
+) -> None:
+    """An outbox publish that failed during a NATS failover is published again after a later one: the
+    stream then holds partition 0's changes out of order, and a replica still ends where partition 0 is."""
+    root = Principal(kind="admin", id="root")
+
+    def replaced(version: int, level: str) -> Envelope:
+        data = AdminPolicyReplaced(
+            version=version, policy={"defaults": {"fs.write": level}}, replaced_by=root
+        )
+        return new_event(data, aggregate_id="policy", aggregate_version=version, actor="firewall")
+
+    stack.overrides = {"partitions": TWO}
+    await stack.publish_as("firewall", replaced(1, "CONFIRM"))
+    judge = FirewallService()
+    async with stack.runtime(judge, partitions={**TWO, "index": 1}) as replica:
+        await eventually(lambda: admin_version(Replica(judge, replica)) == 1)
+        await stack.publish_as("firewall", replaced(3, "AUTO"))  # the later change first,
+        await stack.publish_as("firewall", replaced(2, "APPROVE"))  # then the one published again
+        await eventually(lambda: admin_version(Replica(judge, replica)) == 3, timeout=15)
+        await asyncio.sleep(1.0)  # nothing older is applied after it
+        assert admin_version(Replica(judge, replica)) == 3
+        assert judge.state.engine.policy.admin.as_dict()["defaults"] == {"fs.write": "AUTO"}
+        assert await judge.queries.told() == {"policy": 3, "catalogue": 0}

@@ -25,6 +25,7 @@ from overseer_firewall.adapters.policy_state import (
     PolicyProjection,
     ReaderPolicyState,
     SqlitePathGrants,
+    SqlitePolicyVersions,
     SqliteToolCatalogue,
 )
 from overseer_firewall.adapters.proposals import ProposalsProjection, ReaderProposalHistory, SqliteProposals
@@ -114,6 +115,7 @@ class FirewallService(Service):
             audit=SqliteAuditChain(uow.conn),
             env=self.env,
             tools=SqliteToolCatalogue(uow.conn),
+            versions=SqlitePolicyVersions(uow.conn),
         )
 
     # -- lifecycle -------------------------------------------------------------------------------

@@ -114,7 +114,8 @@ class PolicyProjection(SqlProjection):
     );
     CREATE TABLE IF NOT EXISTS fw_policy_versions (
         aggregate_id  TEXT PRIMARY KEY,
-        version       INTEGER NOT NULL
+        version       INTEGER NOT NULL,
+        previous      INTEGER NOT NULL
     );
     CREATE TABLE IF NOT EXISTS fw_catalogue_reviews (
         id          INTEGER PRIMARY KEY CHECK (id = 1),
@@ -147,10 +148,23 @@ class PolicyProjection(SqlProjection):
 
 def _version(conn: sqlite3.Connection, event: Envelope) -> None:
     conn.execute(
-        "INSERT INTO fw_policy_versions (aggregate_id, version) VALUES (?, ?) "
-        "ON CONFLICT(aggregate_id) DO UPDATE SET version = MAX(version, excluded.version)",
+        "INSERT INTO fw_policy_versions (aggregate_id, version, previous) VALUES (?, ?, 0) "
+        "ON CONFLICT(aggregate_id) DO UPDATE SET previous = version, version = MAX(version, excluded.version)",
         (event.aggregate_id, event.aggregate_version),
     )
+
+
+class SqlitePolicyVersions:
+    """:class:`~overseer_firewall.application.ports.PolicyVersions` on the writer's connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def preceding(self, aggregate_id: str) -> int:
+        row = self.conn.execute(
+            "SELECT previous FROM fw_policy_versions WHERE aggregate_id = ?", (aggregate_id,)
+        ).fetchone()
+        return int(row[0]) if row else 0
 
 
 def _json(value: Any) -> str:

@@ -360,7 +360,17 @@ class FirewallHandlers:
     def on_policy_told(self, data: EventData, unit: FirewallUnit, event: Envelope) -> None:
         """Partition 0's policy change (the admin layer, a mode, the catalogue, a user level), read back
         from the stream by the other replicas (partition 0's own is already recorded: never handled
-        twice): applied in the order partition 0 made them, once committed."""
+        twice): applied in the order partition 0 made them, once committed.
+
+        Concurrency hazard: the stream may hold two of them out of that order (an outbox publish that
+        failed during a NATS failover is published again after a later one that went through). Each
+        aggregate's versions are consecutive, so a change whose predecessor has not been applied here
+        waits (tried again shortly) until it has: every replica ends where partition 0 is."""
+        preceding = unit.versions.preceding(event.aggregate_id)
+        if preceding != event.aggregate_version - 1:
+            raise TransientError(
+                f"{event.type} {event.aggregate_id} v{event.aggregate_version} before v{preceding + 1}"
+            )
         self.state.apply_own(unit.after_commit, event, unit.proposals.get)
 
     def on_decided_elsewhere(self, data: HumanDecisionRecorded, unit: FirewallUnit, event: Envelope) -> None:

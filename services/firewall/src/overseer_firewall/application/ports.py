@@ -137,6 +137,15 @@ class PathGrants(Protocol):
     def granted(self, request_id: str) -> bool: ...
 
 
+class PolicyVersions(Protocol):
+    """``fw_policy_versions`` on the writer's connection: how far each of partition 0's policy aggregates
+    (:data:`POLICY_AGGREGATES`) was applied here."""
+
+    def preceding(self, aggregate_id: str) -> int:
+        """The version of ``aggregate_id`` applied before the latest one (0: none before it)."""
+        ...
+
+
 class AuditChain(Protocol):
     """``fw_audit``'s end, on the writer's connection: every record appended reads the head before it."""
 
@@ -264,6 +273,7 @@ class FirewallUnit:
     audit: AuditChain
     env: Surroundings
     tools: ToolCatalogueRecord
+    versions: PolicyVersions
 
 
 @dataclass(frozen=True, slots=True)
