@@ -340,6 +340,7 @@ class FakeGateway:
     peers: InMemoryPeers = field(default_factory=InMemoryPeers)
     tools: InMemoryTools = field(default_factory=lambda: InMemoryTools(None))
     max_wait: float = 60.0
+    audit_chains: int = 1
     connected: bool = True
     sockets: set[WebSocket] = field(default_factory=set)
     message_limits: MessageLimits = field(default_factory=lambda: MessageLimits(16_000, 16))

@@ -41,6 +41,7 @@ def available(names: Iterable[str] = START_ORDER) -> list[str]:
 class RunningServices:
     services: dict[str, Service] = field(default_factory=dict)
     runtimes: dict[str, Runtime] = field(default_factory=dict)
+    replicas: dict[str, list[Runtime]] = field(default_factory=dict)  # partition k's runtime at [k]
 
     def __getitem__(self, name: str) -> Service:
         return self.services[name]
@@ -50,15 +51,26 @@ class RunningServices:
 async def running(
     stack: Stack, names: Iterable[str] = START_ORDER, **overrides: Any
 ) -> AsyncIterator[RunningServices]:
-    """Start ``names`` (those that exist) in start order on ``stack``; stop them in reverse order."""
+    """Start ``names`` (those that exist) in start order on ``stack``; stop them in reverse order. A service
+    the stack runs as several partitions (``stack.overrides["partitions"]``) starts once per partition:
+    ``runtimes`` and ``services`` hold partition 0's, ``replicas`` each one."""
     wanted = set(names)
+    counts = stack.settings().partition_counts()
     out = RunningServices()
     async with AsyncExitStack() as exits:
         for name in START_ORDER:
             cls = service_class(name) if name in wanted else None
             if cls is None:
                 continue
-            service = cls()
-            out.runtimes[name] = await exits.enter_async_context(stack.runtime(service, **overrides))
-            out.services[name] = service
+            for index in range(counts.get(name, 1)):
+                service = cls()
+                index_overrides = (
+                    {"partitions": {**counts, "index": index}} if counts.get(name, 1) > 1 else {}
+                )
+                runtime = await exits.enter_async_context(
+                    stack.runtime(service, **overrides, **index_overrides)
+                )
+                out.replicas.setdefault(name, []).append(runtime)
+                if index == 0:
+                    out.runtimes[name], out.services[name] = runtime, service
         yield out

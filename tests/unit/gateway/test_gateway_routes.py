@@ -128,3 +128,12 @@ async def test_writes_are_refused_while_the_bus_is_down_and_nothing_is_recorded(
     assert response.status_code == 503
     assert response.headers["retry-after"] == "2"
     assert gateway.store.events == []
+
+
+async def test_an_operator_is_told_how_many_audit_chains_the_firewall_keeps(
+    client: httpx.AsyncClient, gateway: FakeGateway
+) -> None:
+    gateway.audit_chains = 2
+    answer = await client.get("/v1/audit/chains", headers=as_("operator"))
+    assert (answer.status_code, answer.json()) == (200, {"chains": 2})
+    assert (await client.get("/v1/audit/chains", headers=as_("agent"))).status_code == 403  # operators' alone

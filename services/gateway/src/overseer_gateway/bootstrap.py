@@ -78,6 +78,7 @@ class GatewayService(Service):
         self.server: EmbeddedServer | None = None
         self.port = 0
         self.host = ""
+        self.audit_chains = 1
         self._serving: asyncio.Task[Any] | None = None
         self.links: SignedLinks
         self.webhooks: HttpWebhooks
@@ -114,6 +115,7 @@ class GatewayService(Service):
     async def start(self, runtime: Host) -> None:
         self.runtime = runtime
         settings = self.settings = runtime.settings.typed("gateway", GatewaySettings)
+        self.audit_chains = runtime.settings.partition_counts()["firewall"]
         self.tokens = TokenRegistry.load(runtime.settings.home, settings.tokens_file, settings.principals)
         self.peers = Peers(
             runtime,

@@ -53,6 +53,11 @@ class Gateway(Transactions, Protocol):
         ...
 
     @property
+    def audit_chains(self) -> int:
+        """How many audit chains the firewall keeps: one per firewall replica (``[partitions] firewall``)."""
+        ...
+
+    @property
     def max_wait(self) -> float:
         """The longest ``?wait=`` the gateway honours (``max_wait_seconds``)."""
         ...

@@ -24,6 +24,7 @@ from overseer_gateway.entrypoints.context import gateway_of
 from overseer_gateway.entrypoints.docs import READ, READ_ONE, WRITE, problems
 from overseer_gateway.entrypoints.limits import MAX_QUERY_INT
 from overseer_gateway.entrypoints.schemas import (
+    AuditChains,
     AuditRecord,
     AuditVerification,
     Health,
@@ -195,6 +196,17 @@ async def audit(
     _: Caller = Depends(require(Role.OPERATOR)),
 ) -> Response:
     return await ask(request, "firewall", "audit.list", {"after": after, "limit": limit, "chain": chain})
+
+
+@router.get(
+    "/v1/audit/chains",
+    response_model=AuditChains,
+    responses=problems(*READ),
+    tags=["audit"],
+    summary="How many audit chains the firewall keeps: one per firewall replica",
+)
+async def audit_chains(request: Request, _: Caller = Depends(require(Role.OPERATOR))) -> Response:
+    return json_response({"chains": gateway_of(request).audit_chains})
 
 
 @router.get(

@@ -449,6 +449,13 @@ class AuditRecord(Answer):
     hash: str
 
 
+class AuditChains(Answer):
+    """How many audit chains the firewall keeps: one per firewall replica, each read with
+    ``GET /v1/audit?chain=k`` (0 to chains - 1)."""
+
+    chains: int = Field(ge=1)
+
+
 class AuditVerification(Answer):
     """The firewall's audit chain recomputed, and checked against the heads it published on the event stream."""
 

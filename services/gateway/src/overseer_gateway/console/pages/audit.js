@@ -1,6 +1,7 @@
 // Audit (operators): the firewall's hash-chained records, a page at a time, and Verify, which recomputes
 // the chain and shows either that it holds or the first record where it breaks (that page is opened
-// and the record highlighted).
+// and the record highlighted). A firewall running as several replicas keeps one chain per replica: a
+// chooser then picks the chain shown, and Verify checks them all and opens the broken one.
 
 import { get } from "../api.js";
 import { h } from "../dom.js";
@@ -37,11 +38,21 @@ export async function render(root, app) {
   const verify = h("button", { type: "button", id: "audit-verify", class: "primary" }, "Verify the chain");
   let after = -1;  // the page shows records with an index greater than this
   let broken = null;
+  let chain = 0;  // which firewall replica's chain is shown
+  let count = 1;
+  try {
+    count = (await get("/v1/audit/chains")).chains;
+  } catch (error) {
+    result.replaceChildren(h("p", { class: "status error" }, error.message));
+  }
+  const chooser = h("select", { id: "audit-chain", "aria-label": "audit chain" },
+    ...Array.from({ length: count }, (_, k) => h("option", { value: String(k) }, `chain ${k} (firewall replica ${k})`)));
+  chooser.hidden = count < 2;
 
   async function load(from) {
     let records;
     try {
-      records = await get(`/v1/audit?after=${from}&limit=${PAGE}`);
+      records = await get(`/v1/audit?after=${from}&limit=${PAGE}&chain=${chain}`);
     } catch (error) {
       result.replaceChildren(h("p", { class: "status error" }, error.message));
       return;
@@ -67,6 +78,11 @@ export async function render(root, app) {
     rows.querySelector("tr.broken")?.scrollIntoView({ block: "center" });
   }
 
+  chooser.addEventListener("change", () => {
+    chain = Number(chooser.value);
+    broken = null;
+    load(-1);
+  });
   previous.addEventListener("click", () => load(Math.max(-1, after - PAGE)));
   next.addEventListener("click", () => load(Number(next.dataset.after)));
   verify.addEventListener("click", async () => {
@@ -75,18 +91,26 @@ export async function render(root, app) {
     try {
       const answer = await get("/v1/audit/verify");
       broken = answer.ok ? null : answer.first_broken ?? null;
+      const several = Array.isArray(answer.chains);
+      const named = several ? `The chain of firewall replica ${answer.chain}` : "The chain";
       const anchored = answer.anchored === null || answer.anchored === undefined
         ? "not checked against the published heads"
         : `${answer.anchored} published heads checked, through record ${answer.anchored_through}`;
       result.replaceChildren(answer.ok
         ? h("p", { class: "verdict ok", dataset: { ok: "true" } },
-          h("span", { class: "pill allowed" }, "ok"), ` The chain of ${answer.records} records holds; ${anchored}.`)
-        : h("p", { class: "verdict broken", dataset: { ok: "false", firstBroken: broken ?? "" } },
+          h("span", { class: "pill allowed" }, "ok"), several
+            ? ` The ${answer.chains.length} chains of ${answer.records} records hold; each checked against its published heads.`
+            : ` The chain of ${answer.records} records holds; ${anchored}.`)
+        : h("p", { class: "verdict broken", dataset: { ok: "false", firstBroken: broken ?? "", chain: answer.chain ?? 0 } },
           h("span", { class: "pill denied" }, "broken"),
-          broken !== null ? ` The chain breaks at record ${broken}` : " The chain does not hold",
+          broken !== null ? ` ${named} breaks at record ${broken}` : ` ${named} does not hold`,
           answer.reason ? `: ${answer.reason}` : "",
           answer.anchor_mismatch !== null && answer.anchor_mismatch !== undefined
             ? ` (a published head contradicts record ${answer.anchor_mismatch})` : "", "."));
+      if (!answer.ok && several) {  // show the broken chain
+        chain = answer.chain;
+        chooser.value = String(chain);
+      }
       if (broken !== null) await load(Math.max(-1, broken - Math.floor(PAGE / 2)));
     } catch (error) {
       result.replaceChildren(h("p", { class: "status error" }, error.message));
@@ -96,7 +120,7 @@ export async function render(root, app) {
   });
 
   section.append(
-    h("div", { class: "toolbar" }, verify, previous, next, where),
+    h("div", { class: "toolbar" }, chooser, verify, previous, next, where),
     result,
     h("div", { class: "scroll" }, h("table", { class: "grid audit-records" },
       h("thead", {}, h("tr", {}, h("th", {}, "#"), h("th", {}, "kind"), h("th", {}, "execution"),
