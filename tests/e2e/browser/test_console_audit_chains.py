@@ -14,12 +14,12 @@ from playwright.async_api import Page, expect
 
 from overseer_executor.adapters.smtp_sink import SmtpSink
 from overseer_gateway.bootstrap import GatewayService
-from overseer_runtime.partitions import partition_of
 from overseer_runtime.testing import NatsUnderTest, Stack
 from tests.e2e.browser import test_console as console
 from tests.e2e.browser.test_console import sign_in
 from tests.e2e.browser.test_console_views import list_files, new_session
 from tests.e2e.e2e_support import FullStack
+from tests.support.partitions import sessions_of_each_partition
 from tests.support.services import running
 
 pytestmark = pytest.mark.slow
@@ -52,14 +52,12 @@ async def split_stack(
         await sink.stop()
 
 
-def session_of_partition(index: int) -> str:
-    return next(s for s in (new_session("chains") for _ in range(1000)) if partition_of(s, 2) == index)
-
-
 async def test_each_replicas_chain_is_shown_and_verify_opens_the_broken_one(
     split_stack: FullStack, page: Page, tmp_path: Path
 ) -> None:
-    executions = [await list_files(split_stack, session_of_partition(k)) for k in (0, 1)]
+    executions = [
+        await list_files(split_stack, s) for s in sessions_of_each_partition(1, new_session("chains"))
+    ]
     await sign_in(page, split_stack, "operator")
     await page.click("#nav a[data-page=audit]")
     chooser = page.locator("#audit-chain")

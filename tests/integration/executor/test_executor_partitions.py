@@ -32,21 +32,9 @@ from tests.integration.executor.executor_support import (
     spawn_executor,
     verdict,
 )
+from tests.support.partitions import sessions_of_each_partition
 
 TWO = {"executor": 2}
-
-
-def sessions_of_each_partition(per_partition: int) -> list[str]:
-    """Session ids, ``per_partition`` of them landing in each of the two partitions."""
-    found: dict[int, list[str]] = {0: [], 1: []}
-    n = 0
-    while min(len(ids) for ids in found.values()) < per_partition:
-        session = f"s-{n}"
-        n += 1
-        bucket = found[partition_of(session, 2)]
-        if len(bucket) < per_partition:
-            bucket.append(session)
-    return [session for pair in zip(found[0], found[1], strict=True) for session in pair]
 
 
 def mail_to(session: str) -> dict[str, Any]:

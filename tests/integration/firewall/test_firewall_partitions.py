@@ -30,22 +30,10 @@ from overseer_runtime.runtime import Runtime
 from overseer_runtime.stream_reader import StreamReader
 from overseer_runtime.testing import Stack, eventually
 from tests.integration.firewall.fw_harness import MAIL, OPERATOR, emitted, one, propose, respond, verdict
+from tests.support.partitions import sessions_of_each_partition
 
 TWO = {"firewall": 2}
 HELD_WRITES = '[defaults]\n"fs.write" = "CONFIRM"\n'
-
-
-def sessions_of_each_partition(per_partition: int) -> list[str]:
-    """Session ids, ``per_partition`` of them landing in each of the two partitions, alternating 0, 1."""
-    found: dict[int, list[str]] = {0: [], 1: []}
-    n = 0
-    while min(len(ids) for ids in found.values()) < per_partition:
-        session = f"s-{n}"
-        n += 1
-        bucket = found[partition_of(session, 2)]
-        if len(bucket) < per_partition:
-            bucket.append(session)
-    return [session for pair in zip(found[0], found[1], strict=True) for session in pair]
 
 
 @dataclass

@@ -14,9 +14,10 @@ from overseer_firewall.application.ports import Roots
 from overseer_firewall.application.queries import FirewallQueries
 from overseer_firewall.domain.prompt import PromptPolicy
 from overseer_firewall.entrypoints.rpc import rpc
-from overseer_runtime.partitions import Partition, partition_of
+from overseer_runtime.partitions import Partition
 from overseer_runtime.rpc import RpcError, RpcMethod
 from tests.fakes.firewall import InMemoryFirewall
+from tests.support.partitions import sessions_of_each_partition
 from tests.unit.firewall.fw_kernel import CWD, SANDBOX, engine_for
 from tests.unit.firewall.test_firewall_handlers_answers import held_mail
 
@@ -187,8 +188,7 @@ async def test_a_replica_refuses_another_replicas_audit_chain_and_sessions_with_
     )
     assert await second["audit.list"]({"chain": 1}) == []
     assert (await second["audit.verify"]({}))["chain"] == 1
-    theirs = next(f"s-{n}" for n in range(100) if partition_of(f"s-{n}", 2) == 0)
-    mine = next(f"s-{n}" for n in range(100) if partition_of(f"s-{n}", 2) == 1)
+    theirs, mine = sessions_of_each_partition(1)
     assert (await refused(second, "session.pause", {"session_id": theirs, "by": ROOT})).status == 404
     assert (await second["session.pause"]({"session_id": mine, "by": ROOT}))["paused"] is True
 
