@@ -118,34 +118,24 @@ def up(
         raise typer.BadParameter(
             "--cluster starts its own nats-servers: leave out --nats-url", param_hint="--cluster"
         )
-    size = cluster or 0
-    if llm is None:
-        raise typer.Exit(
-            run_stack(
-                host=host,
-                port=port,
-                nats_url=nats_url,
-                cluster=size,
-                executors=executors,
-                firewalls=firewalls,
-            )
+
+    def start() -> int:
+        return run_stack(
+            host=host,
+            port=port,
+            nats_url=nats_url,
+            cluster=cluster or 0,
+            executors=executors,
+            firewalls=firewalls,
         )
+
+    if llm is None:
+        raise typer.Exit(start())
     if llm != "local":
         raise typer.BadParameter(
             "the only choice is 'local' (any other model: set OPENAI_BASE_URL)", param_hint="--llm"
         )
-    raise typer.Exit(
-        _with_local_model(
-            lambda: run_stack(
-                host=host,
-                port=port,
-                nats_url=nats_url,
-                cluster=size,
-                executors=executors,
-                firewalls=firewalls,
-            )
-        )
-    )
+    raise typer.Exit(_with_local_model(start))
 
 
 def _with_local_model(run: Callable[[], int]) -> int:

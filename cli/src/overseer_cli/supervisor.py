@@ -153,13 +153,8 @@ class Stack:
     children: list[Child] = field(default_factory=list)
     smtp_port: int = 0
     cluster: int = 0  # >= 3: an embedded JetStream cluster of that many nodes, streams replicated on each
-    executors: int = 1  # executor processes, each running one partition of the work
-    firewalls: int = 1  # firewall processes, likewise
-
-    @property
-    def partitions(self) -> dict[str, int]:
-        """How many processes share each partitioned service's work (see overseer_runtime.partitions)."""
-        return {"executor": self.executors, "firewall": self.firewalls}
+    # How many processes share each partitioned service's work (see overseer_runtime.partitions).
+    partitions: dict[str, int] = field(default_factory=dict)
 
     @property
     def home(self) -> Path:
@@ -460,8 +455,7 @@ def run_stack(
         port or gateway.port,
         nats_url,
         cluster=cluster,
-        executors=executors or settings.partition_counts()["executor"],
-        firewalls=firewalls or settings.partition_counts()["firewall"],
+        partitions=replicas(settings, executor=executors, firewall=firewalls),
     )
     # Before anything starts: a taken port would otherwise show only as a gateway that never gets ready.
     if port_in_use(stack.host, stack.port):
@@ -546,6 +540,12 @@ def collect_status(settings: Settings | None = None) -> dict[str, Any]:
         "nats_url": info["nats_url"],
         "services": health,
     }
+
+
+def replicas(settings: Settings, **asked: int | None) -> dict[str, int]:
+    """How many processes of each partitioned service to run: as ``asked`` (service → count), else as
+    configured (``[partitions]``)."""
+    return {service: asked.get(service) or count for service, count in settings.partition_counts().items()}
 
 
 def _process_rows(services: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:

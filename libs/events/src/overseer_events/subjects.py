@@ -12,7 +12,7 @@ import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Literal
+from typing import Literal, TypeGuard
 
 SERVICES: tuple[str, ...] = ("gateway", "reasoning", "firewall", "executor", "col", "observer")
 
@@ -247,6 +247,11 @@ _EVERY_SERVICE: dict[str, Gathering] = {"health": "health", "metrics": "each"}
 def gathering(service: str, method: str) -> Gathering | None:
     """How the replies of a partitioned ``service``'s replicas to ``method`` are combined (None: one answers)."""
     return _EVERY_SERVICE.get(method) or PARTITIONED_RPC.get(service, {}).get(method)
+
+
+def asked_of_every_replica(mode: Gathering | None) -> TypeGuard[Gathering]:
+    """Whether a method gathered so is asked of every replica (not of any one, nor of partition 0 alone)."""
+    return mode not in (None, "first")
 
 
 def rpc_permissions(user: str) -> list[str]:

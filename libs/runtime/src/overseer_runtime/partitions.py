@@ -1,9 +1,10 @@
 """Several processes of one service sharing its work: partitions, and which one an event belongs to.
 
-A service that may run as several processes (the executor) splits its work into ``count``
+A service that may run as several processes (the executor, the firewall) splits its work into ``count``
 **partitions**, one per process (a *replica*). Each replica has its own SQLite store and its own
 durable consumers, and reads every event the service subscribes to; it applies only the events of
-its own partition and acknowledges the others unapplied. Which partition an event belongs to is
+its own partition and acknowledges the others unapplied (what replicas tell each other, such as the
+firewall's policy kept by partition 0, is every partition's). Which partition an event belongs to is
 decided by the service (:meth:`~overseer_runtime.service.Service.partition_key`): a key such as the
 session id, hashed (CRC-32, the same in every process) modulo ``count``; an event without a key
 belongs to every partition.
@@ -16,8 +17,9 @@ shared between replicas but the stream.
 Names: partition 0 keeps the names of a service that runs alone (``executor.db``, the durables
 ``executor`` and ``executor_lingered``), so a stack that grows from one process to two keeps its
 history; partition ``k`` > 0 has ``executor.p<k>.db`` and the durables ``executor_p<k>`` and
-``executor_p<k>_lingered``. At most :data:`MAX_PARTITIONS` per service: the NATS permissions name
-every durable a service may read.
+``executor_p<k>_lingered`` (and, while the service is split, ``…_told``), which start where
+partition 0's stand when they are made (:func:`~overseer_runtime.provisioning.starting_point`). At
+most :data:`MAX_PARTITIONS` per service: the NATS permissions name every durable a service may read.
 """
 
 from __future__ import annotations

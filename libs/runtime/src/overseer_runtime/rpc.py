@@ -30,7 +30,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from overseer_events.subjects import Gathering, Subjects, gathering
+from overseer_events.subjects import Gathering, Subjects, asked_of_every_replica, gathering
 from overseer_runtime.partitions import Partition
 
 log = logging.getLogger("overseer.runtime")
@@ -141,7 +141,7 @@ class RpcServer:
         mode = gathering(self.service, name)
         if mode == "first" and self.partition.index > 0:
             return  # partition 0 alone answers it: it keeps what is asked
-        every_replica = not self.partition.alone and mode not in (None, "first")
+        every_replica = not self.partition.alone and asked_of_every_replica(mode)
         await nc.subscribe(subject, queue="" if every_replica else self.service, cb=spawn_answer)
 
     async def answer(self, method: RpcMethod, data: bytes, *, gated: bool = True) -> bytes:
@@ -203,7 +203,7 @@ async def rpc_request(
     subject = (subjects or Subjects()).rpc(service, method)
     count = (partitions or {}).get(service, 1)
     mode = gathering(service, method)
-    if mode not in (None, "first") and count > 1:
+    if asked_of_every_replica(mode) and count > 1:
         # A replica that is down is waited for until the timeout, unless one answer settles it.
         answers = await _ask_every_replica(nc, subject, body, timeout, count, stop_early=mode == "found")
         return combine(mode, service, method, answers, count, timeout)
