@@ -46,7 +46,11 @@ class Chat:
         last: dict[str, Any] = {}
 
         async def reached() -> dict[str, Any] | None:
-            last.update(await self.view())
+            answer = await self.http.get(f"/v1/sessions/{self.session_id}")
+            if answer.status_code == 404:
+                return None  # accepted (202), not read by the agent yet: the session comes with it
+            assert answer.status_code == 200, answer.text
+            last.update(answer.json())
             return last if last["turn_id"] == turn_id and last["status"] == status else None
 
         try:

@@ -71,7 +71,9 @@ def rpc(reasoning: RunningReasoning) -> RpcTable:
     async def session(r: SessionRequest) -> dict[str, Any]:
         view = await reasoning.views.session(r.session_id)
         if view is None:
-            raise RpcError(404, f"no session {r.session_id!r}: send it a message first")
+            raise RpcError(
+                404, f"no session {r.session_id!r} is known (yet): a session begins with its first message"
+            )
         return view
 
     table = (
