@@ -12,6 +12,8 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from overseer_events.catalogue import ExecutionStateObserved
+from overseer_events.envelope import new_event
 from overseer_runtime.testing import eventually
 from tests.integration.gateway.gateway_support import LiveGateway
 
@@ -85,6 +87,51 @@ async def test_several_patterns_at_once_are_all_delivered(gateway: LiveGateway) 
         await say(gateway, "ws-two", ["ping"])
         messages = await receive(ws, 2)
     assert sorted(m["type"] for m in messages) == ["conversation.message_received", "conversation.replied"]
+
+
+async def test_an_event_sent_and_never_stored_reaches_a_matching_client_live_without_a_seq(
+    gateway: LiveGateway,
+) -> None:
+    subjects = gateway.stack.subjects
+    url = ws_url(gateway, subjects="observation.*", session="ws-states")
+
+    def state(session: str, to_status: str) -> bytes:
+        data = ExecutionStateObserved(
+            execution_id=f"exec-{session}",
+            session_id=session,
+            action_summary="fs.read notes.txt",
+            from_status="pending",
+            to_status=to_status,
+            trigger="start",
+            actor_category="tool",
+            is_terminal=False,
+            is_resumable=False,
+            has_side_effects=False,
+            timestamp=1.0,
+        )
+        event = new_event(
+            data,
+            aggregate_id=data.execution_id,
+            aggregate_version=0,
+            actor="observer",
+            correlation_id=session,
+        )
+        return event.encode()
+
+    subject = subjects.ephemeral("observer", "observation.execution_state")
+    async with connect(url, additional_headers=auth(gateway)) as ws, gateway.stack.client("observer") as nc:
+        await asyncio.sleep(0.3)  # the client is connected and follows
+        await nc.publish(subject, state("ws-elsewhere", "running"))
+        await nc.publish(subject, state("ws-states", "running"))
+        messages = await receive(ws, 1)
+        with pytest.raises(TimeoutError):
+            await receive(ws, 1, timeout=0.5)  # the other session's is not this client's
+    (message,) = messages
+    assert set(message) == {"subject", "type", "event"}
+    assert message["type"] == "observation.execution_state"
+    assert message["subject"] == subjects.event("observer", "observation.execution_state")
+    assert message["event"]["data"]["to_status"] == "running"
+    assert message["event"]["correlation_id"] == "ws-states"
 
 
 async def test_token_may_come_in_the_query_and_is_required(gateway: LiveGateway) -> None:

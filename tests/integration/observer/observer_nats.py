@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import orjson
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 
 from overseer_events.catalogue import ContractCreated, ExecutionProposed, ExecutionTransitioned
 from overseer_events.envelope import Envelope, new_event
@@ -49,6 +52,21 @@ async def published_by_observer(stack: Stack, event_type: str) -> list[dict[str,
         return await _read_all(
             nc, stack.subjects.events_stream, stack.subjects.events_of("observer", event_type)
         )
+
+
+@asynccontextmanager
+async def sent_by_observer(stack: Stack) -> AsyncIterator[list[dict[str, Any]]]:
+    """Every ephemeral event the observer sends while this is open (core NATS, as the gateway hears them)."""
+    sent: list[dict[str, Any]] = []
+
+    async def heard(msg: Msg) -> None:
+        sent.append(orjson.loads(msg.data))
+
+    async with stack.client("gateway") as nc:
+        subscription = await nc.subscribe(stack.subjects.ephemerals, cb=heard)
+        await nc.flush()  # subscribed at the server before anything is sent
+        yield sent
+        await subscription.unsubscribe()
 
 
 async def _read_all(nc: Client, stream: str, subject: str) -> list[dict[str, Any]]:

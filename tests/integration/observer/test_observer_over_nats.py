@@ -17,7 +17,7 @@ from overseer_runtime.rpc import RpcError
 from overseer_runtime.runtime import Runtime
 from overseer_runtime.testing import Stack, eventually
 from tests.fakes.observer import ChangeFeed
-from tests.integration.observer.observer_nats import ExamplePublisher, published_by_observer
+from tests.integration.observer.observer_nats import ExamplePublisher, published_by_observer, sent_by_observer
 from tests.unit.observer.observer_folding import FoldedExample
 from tests.unit.observer.observer_seed002 import (
     ECS_ID,
@@ -145,13 +145,13 @@ async def test_sqlite_read_models_answer_exactly_what_the_pure_fold_answers(stac
             ).model_dump(mode="json")
 
 
-async def test_every_transition_is_announced_as_execution_state(stack: Stack) -> None:
-    async with stack.runtime(observer_service()) as runtime:
+async def test_every_transition_is_sent_as_execution_state_and_never_stored(stack: Stack) -> None:
+    async with stack.runtime(observer_service()) as runtime, sent_by_observer(stack) as announced:
         await ExamplePublisher(stack).publish(*STEPS)
         await all_recorded(runtime, len(STEPS))
-        announced = await eventually(
-            lambda: _at_least(published_by_observer(stack, "observation.execution_state"), 6), timeout=15
-        )
+        await eventually(lambda: len(announced) >= 6, timeout=15)
+        stored = await published_by_observer(stack, "observation.execution_state")
+        kept = runtime.store.count("local")
     states = [e["data"] for e in announced]
     assert [
         (s["execution_id"], s["from_status"], s["to_status"], s["trigger"], s["actor_category"])
@@ -165,7 +165,9 @@ async def test_every_transition_is_announced_as_execution_state(stack: Stack) ->
     assert [s["is_terminal"] for s in states] == [False, False, False, True, False, True]
     assert {s["has_side_effects"] for s in states[4:]} == {True}
     assert {e["correlation_id"] for e in announced} == {SESSION}
-    assert {e["actor"] for e in announced} == {"observer"}
+    assert {(e["actor"], e["type"]) for e in announced} == {("observer", "observation.execution_state")}
+    assert stored == []  # sent, not on the stream: the transitions it restates are
+    assert kept == 2  # the two execution facts, nothing else
 
 
 async def test_terminal_contracts_are_announced_as_execution_facts(stack: Stack) -> None:
@@ -208,15 +210,14 @@ async def test_a_restart_resumes_without_announcing_anything_twice(stack: Stack)
     async with stack.runtime(observer_service()) as runtime:
         await publisher.publish(*STEPS)
         await all_recorded(runtime, len(STEPS))
-    async with stack.runtime(observer_service()) as runtime:
+    async with stack.runtime(observer_service()) as runtime, sent_by_observer(stack) as announced:
         await publisher.publish(*_one_more_contract())
         await all_recorded(runtime, len(STEPS) + 2)
-        # The new contract's announcement is the last one made; nothing before it was repeated.
-        announced = await eventually(
-            lambda: _at_least(published_by_observer(stack, "observation.execution_state"), 7), timeout=15
-        )
-    assert [e["data"]["execution_id"] for e in announced] == [ECS_ID] * 4 + [TOOL_ID] * 2 + ["exec-003"]
-    assert len({e["event_id"] for e in announced}) == 7
+        # The new contract's state is the only one sent: nothing before it was handled again.
+        await eventually(lambda: len(announced) >= 1, timeout=15)
+    assert [e["data"]["execution_id"] for e in announced] == ["exec-003"]
+    facts = await published_by_observer(stack, "observation.execution_fact")
+    assert sorted(f["data"]["execution_id"] for f in facts) == sorted([ECS_ID, TOOL_ID])
 
 
 async def test_unknown_ids_are_404_and_missing_ones_422(stack: Stack) -> None:

@@ -1,4 +1,4 @@
-"""The observer's handler with fakes: each transition announced as execution_state, a terminal one also as a fact."""
+"""The observer's handler with fakes: each transition sent as execution_state, a terminal one also stored as a fact."""
 
 from __future__ import annotations
 
@@ -28,8 +28,9 @@ class Observer:
 
     def __init__(self) -> None:
         self.observations = InMemoryObservations()
-        self.announcements = RecordingEmit("observer")
-        self.table = handlers(lambda uow: ObserverUnit(self.observations, self.announcements))
+        self.stored = RecordingEmit("observer")
+        self.sent = RecordingEmit("observer")
+        self.table = handlers(lambda uow: ObserverUnit(self.observations, self.stored, self.sent))
 
     def consume(self, *steps: Step) -> None:
         for step in steps:
@@ -41,24 +42,24 @@ class Observer:
 def test_each_transition_is_announced_with_its_contract_and_category() -> None:
     observer = Observer()
     observer.consume(*STEPS)
-    states = [a.data for a in observer.announcements.recorded if isinstance(a.data, ExecutionStateObserved)]
+    states = [a.data for a in observer.sent.recorded if isinstance(a.data, ExecutionStateObserved)]
     assert [(s.execution_id, s.from_status, s.to_status, s.trigger, s.actor_category) for s in states] == [
         (execution_id, frm, to, trigger, category)
         for execution_id in EXPECTED_TRANSITIONS
         for _, frm, to, trigger, _, category in EXPECTED_TRANSITIONS[execution_id]
     ]
-    assert {a.correlation_id for a in observer.announcements.recorded} == {SESSION}
+    assert observer.sent.types() == ["observation.execution_state"] * len(states)
+    assert {a.correlation_id for a in observer.sent.recorded} == {SESSION}
 
 
-def test_a_terminal_transition_is_also_announced_as_the_execution_fact() -> None:
+def test_a_terminal_transition_also_stores_the_execution_fact_and_only_that() -> None:
     observer = Observer()
-    observer.consume(TOOL_PROPOSED, TOOL_CREATED, *TOOL_TRANSITIONS)
-    assert observer.announcements.types() == [
-        "observation.execution_state",
-        "observation.execution_state",
-        "observation.execution_fact",
-    ]
-    fact = observer.announcements.recorded[-1]
+    observer.consume(TOOL_PROPOSED, TOOL_CREATED, TOOL_TRANSITIONS[0])
+    assert observer.stored.recorded == []  # a transition that does not end the contract: its state alone
+    observer.consume(*TOOL_TRANSITIONS[1:])
+    assert observer.sent.types() == ["observation.execution_state", "observation.execution_state"]
+    assert observer.stored.types() == ["observation.execution_fact"]
+    fact = observer.stored.recorded[-1]
     assert isinstance(fact.data, ExecutionFactObserved)
     assert (fact.aggregate_id, fact.data.final_status, fact.data.irreversible) == (TOOL_ID, "completed", True)
 
@@ -66,17 +67,17 @@ def test_a_terminal_transition_is_also_announced_as_the_execution_fact() -> None
 def test_proposals_and_contracts_are_folded_but_not_announced() -> None:
     observer = Observer()
     observer.consume(TOOL_PROPOSED, TOOL_CREATED)
-    assert observer.announcements.recorded == []
+    assert observer.sent.recorded == observer.stored.recorded == []
     assert observer.observations.contract(TOOL_ID) is not None
 
 
 def test_a_transition_the_projection_did_not_fold_is_a_bug_and_announces_nothing() -> None:
-    observations, announcements = InMemoryObservations(), RecordingEmit("observer")
+    observations, stored, sent = InMemoryObservations(), RecordingEmit("observer"), RecordingEmit("observer")
     moved = TOOL_TRANSITIONS[0].data
     assert isinstance(moved, ExecutionTransitioned)
     with pytest.raises(LookupError):
-        announce_transition(moved, ObserverUnit(observations, announcements), "event-never-folded")
-    assert announcements.recorded == []
+        announce_transition(moved, ObserverUnit(observations, stored, sent), "event-never-folded")
+    assert stored.recorded == sent.recorded == []
 
 
 def no_unit(uow: UnitOfWork) -> ObserverUnit:

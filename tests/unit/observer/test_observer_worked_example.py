@@ -10,7 +10,6 @@ from overseer_observer.domain.views import (
     consequence_view,
     execution_fact,
     execution_state,
-    notifications,
     snapshot,
     timeline,
 )
@@ -23,7 +22,6 @@ from tests.unit.observer.observer_seed002 import (
     EXPECTED_TRANSITIONS,
     IDEMPOTENCY_KEY,
     SESSION,
-    STEPS,
     TOOL_ID,
     at,
 )
@@ -153,21 +151,6 @@ def test_memory_execution_summaries_match_the_seed(example: FoldedExample) -> No
     )
     assert tool.duration_ms == pytest.approx(400)
     assert tool.error_summary is None
-
-
-def test_a_terminal_transition_announces_its_state_and_the_execution_fact() -> None:
-    folded = FoldedExample(STEPS[:-1])
-    record = folded.apply(STEPS[-1])
-    assert record is not None
-    announced = notifications(folded.contracts[TOOL_ID], record)
-    assert [type(e).TYPE for e in announced] == ["observation.execution_state", "observation.execution_fact"]
-
-
-def test_a_non_terminal_transition_announces_only_its_state(example: FoldedExample) -> None:
-    record = example.transitions_of(ECS_ID)[1]
-    assert [type(e).TYPE for e in notifications(example.contracts[ECS_ID], record)] == [
-        "observation.execution_state"
-    ]
 
 
 def test_reasoning_sees_the_sent_email_as_an_irreversible_success(example: FoldedExample) -> None:

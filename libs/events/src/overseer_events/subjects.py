@@ -58,6 +58,13 @@ OWNERSHIP: dict[str, tuple[str, ...]] = {
 # stream carries one event per burst instead of one per record.
 KEPT_IN_STORE: frozenset[str] = frozenset({"audit.recorded"})
 
+# Event types that are sent and never stored: published on core NATS after the commit that derives
+# them (:meth:`Subjects.ephemeral`), outside the events stream, so they have no sequence number and
+# a client that is away misses them. The observer's ``execution_state`` is one per transition and
+# says again what the transition (which is stored) already says, in the words a live view shows;
+# storing it too would double what every action costs the stream.
+EPHEMERAL: frozenset[str] = frozenset({"observation.execution_state"})
+
 
 class NotOwner(Exception):
     def __init__(self, service: str, event_type: str) -> None:
@@ -139,6 +146,17 @@ class Subjects:
     def reply_deltas(self) -> str:
         """Every reply delta of the stack (the gateway's one subscription)."""
         return f"delta.{self.namespace}.reasoning.>"
+
+    def ephemeral(self, service: str, event_type: str) -> str:
+        """Where ``service`` sends an :data:`EPHEMERAL` event: core NATS, never stored."""
+        if not owns(service, event_type):
+            raise NotOwner(service, event_type)
+        return f"ephemeral.{self.event(service, event_type)}"
+
+    @property
+    def ephemerals(self) -> str:
+        """Every ephemeral event of the stack (the gateway's one subscription)."""
+        return f"ephemeral.{self.namespace}.>"
 
     @property
     def live(self) -> str:

@@ -111,7 +111,8 @@ _EXTRA_PUBLISH: dict[str, tuple[str, ...]] = {
 _EXTRA_SUBSCRIBE: dict[str, tuple[str, ...]] = {
     # The events stream's announcements of what it stored (headers only, sent by the server, so
     # with no reply subject to answer): the live stream's wake-up.
-    "gateway": ("live.>", "delta.*.reasoning.>"),
+    # Events sent and never stored (the observer's execution states): the live stream passes them on.
+    "gateway": ("live.>", "delta.*.reasoning.>", "ephemeral.>"),
 }
 
 
@@ -121,6 +122,7 @@ def service_permissions(service: str) -> Permissions:
         raise ValueError(f"unknown service {service!r}")
     publish = [
         f"*.{service}.>",
+        f"ephemeral.*.{service}.>",
         f"*.dlq.{service}",
         *rpc_permissions(service),
         *_consumer_reading(service),

@@ -104,6 +104,7 @@ class Runtime:
             publish=self._publish_committed,
             spawn=self.spawn,
             observe=self.metrics.committed,
+            send=self._send_announced,
         )
         self.rpc_server = RpcServer(service.name, self.subjects, self.spawn, self.partition)
         self._partition_counts = self.settings.partition_counts()
@@ -205,6 +206,12 @@ class Runtime:
 
     async def _publish_committed(self, entries: Sequence[OutboxEntry]) -> None:
         await self.relay.publish_committed(entries)
+
+    async def _send_announced(self, messages: Sequence[tuple[str, bytes]]) -> None:
+        # Core NATS, at most once: an ephemeral event lost on a reconnect is one a client missed
+        # live, and the stored event it says again in other words is still on the stream.
+        for subject, body in messages:
+            await self.nc.publish(subject, body)
 
     async def _on_reconnect(self) -> None:
         for consumer in self.consumers:

@@ -35,7 +35,7 @@ from tenacity import (
 from tenacity.stop import StopBaseT
 
 from overseer_events.envelope import Envelope, EventData, new_event
-from overseer_events.subjects import KEPT_IN_STORE, NotOwner, Subjects, owns
+from overseer_events.subjects import EPHEMERAL, KEPT_IN_STORE, NotOwner, Subjects, owns
 from overseer_runtime import tracing
 from overseer_runtime.rpc import StoreUnavailable
 from overseer_runtime.store import EventStore, OutboxEntry, Projection, is_unwritable
@@ -43,6 +43,8 @@ from overseer_runtime.store import EventStore, OutboxEntry, Projection, is_unwri
 T = TypeVar("T")
 AfterCommit = Callable[[], Awaitable[None] | None]
 Publish = Callable[[Sequence[OutboxEntry]], Awaitable[None]]
+# Ephemeral events to send on core NATS after a commit: (subject, body) each.
+Send = Callable[[Sequence[tuple[str, bytes]]], Awaitable[None]]
 Spawn = Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]]
 # A commit's events: those it took in (handled), those it put out (emitted).
 Observe = Callable[[Sequence[Envelope], Sequence[Envelope]], None]
@@ -98,6 +100,18 @@ class Emit(Protocol):
         aggregate_id: str,
         aggregate_version: int | None = None,
         correlation_id: str | None = None,
+    ) -> Envelope: ...
+
+
+class Announce(Protocol):
+    """Where application code puts an :data:`~overseer_events.subjects.EPHEMERAL` event of its service:
+    sent on core NATS once the unit of work commits (never if it rolls back), never stored.
+
+    :meth:`UnitOfWork.announce_as` makes one. ``correlation_id`` None: the incoming event's.
+    """
+
+    def __call__(
+        self, data: EventData, *, aggregate_id: str, correlation_id: str | None = None
     ) -> Envelope: ...
 
 
@@ -162,6 +176,7 @@ class UnitOfWork:
         self.incoming = incoming
         self.emitted: list[Envelope] = []
         self.appended: list[OutboxEntry] = []  # for the relay, once committed
+        self.announced: list[tuple[str, bytes]] = []  # ephemeral events to send, once committed
         self._after_commit: list[AfterCommit] = []
         self._versions: dict[str, int] = {}
 
@@ -180,6 +195,8 @@ class UnitOfWork:
         service = emitter.service
         if not owns(service, data.TYPE):
             raise NotOwner(service, data.TYPE)
+        if data.TYPE in EPHEMERAL:
+            raise ValueError(f"{data.TYPE} is sent, never stored: announce it")
         if aggregate_version is None:
             aggregate_version = self._versions.get(aggregate_id) or emitter.store.last_version(aggregate_id)
             aggregate_version += 1
@@ -210,6 +227,33 @@ class UnitOfWork:
         """:meth:`emit` with ``actor`` bound: the :class:`Emit` application code receives."""
         return partial(self.emit, actor=actor)
 
+    def announce(
+        self, data: EventData, *, aggregate_id: str, actor: str, correlation_id: str | None = None
+    ) -> Envelope:
+        """Send one of this service's ephemeral events once this unit of work commits; the event sent.
+
+        It is enveloped like a stored event (its id, time, actor, correlation) so a client reads both
+        alike, but it belongs to no aggregate's history: its ``aggregate_version`` is 0."""
+        emitter = self._emitter
+        if data.TYPE not in EPHEMERAL:
+            raise ValueError(f"{data.TYPE} is stored: emit it")
+        subject = emitter.subjects.ephemeral(emitter.service, data.TYPE)
+        incoming = self.incoming
+        event = new_event(
+            data,
+            aggregate_id=aggregate_id,
+            aggregate_version=0,
+            actor=actor,
+            correlation_id=correlation_id if correlation_id is not None else _correlation_of(incoming),
+            causation_id=incoming.event_id if incoming else None,
+        )
+        self.announced.append((subject, event.encode()))
+        return event
+
+    def announce_as(self, actor: str) -> Announce:
+        """:meth:`announce` with ``actor`` bound: the :class:`Announce` application code receives."""
+        return partial(self.announce, actor=actor)
+
     def after_commit(self, fn: AfterCommit) -> None:
         """Run ``fn`` once this unit of work is committed (never if it rolls back)."""
         self._after_commit.append(fn)
@@ -220,14 +264,21 @@ class TransactionRunner:
 
     ``publish`` hands what a commit appended to the relay; ``spawn`` runs after-commit work that
     is a coroutine as a background task; ``observe``, when given, is told each commit's incoming and
-    emitted events (the service's metrics).
+    emitted events (the service's metrics); ``send`` sends what a commit announced (ephemeral events).
     """
 
     def __init__(
-        self, emitter: Emitter, *, publish: Publish, spawn: Spawn, observe: Observe | None = None
+        self,
+        emitter: Emitter,
+        *,
+        publish: Publish,
+        spawn: Spawn,
+        observe: Observe | None = None,
+        send: Send | None = None,
     ) -> None:
         self.emitter = emitter
         self._publish = publish
+        self._send = send
         self._spawn = spawn
         self._observe = observe
         # Queries that wait for a read model to reach a state wait on the aggregate they ask about:
@@ -285,6 +336,8 @@ class TransactionRunner:
         """What follows the commit of ``units``: publish, wake the waiters, start the after-commit work."""
         if any(u.emitted for u in units):
             await self._publish([entry for u in units for entry in u.appended])
+        if self._send is not None and any(u.announced for u in units):
+            await self._send([message for u in units for message in u.announced])
         if self._observe is not None:
             self._observe(
                 [u.incoming for u in units if u.incoming is not None], [e for u in units for e in u.emitted]

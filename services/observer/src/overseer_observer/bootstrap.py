@@ -48,8 +48,8 @@ class ObserverService(Service):
         return rpc(self)
 
     def unit_for(self, uow: UnitOfWork) -> ObserverUnit:
-        """What the projection folded (in ``uow``'s transaction) and the observer's outbox."""
-        return ObserverUnit(folds=self.observations, emit=uow.emit_as(ACTOR))
+        """What the projection folded (in ``uow``'s transaction), the observer's outbox and its ephemeral events."""
+        return ObserverUnit(folds=self.observations, emit=uow.emit_as(ACTOR), announce=uow.announce_as(ACTOR))
 
     async def start(self, runtime: Host) -> None:
         self.queries = ExecutionObserver(

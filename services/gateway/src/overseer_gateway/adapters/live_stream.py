@@ -17,6 +17,11 @@ message; so while clients wait, the gateway also asks for the stream's last
 sequence every ``poll_seconds``, and a lost announcement delays nobody longer
 than that.
 
+Events that are sent and never stored (``EPHEMERAL``: the observer's
+``execution_state`` of each transition) reach the gateway on core NATS; a
+client whose pattern (and session) matches gets them as they come, in frames
+without ``seq``: they are not in the stream, so ``since`` cannot replay them.
+
 Back-pressure: each client has a bounded queue. Its reader waits for room in
 that queue (and asks the server for nothing meanwhile); a client that leaves
 its queue full for longer than ``slow_client_seconds`` is a slow consumer and is
@@ -39,7 +44,7 @@ from nats.js import JetStreamContext
 
 from overseer_events import catalogue  # noqa: F401 - registers every event type
 from overseer_events.envelope import registered_types
-from overseer_events.subjects import SERVICES, Subjects, type_of_subject
+from overseer_events.subjects import EPHEMERAL, SERVICES, Subjects, owners_of, type_of_subject
 from overseer_gateway.application.ports import SlowClient
 from overseer_gateway.domain.patterns import SubjectFilter
 from overseer_runtime.stream_reader import StreamReader
@@ -81,7 +86,9 @@ class LiveFeed:
             self._grown.clear()
             await self._grown.wait()
 
-    def frame(self, seq: int, subject: str, data: bytes) -> bytes | None:
+    def frame(self, seq: int | None, subject: str, data: bytes) -> bytes | None:
+        """The client's frame for the event ``data`` on ``subject``, or None when it does not match;
+        ``seq`` None: an ephemeral event, whose frame has no ``seq``."""
         if not self.filter.matches(subject):
             return None
         event_type = type_of_subject(subject) or ""
@@ -95,9 +102,8 @@ class LiveFeed:
         # The event is already JSON: splice it in rather than decode and re-encode it.
         return b"".join(
             (
-                b'{"seq":',
-                str(seq).encode(),
-                b',"subject":',
+                b"{" if seq is None else b'{"seq":' + str(seq).encode() + b",",
+                b'"subject":',
                 orjson.dumps(subject),
                 b',"type":',
                 orjson.dumps(event_type),
@@ -183,6 +189,12 @@ class LiveStream:
         # The agent's replies as they are written, by session: one subscription for every feed.
         self._deltas: Subscription | None = None
         self._delta_feeds: dict[str, set[LiveFeed]] = {}
+        # Ephemeral events: one subscription, while any feed's pattern matches one of their subjects.
+        self._ephemerals: Subscription | None = None
+        self._ephemeral_feeds: set[LiveFeed] = set()
+        self._ephemeral_subjects = [
+            f"{subjects.namespace}.{owner}.{kind}" for kind in sorted(EPHEMERAL) for owner in owners_of(kind)
+        ]
 
     async def open(self, subject_filter: SubjectFilter, session: str | None, since: int | None) -> LiveFeed:
         """Start delivering: every event after ``since`` first (when given), then live ones.
@@ -206,11 +218,14 @@ class LiveStream:
             f"{self.subjects.namespace}.reasoning.{REPLY_DELTA}"
         ):
             await self._follow_replies(feed, session)
+        if any(subject_filter.matches(s) for s in self._ephemeral_subjects):
+            await self._follow_ephemerals(feed)
 
         async def forget() -> None:
             await self._forget(feed, subject)
             if session is not None:
                 self._delta_feeds.get(session, set()).discard(feed)
+            await self._unfollow_ephemerals(feed)
 
         feed._on_close = forget
         feed._reader = asyncio.get_running_loop().create_task(
@@ -234,6 +249,28 @@ class LiveStream:
 
             self._deltas = await self.nc.subscribe(self.subjects.reply_deltas, cb=written)
         self._delta_feeds.setdefault(session, set()).add(feed)
+
+    async def _follow_ephemerals(self, feed: LiveFeed) -> None:
+        """Send ``feed`` the ephemeral events its pattern and session match, as they come."""
+        self._ephemeral_feeds.add(feed)
+        if self._ephemerals is None:
+            prefix = len("ephemeral.")
+
+            async def sent(msg: Msg) -> None:
+                subject = msg.subject[prefix:]
+                for follower in list(self._ephemeral_feeds):
+                    frame = follower.frame(None, subject, msg.data)
+                    if frame is not None:
+                        follower.offer_now(frame)
+
+            self._ephemerals = await self.nc.subscribe(self.subjects.ephemerals, cb=sent)
+
+    async def _unfollow_ephemerals(self, feed: LiveFeed) -> None:
+        self._ephemeral_feeds.discard(feed)
+        if self._ephemerals is not None and not self._ephemeral_feeds:
+            subscription, self._ephemerals = self._ephemerals, None
+            with contextlib.suppress(Exception):
+                await subscription.unsubscribe()
 
     async def _listen(self, feed: LiveFeed, subject: str) -> None:
         if subject not in self._listening:
@@ -312,3 +349,8 @@ class LiveStream:
                 await self._deltas.unsubscribe()
             self._deltas = None
         self._delta_feeds.clear()
+        self._ephemeral_feeds.clear()
+        if self._ephemerals is not None:
+            with contextlib.suppress(Exception):
+                await self._ephemerals.unsubscribe()
+            self._ephemerals = None

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from overseer_events.catalogue import ExecutionTransitioned
 from overseer_observer.application.ports import FoldedObservations
-from overseer_observer.domain.views import notifications
-from overseer_runtime.unit_of_work import Emit
+from overseer_observer.domain.views import execution_fact, execution_state
+from overseer_runtime.unit_of_work import Announce, Emit
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,13 +16,19 @@ class ObserverUnit:
 
     folds: FoldedObservations
     emit: Emit
+    announce: Announce
 
 
 def announce_transition(moved: ExecutionTransitioned, unit: ObserverUnit, event_id: str) -> None:
-    """Publishes the ``execution_state`` for each transition, and the execution fact once terminal."""
+    """Sends the ``execution_state`` of each transition (never stored), and stores the execution fact
+    once the contract has ended (what the agent remembers and answers from)."""
     # What the projection wrote for this event is at hand, with no second read of the rows.
     contract, record = unit.folds.folded(event_id) or (None, None)
     if contract is None or record is None:  # a transition always yields a record: a bug, not an input
         raise LookupError(f"transition {event_id} of {moved.execution_id} was not projected")
-    for data in notifications(contract, record):
-        unit.emit(data, aggregate_id=contract.execution_id, correlation_id=contract.session_id)
+    session = contract.session_id
+    unit.announce(
+        execution_state(contract, record), aggregate_id=contract.execution_id, correlation_id=session
+    )
+    if record.is_terminal_transition:
+        unit.emit(execution_fact(contract), aggregate_id=contract.execution_id, correlation_id=session)

@@ -10,7 +10,9 @@ Which connection each adapter reads through:
 * :class:`FoldedObservations`: what the projection folded for the event being handled, in the
   handler's own transaction (the projection folds each event just before its handler runs).
 
-Its announcements go out through the runtime's event sink, :class:`overseer_runtime.unit_of_work.Emit`.
+What it says goes out through the runtime: the execution fact through its event sink
+(:class:`overseer_runtime.unit_of_work.Emit`, stored and published), each execution state through
+:class:`overseer_runtime.unit_of_work.Announce` (sent, never stored).
 
 Unit tests use the in-memory fakes of ``tests/fakes/observer.py``; ``tests/contracts/test_observer_*``
 holds each port to the same contract on the fake and on SQLite.

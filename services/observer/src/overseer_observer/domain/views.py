@@ -162,13 +162,3 @@ def execution_fact(contract: ObservedContract) -> ExecutionFactObserved:
         co_id=contract.co_id,
         consequence=consequence_view(contract),
     )
-
-
-def notifications(
-    contract: ObservedContract, record: TransitionRecord
-) -> list[ExecutionStateObserved | ExecutionFactObserved]:
-    """What the observer announces for one transition: its state, and the fact once the contract ended."""
-    state = execution_state(contract, record)
-    if record.is_terminal_transition:
-        return [state, execution_fact(contract)]
-    return [state]
