@@ -12,14 +12,11 @@ import pytest
 
 from overseer_events.catalogue import ExecutionFactObserved, MemoryStored
 from overseer_events.envelope import Envelope, EventData, new_event
-from overseer_events.subjects import Subjects
 from overseer_reasoning.adapters.memory import MemoryIndex, ReaderMemory
-from overseer_reasoning.application.memory import remember_execution
 from overseer_reasoning.application.ports import MemorySearch
 from overseer_reasoning.domain.state import MAX_MEMORY_CHARS, MemoryItem
 from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.store import EventStore
-from overseer_runtime.unit_of_work import Emitter, UnitOfWork
 from tests.fakes.reasoning_memory import InMemoryMemory
 
 
@@ -322,13 +319,8 @@ def fact(**changes: Any) -> ExecutionFactObserved:
 
 
 async def test_an_execution_remembered_is_recalled_by_what_it_did(memories: Memories) -> None:
-    def emit(data: EventData, *, aggregate_id: str, **_: Any) -> Envelope:
-        event = new_event(data, aggregate_id=aggregate_id, aggregate_version=1, actor="reasoning")
-        memories.record(event)
-        return event
-
-    remember_execution(fact(), emit)
-    remember_execution(fact(result_summary="sent twice?"), emit)
+    memories.record(stored(fact(), 10.0))
+    memories.record(stored(fact(result_summary="sent twice?"), 11.0))  # the fact delivered again
     [item] = await recalled(memories, "what did you send to bob@example.com?", conversation="s-9")
     assert (item.memory_id, item.kind) == ("exec:t-1:3", "execution")
     assert item.text == "email.send → bob@example.com: COMPLETED: sent to bob@example.com"
@@ -341,19 +333,25 @@ def store(tmp_path: Path) -> EventStore:
     return store
 
 
-async def test_an_execution_remembered_twice_is_one_memory_and_one_event_when_the_index_is_asked(
+def receive(store: EventStore, index: MemoryIndex, data: EventData) -> None:
+    """``data`` arrives from the bus: recorded in the store and folded by the index, in one transaction."""
+    event = new_event(data, aggregate_id="exec", aggregate_version=1, actor="observer")
+    with store.transaction() as conn:
+        if store.record_received(event, event.encode(), "ns.observer.observation.execution_fact", None):
+            index.apply(conn, event)
+
+
+async def test_an_execution_delivered_twice_stays_one_memory_and_keeps_its_first_text(
     store: EventStore,
 ) -> None:
     index = MemoryIndex()
     store.create_projections([index])
-    emitter = Emitter("reasoning", store, Subjects(), [index])
-    ids = []
-    for _ in range(2):
-        with store.transaction() as conn:
-            uow = UnitOfWork(emitter)
-            ids.append(remember_execution(fact(), uow.emit_as("reasoning"), lambda m: index.has(conn, m)))
-    assert ids == ["exec:t-1:3", None]
-    assert store.conn.execute("SELECT COUNT(*) FROM events WHERE type = 'memory.stored'").fetchone()[0] == 1
+    for status in ("completed", "failed"):
+        receive(store, index, fact(final_status=status))
+    rows = store.conn.execute("SELECT memory_id, text FROM memories").fetchall()
+    assert rows == [("exec:t-1:3", "email.send → bob@example.com: COMPLETED: sent to bob@example.com")]
+    assert store.conn.execute("SELECT COUNT(*) FROM memories_fts").fetchone()[0] == 1
+    assert store.count("local") == 0  # remembered without an event of the agent's own
     reader = await ReadModelReader(store.path).open()
     try:
         assert await found(ReaderMemory(reader), "bob") == ["exec:t-1:3"]
@@ -362,27 +360,10 @@ async def test_an_execution_remembered_twice_is_one_memory_and_one_event_when_th
         store.close()
 
 
-async def test_an_execution_remembered_twice_without_asking_the_index_stays_one_memory(
-    store: EventStore,
-) -> None:
-    index = MemoryIndex()
-    store.create_projections([index])
-    emitter = Emitter("reasoning", store, Subjects(), [index])
-    for status in ("completed", "failed"):
-        with store.transaction():
-            remember_execution(fact(final_status=status), UnitOfWork(emitter).emit_as("reasoning"))
-    rows = store.conn.execute("SELECT memory_id, text FROM memories").fetchall()
-    assert rows == [("exec:t-1:3", "email.send → bob@example.com: COMPLETED: sent to bob@example.com")]
-    assert store.conn.execute("SELECT COUNT(*) FROM memories_fts").fetchone()[0] == 1
-    store.close()
-
-
 async def test_a_rebuild_gives_the_same_memories(store: EventStore) -> None:
     index = MemoryIndex()
     store.create_projections([index])
-    emitter = Emitter("reasoning", store, Subjects(), [index])
-    with store.transaction():
-        remember_execution(fact(), UnitOfWork(emitter).emit_as("reasoning"))
+    receive(store, index, fact())
     before = store.conn.execute("SELECT * FROM memories").fetchall()
     store.rebuild([index])
     assert store.conn.execute("SELECT * FROM memories").fetchall() == before

@@ -1,4 +1,5 @@
-"""The agent's long-term memory in memory: the index of ``memory.stored`` events, searched and recalled.
+"""The agent's long-term memory in memory: the index of what is remembered (``memory.stored`` events and
+execution facts), searched and recalled.
 
 It passes the contract suite of ``tests/contracts/test_reasoning_memory.py`` that the SQLite index
 (FTS5, trigrams) passes: the same terms match (``query_terms``), a memory scores by how many of
@@ -14,6 +15,7 @@ from overseer_events.envelope import Envelope
 from overseer_reasoning.adapters.memory import TRIGRAM, query_terms, text_of
 from overseer_reasoning.application.memory import recall_memories
 from overseer_reasoning.application.ports import MemoryHit, MemorySearch
+from overseer_reasoning.domain.memories import memory_of
 from overseer_reasoning.domain.state import MemoryItem
 
 
@@ -24,7 +26,7 @@ class InMemoryMemory(MemorySearch):
         self.memories: dict[str, MemoryHit] = {}
 
     def record(self, event: Envelope) -> None:
-        match event.data:
+        match memory_of(event.data):
             case MemoryStored() as stored if stored.memory_id not in self.memories:
                 self.memories[stored.memory_id] = MemoryHit(
                     memory_id=stored.memory_id,
@@ -36,9 +38,6 @@ class InMemoryMemory(MemorySearch):
                     at=event.occurred_at,
                     score=0.0,
                 )
-
-    def has(self, memory_id: str) -> bool:
-        return memory_id in self.memories
 
     async def search(
         self, query: str, session_id: str | None = None, limit: int = 10, latest: int | None = None

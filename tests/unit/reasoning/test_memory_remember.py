@@ -1,11 +1,12 @@
-"""What the agent remembers: a summary of every execution that ended, and the notes a turn leaves."""
+"""What the agent remembers: a summary of every execution that ended (from its fact), and the notes a turn leaves."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from overseer_events.catalogue import ExecutionFactObserved, MemoryStored
-from overseer_reasoning.application.memory import remember_execution, remember_notes
+from overseer_events.catalogue import ExecutionFactObserved, MemoryStored, MessageReceived
+from overseer_reasoning.application.memory import remember_notes
+from overseer_reasoning.domain.memories import execution_memory, memory_of
 from overseer_reasoning.domain.state import MemoryNote
 from tests.fakes.runtime import RecordingEmit
 
@@ -32,9 +33,8 @@ def memories(emit: RecordingEmit) -> list[MemoryStored]:
 
 
 def test_an_execution_is_remembered_as_what_was_done_how_it_ended_and_what_came_of_it() -> None:
-    emit = RecordingEmit("reasoning")
-    assert remember_execution(fact(), emit) == "exec:t-1:3"
-    [stored] = memories(emit)
+    stored = memory_of(fact())
+    assert isinstance(stored, MemoryStored)
     assert (stored.memory_id, stored.kind, stored.session_id, stored.execution_id, stored.co_id) == (
         "exec:t-1:3",
         "execution",
@@ -43,14 +43,10 @@ def test_an_execution_is_remembered_as_what_was_done_how_it_ended_and_what_came_
         "co-7",
     )
     assert stored.content["text"] == "email.send → bob@example.com: COMPLETED: sent to bob@example.com"
-    [recorded] = emit.recorded
-    assert (recorded.aggregate_id, recorded.correlation_id) == ("memory:exec:t-1:3", "s-1")
 
 
 def test_an_execution_memory_keeps_the_execution_summary_fields() -> None:
-    emit = RecordingEmit("reasoning")
-    remember_execution(fact(), emit)
-    [stored] = memories(emit)
+    stored = execution_memory(fact())
     assert {k: v for k, v in stored.content.items() if k != "text"} == {
         "type": "execution_fact",
         "execution_id": "t-1:3",
@@ -65,33 +61,21 @@ def test_an_execution_memory_keeps_the_execution_summary_fields() -> None:
 
 
 def test_a_failed_execution_is_remembered_with_its_error_on_one_line() -> None:
-    emit = RecordingEmit("reasoning")
-    remember_execution(
-        fact(final_status="failed", result_summary=None, error_summary="permission denied:\n  /etc/shadow"),
-        emit,
+    stored = execution_memory(
+        fact(final_status="failed", result_summary=None, error_summary="permission denied:\n  /etc/shadow")
     )
-    [stored] = memories(emit)
     assert stored.content["text"] == "email.send → bob@example.com: FAILED: permission denied: /etc/shadow"
 
 
 def test_an_execution_that_left_nothing_to_say_is_remembered_by_how_it_ended() -> None:
-    emit = RecordingEmit("reasoning")
-    remember_execution(fact(final_status="cancelled", result_summary=None), emit)
-    [stored] = memories(emit)
+    stored = execution_memory(fact(final_status="cancelled", result_summary=None))
     assert stored.content["text"] == "email.send → bob@example.com: CANCELLED"
 
 
-def test_an_execution_already_remembered_is_not_remembered_again() -> None:
-    emit = RecordingEmit("reasoning")
-    asked: list[str] = []
-
-    def known(memory_id: str) -> bool:
-        asked.append(memory_id)
-        return True
-
-    assert remember_execution(fact(), emit, known) is None
-    assert emit.recorded == []
-    assert asked == ["exec:t-1:3"]
+def test_a_memory_stored_is_remembered_as_it_is_and_other_events_not_at_all() -> None:
+    note = MemoryStored(memory_id="t-1:m1", session_id="s-1", kind="note", content={"text": "bob"})
+    assert memory_of(note) is note
+    assert memory_of(MessageReceived(session_id="s-1", text="hello")) is None
 
 
 def test_a_turns_notes_are_remembered_one_memory_each_numbered_in_the_turn() -> None:

@@ -114,7 +114,6 @@ class ReasoningService(Service):
             emit=uow.emit_as(ACTOR),
             states=UnitAgentStates(self.states, uow.conn),
             after_commit=uow.after_commit,
-            remembered=lambda memory_id: self.memories.has(uow.conn, memory_id),
             col_enabled=self.col_enabled,
         )
 

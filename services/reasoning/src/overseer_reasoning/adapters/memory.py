@@ -1,6 +1,7 @@
 """Read model: the agent's long-term memory, indexed for full-text search (SQLite FTS5, trigrams).
 
-Every ``memory.stored`` is one row of ``memories`` (its id, session, kind, text, the execution and
+Every ``memory.stored``, and every ``observation.execution_fact`` (an execution that ended, as
+``domain/memories.py`` remembers it), is one row of ``memories`` (its id, session, kind, text, the execution and
 cognitive object it is about, when it was stored) and one row of ``memories_fts``, an FTS5 table
 with the ``trigram`` tokenizer: text is indexed by every run of three characters, so a search
 finds a substring in any language, Chinese included, with no word segmentation ("报错日志" finds
@@ -11,8 +12,8 @@ when it is a string (what the agent wrote to be found); otherwise the whole cont
 nothing stored is unsearchable. Other fields of ``content`` (tags, an execution's status …) are
 kept in the event, not in the index.
 
-**Idempotent**: a memory id is stored once; a second ``memory.stored`` with the same id (an
-execution remembered again) changes nothing, and the first text stays.
+**Idempotent**: a memory id is stored once; a second event with the same id (an execution's fact
+delivered again) changes nothing, and the first text stays.
 
 **A query** (:func:`query_terms`) is cut into words; a word with wide characters (Chinese,
 Japanese, Korean) longer than three is cut into its trigrams, so a question that shares a few
@@ -36,10 +37,10 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
-from overseer_events.catalogue import MemoryStored
 from overseer_events.envelope import Envelope
 from overseer_reasoning.application.memory import recall_memories
 from overseer_reasoning.application.ports import MemoryHit
+from overseer_reasoning.domain.memories import memory_of
 from overseer_reasoning.domain.state import MemoryItem
 from overseer_runtime.projection import SqlProjection
 from overseer_runtime.readers import ReadModelReader
@@ -186,31 +187,27 @@ class MemoryIndex(SqlProjection):
     tables = ("memories", "memories_fts")
 
     def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
-        match event.data:
-            case MemoryStored() as stored:
-                text = text_of(stored.content)
-                added = conn.execute(
-                    "INSERT OR IGNORE INTO memories VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        stored.memory_id,
-                        stored.session_id,
-                        stored.kind,
-                        text,
-                        stored.execution_id,
-                        stored.co_id,
-                        event.occurred_at,
-                    ),
-                )
-                if added.rowcount == 1:
-                    conn.execute(
-                        "INSERT INTO memories_fts (memory_id, session_id, text) VALUES (?, ?, ?)",
-                        (stored.memory_id, stored.session_id, text),
-                    )
-
-    @staticmethod
-    def has(conn: sqlite3.Connection, memory_id: str) -> bool:
-        """Whether ``memory_id`` is stored (in the caller's transaction): remembering it again is moot."""
-        return conn.execute("SELECT 1 FROM memories WHERE memory_id = ?", (memory_id,)).fetchone() is not None
+        stored = memory_of(event.data)
+        if stored is None:
+            return
+        text = text_of(stored.content)
+        added = conn.execute(
+            "INSERT OR IGNORE INTO memories VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                stored.memory_id,
+                stored.session_id,
+                stored.kind,
+                text,
+                stored.execution_id,
+                stored.co_id,
+                event.occurred_at,
+            ),
+        )
+        if added.rowcount == 1:
+            conn.execute(
+                "INSERT INTO memories_fts (memory_id, session_id, text) VALUES (?, ?, ?)",
+                (stored.memory_id, stored.session_id, text),
+            )
 
 
 def _hit(row: Mapping[str, Any]) -> MemoryHit:

@@ -3,7 +3,7 @@
 * A person's message waits in its session's inbox (the read model keeps it); the driver starts
   its turn as soon as the session's agent is free.
 * A tool call's end (the observer's execution fact) is the outcome of the call the turn waits
-  on; every fact is also remembered as an execution summary.
+  on (every fact is also remembered: the memory index keeps it as an execution summary).
 * A person's answer to the open question resumes the turn; an answer that grants a permission
   resumes it once the firewall has recorded the grant (``policy.path_granted``) or refused it.
 
@@ -18,7 +18,6 @@ import logging
 from collections.abc import Callable
 
 from overseer_events.catalogue import AnswerReceived, ExecutionFactObserved, FirewallAlert
-from overseer_reasoning.application.memory import remember_execution
 from overseer_reasoning.application.turns import ReasoningUnit, outcome_of, take_input
 from overseer_reasoning.domain.normalise import InvalidInput
 from overseer_reasoning.domain.steps import Answered, Returned
@@ -35,8 +34,8 @@ def message_received(session_id: str, unit: ReasoningUnit, wake: Wake) -> None:
 
 
 def execution_ended(fact: ExecutionFactObserved, unit: ReasoningUnit, wake: Wake) -> None:
-    """Remember the execution; if the session's turn waits on it, its outcome is the next step."""
-    remember_execution(fact, unit.emit, unit.remembered)
+    """If the session's turn waits on the execution, its outcome is the next step (the memory index
+    has already remembered the fact: ``domain/memories.py``)."""
     state = unit.states.load(fact.session_id)
     pending = state.turn.pending_tool_call if state.turn is not None else None
     if pending is None or pending.call_id != fact.execution_id:

@@ -1,14 +1,13 @@
-"""What the agent remembers, as ``memory.stored`` events, and how it recalls it (the memory read model
-indexes the events; ``adapters/memory.py``).
+"""What the agent remembers, and how it recalls it (the memory read model indexes it;
+``adapters/memory.py``).
 
 Remembered:
 
-* after each execution that ended (completed, failed, rejected, cancelled): the observer's memory
-  execution summary, kind ``execution``, id ``exec:<execution_id>``, so "what did you do" finds
-  it from any conversation; one per execution, however often its fact arrives;
+* each execution that ended: the memory index keeps the observer's execution fact as it arrives
+  (``domain/memories.py``), with no event of the agent's own;
 * after each turn: what the graph's consolidation leaves (a summary of what was asked and
-  answered, what the person asked to keep), kind ``conversation`` or ``note``, ids
-  ``<turn_id>:m<k>``.
+  answered, what the person asked to keep), as ``memory.stored`` events, kind ``conversation`` or
+  ``note``, ids ``<turn_id>:m<k>``.
 
 Each memory's ``content`` has a ``text`` (what a search matches and what recall shows) and may
 have more (an execution's status and duration, a note's tags).
@@ -19,10 +18,9 @@ conversation's own first at equal match.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from overseer_events.catalogue import ExecutionFactObserved, MemoryStored
+from overseer_events.catalogue import MemoryStored
 from overseer_reasoning.application.ports import MemoryHit, MemorySearch
 from overseer_reasoning.domain.state import MAX_MEMORY_CHARS, MemoryItem, MemoryNote
 from overseer_runtime.unit_of_work import Emit
@@ -32,60 +30,6 @@ OWN_SESSION_BOOST = 2.0
 
 RECALL_WINDOW = 200  # a turn's recall ranks the latest matches only: its cost stays flat as memory grows
 """Recall: how many candidates (at least) are taken from every conversation before reordering."""
-
-Known = Callable[[str], bool]
-"""Whether a memory id is already stored (the memory index, in the unit's transaction)."""
-
-
-def execution_memory_id(execution_id: str) -> str:
-    """The id of an execution's summary: one per execution."""
-    return f"exec:{execution_id}"
-
-
-def execution_text(fact: ExecutionFactObserved) -> str:
-    """The summary as a line: what was done, how it ended, what came of it.
-
-    ``email.send → bob@example.com: COMPLETED: sent to bob@example.com``.
-    """
-    detail = fact.result_summary or fact.error_summary
-    text = f"{fact.action_summary}: {fact.final_status.upper()}"
-    return f"{text}: {' '.join(detail.split())}" if detail else text
-
-
-def remember_execution(fact: ExecutionFactObserved, emit: Emit, known: Known | None = None) -> str | None:
-    """Remember how an execution ended (the observer's execution summary for memory); its memory id, or
-    None when ``known`` says it is already remembered.
-
-    Without ``known`` a repeated fact is emitted again and the index keeps the first (it stores a
-    memory id once); with it, the repeat emits nothing.
-    """
-    memory_id = execution_memory_id(fact.execution_id)
-    if known is not None and known(memory_id):
-        return None
-    content: dict[str, Any] = {
-        "text": execution_text(fact),
-        "type": "execution_fact",
-        "execution_id": fact.execution_id,
-        "action_type": fact.action_type,
-        "action_summary": fact.action_summary,
-        "final_status": fact.final_status,
-        "irreversible": fact.irreversible,
-        "duration_ms": fact.duration_ms,
-        "result_summary": fact.result_summary,
-        "error_summary": fact.error_summary,
-    }
-    stored = MemoryStored(
-        memory_id=memory_id,
-        session_id=fact.session_id,
-        kind="execution",
-        content=content,
-        execution_id=fact.execution_id,
-        co_id=fact.co_id,
-    )
-    # The aggregate's next version (not a fixed 1): a repeat must not fail the unit it is in,
-    # which also takes the execution's outcome as the waiting turn's next step.
-    emit(stored, aggregate_id=f"memory:{memory_id}", correlation_id=fact.session_id)
-    return memory_id
 
 
 def remember_notes(

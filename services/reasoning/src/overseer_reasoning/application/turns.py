@@ -101,7 +101,6 @@ class ReasoningUnit:
     emit: Emit
     states: AgentStates
     after_commit: Callable[[AfterCommit], None]
-    remembered: Callable[[str], bool] | None = None  # whether a memory id is stored already
     col_enabled: bool = False
 
 
