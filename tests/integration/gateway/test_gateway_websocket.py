@@ -93,7 +93,8 @@ async def test_an_event_sent_and_never_stored_reaches_a_matching_client_live_wit
     gateway: LiveGateway,
 ) -> None:
     subjects = gateway.stack.subjects
-    url = ws_url(gateway, subjects="observation.*", session="ws-states")
+    url = ws_url(gateway, subjects="observation.execution_state", session="ws-states")
+    everything = ws_url(gateway, subjects="observation.*,observer.>", session="ws-states")
 
     def state(session: str, to_status: str) -> bytes:
         data = ExecutionStateObserved(
@@ -119,13 +120,19 @@ async def test_an_event_sent_and_never_stored_reaches_a_matching_client_live_wit
         return event.encode()
 
     subject = subjects.ephemeral("observer", "observation.execution_state")
-    async with connect(url, additional_headers=auth(gateway)) as ws, gateway.stack.client("observer") as nc:
-        await asyncio.sleep(0.3)  # the client is connected and follows
+    async with (
+        connect(url, additional_headers=auth(gateway)) as ws,
+        connect(everything, additional_headers=auth(gateway)) as broad,
+        gateway.stack.client("observer") as nc,
+    ):
+        await asyncio.sleep(0.3)  # the clients are connected and follow
         await nc.publish(subject, state("ws-elsewhere", "running"))
         await nc.publish(subject, state("ws-states", "running"))
         messages = await receive(ws, 1)
         with pytest.raises(TimeoutError):
             await receive(ws, 1, timeout=0.5)  # the other session's is not this client's
+        with pytest.raises(TimeoutError):
+            await receive(broad, 1, timeout=0.5)  # a wildcard never reaches what is not stored
     (message,) = messages
     assert set(message) == {"subject", "type", "event"}
     assert message["type"] == "observation.execution_state"

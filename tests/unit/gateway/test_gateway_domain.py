@@ -59,6 +59,25 @@ def test_subject_patterns_match_type_owner_or_full_subject(pattern: str | None, 
     assert SubjectFilter.parse(pattern).matches(SUBJECT) is matches
 
 
+@pytest.mark.parametrize(
+    ("pattern", "names"),
+    [
+        ("execution.transitioned", True),
+        ("executor.execution.transitioned", True),
+        ("overseer.executor.execution.transitioned", True),
+        ("firewall.>, execution.transitioned", True),
+        (None, False),
+        ("execution.*", False),
+        ("executor.>", False),
+        ("*.execution.transitioned", False),
+        ("execution.proposed", False),
+        ("execution", False),
+    ],
+)
+def test_a_subject_is_named_only_by_a_pattern_without_wildcards(pattern: str | None, names: bool) -> None:
+    assert SubjectFilter.parse(pattern).names(SUBJECT) is names
+
+
 @pytest.mark.parametrize("pattern", ["a..b", ".a", "a.", "a.>.b", "exec*.x", "a.b>"])
 def test_malformed_patterns_are_refused(pattern: str) -> None:
     with pytest.raises(InvalidPattern):

@@ -19,8 +19,10 @@ than that.
 
 Events that are sent and never stored (``EPHEMERAL``: the observer's
 ``execution_state`` of each transition) reach the gateway on core NATS; a
-client whose pattern (and session) matches gets them as they come, in frames
-without ``seq``: they are not in the stream, so ``since`` cannot replay them.
+client that names their type in its pattern (no wildcard reaches them, so a
+client following everything sees stored events only) gets them as they come,
+for its session, in frames without ``seq``: they are not in the stream, so
+``since`` cannot replay them.
 
 Back-pressure: each client has a bounded queue. Its reader waits for room in
 that queue (and asks the server for nothing meanwhile); a client that leaves
@@ -218,7 +220,7 @@ class LiveStream:
             f"{self.subjects.namespace}.reasoning.{REPLY_DELTA}"
         ):
             await self._follow_replies(feed, session)
-        if any(subject_filter.matches(s) for s in self._ephemeral_subjects):
+        if any(subject_filter.names(s) for s in self._ephemeral_subjects):
             await self._follow_ephemerals(feed)
 
         async def forget() -> None:
@@ -251,7 +253,7 @@ class LiveStream:
         self._delta_feeds.setdefault(session, set()).add(feed)
 
     async def _follow_ephemerals(self, feed: LiveFeed) -> None:
-        """Send ``feed`` the ephemeral events its pattern and session match, as they come."""
+        """Send ``feed`` the ephemeral events its pattern names and its session matches, as they come."""
         self._ephemeral_feeds.add(feed)
         if self._ephemerals is None:
             prefix = len("ephemeral.")
@@ -259,7 +261,9 @@ class LiveStream:
             async def sent(msg: Msg) -> None:
                 subject = msg.subject[prefix:]
                 for follower in list(self._ephemeral_feeds):
-                    frame = follower.frame(None, subject, msg.data)
+                    frame = (
+                        follower.frame(None, subject, msg.data) if follower.filter.names(subject) else None
+                    )
                     if frame is not None:
                         follower.offer_now(frame)
 

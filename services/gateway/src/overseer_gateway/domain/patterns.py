@@ -104,6 +104,13 @@ class SubjectFilter:
                     return []
         return [".".join(f) for f in filters]
 
+    def names(self, subject: str) -> bool:
+        """Whether an alternative without wildcards is ``subject`` (as its type, ``<owner>.<type>`` or
+        the whole subject): what a client must ask for by name to get events that are never stored."""
+        tokens = tuple(subject.split("."))
+        named = (tokens, tokens[1:], tokens[2:])
+        return any(alt in named for alt in self.alternatives)
+
     def matches(self, subject: str) -> bool:
         """``subject`` is the full NATS subject ``<namespace>.<owner>.<type>``."""
         if not self.alternatives:
