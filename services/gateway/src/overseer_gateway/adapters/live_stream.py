@@ -191,7 +191,7 @@ class LiveStream:
         # The agent's replies as they are written, by session: one subscription for every feed.
         self._deltas: Subscription | None = None
         self._delta_feeds: dict[str, set[LiveFeed]] = {}
-        # Ephemeral events: one subscription, while any feed's pattern matches one of their subjects.
+        # Ephemeral events: one subscription, while any feed's pattern names one of their subjects.
         self._ephemerals: Subscription | None = None
         self._ephemeral_feeds: set[LiveFeed] = set()
         self._ephemeral_subjects = [
@@ -353,8 +353,5 @@ class LiveStream:
                 await self._deltas.unsubscribe()
             self._deltas = None
         self._delta_feeds.clear()
-        self._ephemeral_feeds.clear()
-        if self._ephemerals is not None:
-            with contextlib.suppress(Exception):
-                await self._ephemerals.unsubscribe()
-            self._ephemerals = None
+        for feed in list(self._ephemeral_feeds):
+            await self._unfollow_ephemerals(feed)
