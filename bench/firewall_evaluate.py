@@ -9,9 +9,12 @@ for a held call, and hashing the audit record of the verdict's
 ``firewall.verdict_issued``. A realistic mix of tools and sessions. Reading the
 proposal from its event and building the verdict's event stay outside the
 timings, as do the store's writes: the scenario keeps to the evaluate path.
-Prints one JSON line: ``{"scenario":"firewall_evaluate","ops":N,"ops_per_s":…,"p50_us":…,"p99_us":…}``.
+Prints one JSON line: ``{"scenario":"firewall_evaluate","ops":N,"ops_per_s":…,"p50_us":…,"p99_us":…}``;
+then, with the ``peers`` dependency group installed, the Agent Governance Toolkit's policy and audit
+path over the same calls, audited in memory and in its hash-chained flight recorder
+(``bench/peers/agt_policy.py``), each with a ``ratio_firewall_evaluate_vs_agt`` line.
 
-    python bench/firewall_evaluate.py [--ops N] [--warmup N]
+    python bench/firewall_evaluate.py [--ops N] [--warmup N] [--no-peer]
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import argparse
 import gc
 import json
 import random
+import sys
 import tempfile
 import time
 import tomllib
@@ -132,6 +136,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", type=int, default=50_000)
     parser.add_argument("--warmup", type=int, default=5_000)
+    parser.add_argument("--no-peer", action="store_true", help="skip the Agent Governance Toolkit peer")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         sandbox = Path(tmp) / "sandbox"
@@ -146,17 +151,33 @@ def main() -> None:
         gc.unfreeze()
     elapsed = sum(timings) / 1e9
     timings.sort()
-    print(
-        json.dumps(
-            {
-                "scenario": "firewall_evaluate",
-                "ops": len(timings),
-                "ops_per_s": round(len(timings) / elapsed, 1),
-                "p50_us": round(timings[len(timings) // 2] / 1000, 2),
-                "p99_us": round(timings[int(len(timings) * 0.99)] / 1000, 2),
-            }
-        )
-    )
+    ours: dict[str, str | int | float] = {
+        "scenario": "firewall_evaluate",
+        "ops": len(timings),
+        "ops_per_s": round(len(timings) / elapsed, 1),
+        "p50_us": round(timings[len(timings) // 2] / 1000, 2),
+        "p99_us": round(timings[int(len(timings) * 0.99)] / 1000, 2),
+    }
+    print(json.dumps(ours), flush=True)
+    if options.no_peer:
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # ``bench`` as a package, run as a script
+    try:
+        from bench.peers import agt_policy
+    except ImportError as missing:  # the peers group is not installed: say so, measure ours alone
+        print(f"[firewall_evaluate] no Agent Governance Toolkit peer: {missing}", file=sys.stderr)
+        return
+    for chained in (False, True):
+        peer = agt_policy.run(CALLS, options.ops, options.warmup, chained=chained)
+        print(json.dumps(peer), flush=True)
+        ratio = {
+            "scenario": "ratio_firewall_evaluate_vs_agt",
+            "agt_audit": "flight_recorder" if chained else "in_memory_log",
+            "overseer_ops_per_s": ours["ops_per_s"],
+            "agt_ops_per_s": peer["ops_per_s"],
+            "ratio": round(float(ours["ops_per_s"]) / float(peer["ops_per_s"]), 2),
+        }
+        print(json.dumps(ratio), flush=True)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
     python bench/run.py [SCENARIO ...]
 
 Scenarios: eventstore_append, replay, bus_roundtrip (bench/backbone.py),
-firewall_evaluate (bench/firewall_evaluate.py), hop_floor (bench/hop_floor.py),
+firewall_evaluate with the Agent Governance Toolkit peer (bench/firewall_evaluate.py, bench/peers/), hop_floor (bench/hop_floor.py),
 pipeline_auto and pipeline_approval with the LangGraph peer (bench/pipeline.py,
 bench/peers/), pipeline_replicas (bench/pipeline.py: pipeline_auto with one and two executor replicas), chat_turn with its LangGraph peer (bench/chat.py, bench/peers/), llm_plugin_overhead
 and llm_first_token (bench/llm.py: the model plugin against the raw openai client on a scripted server,
