@@ -269,6 +269,21 @@ async def test_a_cancelled_call_kills_the_whole_jail(shell: ShellTool) -> None:
     assert processes_with(f"sleep {needle}") == []
 
 
+@pytest.mark.parametrize("turns", [0, 1, 2, 3, 5, 8, 13])
+async def test_a_call_cancelled_while_its_jail_starts_leaves_nothing_running(
+    shell: ShellTool, turns: int
+) -> None:
+    needle = f"654.{turns:04d}"
+    task = asyncio.create_task(shell.execute(call(f"sleep {needle}")))
+    for _ in range(turns):  # the cancellation lands at another point of the start each time
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # bwrap's own command line names the command: a jail started in spite of the cancel shows here.
+    assert processes_with(f"sleep {needle}") == []
+
+
 # -- no jail, no command -------------------------------------------------------------------------
 async def test_without_bwrap_the_command_fails_and_never_runs_unjailed(home: Home) -> None:
     shell = ShellTool(home.sandbox, bwrap="overseer-no-such-bwrap")

@@ -228,16 +228,27 @@ class ShellTool(StaticToolPlugin):
             argv = self.jail.argv(
                 bwrap, args["command"], info_fd=info_w, passwd_fd=passwd_r, group_fd=group_r
             )
-            process = await asyncio.create_subprocess_exec(
-                *argv,
-                cwd=self.root,
-                env={},
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-                pass_fds=(info_w, passwd_r, group_r),
+            creating = asyncio.ensure_future(
+                asyncio.create_subprocess_exec(
+                    *argv,
+                    cwd=self.root,
+                    env={},
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    start_new_session=True,
+                    pass_fds=(info_w, passwd_r, group_r),
+                )
             )
+            # Concurrency hazard: a call cancelled while bwrap is being started must not leave it
+            # running in its own session, out of everyone's reach. The start is shielded; a
+            # cancellation that arrives meanwhile ends the jail below like any cancelled call's.
+            try:
+                process = await asyncio.shield(creating)
+                cancelled = False
+            except asyncio.CancelledError:
+                process = await creating
+                cancelled = True
         except BaseException:
             os.close(info_r)
             raise
@@ -247,6 +258,8 @@ class ShellTool(StaticToolPlugin):
                     os.close(fd)
         init = _NamespaceInit(info_r)
         try:
+            if cancelled:
+                raise asyncio.CancelledError
             stdout, stderr = await asyncio.wait_for(init.communicate(process), limit)
         except TimeoutError:
             raise ToolError(f"shell command exceeded its time limit of {limit:g}s and was killed") from None
@@ -273,6 +286,7 @@ class _NamespaceInit:
 
     def __init__(self, info_fd: int) -> None:
         self.info_fd = info_fd
+        self.info = bytearray()  # what bwrap wrote so far: kept if a read is cancelled halfway
         self.pidfd: int | None = None
         self.started = False
 
@@ -282,16 +296,21 @@ class _NamespaceInit:
 
     async def open(self) -> None:
         """Read ``{"child-pid": N, …}`` (EOF without it: bwrap failed before creating the jail)."""
-        info = await _read_to_eof(self.info_fd)
+        await _read_to_eof(self.info_fd, self.info)
         os.close(self.info_fd)
         self.info_fd = -1
         with contextlib.suppress(ValueError, TypeError, KeyError, orjson.JSONDecodeError):
-            pid = int(orjson.loads(info)["child-pid"])
+            pid = int(orjson.loads(self.info)["child-pid"])
             self.started = True
             with contextlib.suppress(ProcessLookupError):
                 self.pidfd = os.pidfd_open(pid)
 
     async def kill_and_wait(self, process: asyncio.subprocess.Process) -> None:
+        if self.info_fd >= 0:
+            # Cancelled before bwrap's report was read: read it now (a jail that exists has written
+            # it), or killing bwrap alone leaves its namespace to die after this returns.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.open(), KILL_WAIT_SECONDS)
         if self.pidfd is not None:
             with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
@@ -311,10 +330,10 @@ class _NamespaceInit:
         self.info_fd, self.pidfd = -1, None
 
 
-async def _read_to_eof(fd: int) -> bytes:
-    """Everything written to the pipe ``fd`` until its last writer closes it, without blocking the loop."""
+async def _read_to_eof(fd: int, into: bytearray) -> None:
+    """Everything written to the pipe ``fd`` until its last writer closes it, appended to ``into``,
+    without blocking the loop (a cancelled read keeps what it had read there)."""
     os.set_blocking(fd, False)
-    chunks: list[bytes] = []
     while True:
         try:
             chunk = os.read(fd, 4096)
@@ -322,8 +341,8 @@ async def _read_to_eof(fd: int) -> bytes:
             await _readable(fd)
             continue
         if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
+            return
+        into += chunk
 
 
 async def _readable(fd: int) -> None:
