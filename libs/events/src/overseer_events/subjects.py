@@ -148,9 +148,8 @@ class Subjects:
         return f"delta.{self.namespace}.reasoning.>"
 
     def ephemeral(self, service: str, event_type: str) -> str:
-        """Where ``service`` sends an :data:`EPHEMERAL` event: core NATS, never stored."""
-        if not owns(service, event_type):
-            raise NotOwner(service, event_type)
+        """Where ``service`` sends an :data:`EPHEMERAL` event: core NATS, never stored (the owner's
+        subject, which refuses a type the service does not own, under ``ephemeral.``)."""
         return f"ephemeral.{self.event(service, event_type)}"
 
     @property

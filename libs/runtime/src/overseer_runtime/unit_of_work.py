@@ -201,17 +201,7 @@ class UnitOfWork:
             aggregate_version = self._versions.get(aggregate_id) or emitter.store.last_version(aggregate_id)
             aggregate_version += 1
         self._versions[aggregate_id] = aggregate_version
-        incoming = self.incoming
-        event = new_event(
-            data,
-            aggregate_id=aggregate_id,
-            aggregate_version=aggregate_version,
-            actor=actor,
-            correlation_id=correlation_id if correlation_id is not None else _correlation_of(incoming),
-            causation_id=causation_id
-            if causation_id is not None
-            else (incoming.event_id if incoming else None),
-        )
+        event = self._envelope(data, aggregate_id, aggregate_version, actor, correlation_id, causation_id)
         subject = emitter.subjects.event(service, data.TYPE)
         headers = tracing.current_headers()
         body = event.encode()
@@ -222,6 +212,28 @@ class UnitOfWork:
             projection.apply(self.conn, event)
         self.emitted.append(event)
         return event
+
+    def _envelope(
+        self,
+        data: EventData,
+        aggregate_id: str,
+        aggregate_version: int,
+        actor: str,
+        correlation_id: str | None,
+        causation_id: str | None,
+    ) -> Envelope:
+        """``data`` enveloped; the correlation and the cause default to the incoming event's."""
+        incoming = self.incoming
+        return new_event(
+            data,
+            aggregate_id=aggregate_id,
+            aggregate_version=aggregate_version,
+            actor=actor,
+            correlation_id=correlation_id if correlation_id is not None else _correlation_of(incoming),
+            causation_id=causation_id
+            if causation_id is not None
+            else (incoming.event_id if incoming else None),
+        )
 
     def emit_as(self, actor: str) -> Emit:
         """:meth:`emit` with ``actor`` bound: the :class:`Emit` application code receives."""
@@ -238,15 +250,7 @@ class UnitOfWork:
         if data.TYPE not in EPHEMERAL:
             raise ValueError(f"{data.TYPE} is stored: emit it")
         subject = emitter.subjects.ephemeral(emitter.service, data.TYPE)
-        incoming = self.incoming
-        event = new_event(
-            data,
-            aggregate_id=aggregate_id,
-            aggregate_version=0,
-            actor=actor,
-            correlation_id=correlation_id if correlation_id is not None else _correlation_of(incoming),
-            causation_id=incoming.event_id if incoming else None,
-        )
+        event = self._envelope(data, aggregate_id, 0, actor, correlation_id, None)
         self.announced.append((subject, event.encode()))
         return event
 
