@@ -62,7 +62,7 @@ def test_a_proposed_contract_reads_back_pending_with_what_was_proposed(executor:
     )
     assert (contract.irreversible, contract.idempotent) == (True, False)
     assert contract.idempotency_key == idempotency_key("email.send", INVITE)
-    assert (contract.status, contract.version) == (S.PENDING, 1)
+    assert (contract.status, contract.version) == (S.PENDING, 0)  # drafted: nobody told yet
     assert contract.created_at == contract.updated_at == executor.clock()
     assert (contract.verdict, contract.open_request, contract.result, contract.error_message) == (
         None,
@@ -71,6 +71,25 @@ def test_a_proposed_contract_reads_back_pending_with_what_was_proposed(executor:
         None,
     )
     assert executor.contracts.status_of("exec-001") == S.PENDING
+
+
+def test_a_drafted_contract_reads_back_its_announcement_until_its_verdict_announces_it(
+    executor: Backend,
+) -> None:
+    executor.propose("exec-001")
+    drafted = executor.contracts.get("exec-001")
+    assert drafted is not None and drafted.draft is not None
+    assert (drafted.draft.execution_id, drafted.draft.tool, drafted.draft.args) == (
+        "exec-001",
+        "email.send",
+        INVITE,
+    )
+    assert drafted.draft.transitions == []
+
+    executor.verdict("exec-001", "allow")
+    started = executor.contracts.get("exec-001")
+    assert started is not None
+    assert (started.draft, started.status, started.version) == (None, S.RUNNING, 2)
 
 
 def test_a_verdict_before_its_proposal_is_kept_and_joined_to_the_contract(executor: Backend) -> None:

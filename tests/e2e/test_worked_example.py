@@ -53,12 +53,16 @@ class Stream:
         return [m["type"] for m in self.messages]
 
     def transitions(self, execution_id: str) -> list[tuple[str, str, str]]:
-        return [
-            (d["from_status"], d["to_status"], d["trigger"])
-            for m in self.messages
-            if m["type"] == "execution.transitioned"
-            and (d := m["event"]["data"])["execution_id"] == execution_id
-        ]
+        """The contract's moves as the stream told them: the first ones in the event that announced it
+        (``execution.contract_created``), each later one in an ``execution.transitioned``."""
+        moves: list[dict[str, Any]] = []
+        for m in self.messages:
+            data = m["event"]["data"]
+            if m["type"] == "execution.contract_created" and data["execution_id"] == execution_id:
+                moves += data["transitions"]
+            elif m["type"] == "execution.transitioned" and data["execution_id"] == execution_id:
+                moves.append(data)
+        return [(d["from_status"], d["to_status"], d["trigger"]) for d in moves]
 
 
 async def test_the_meeting_invite_waits_for_a_person_then_arrives(full_stack: FullStack) -> None:

@@ -19,6 +19,7 @@ from typing import Protocol, TypeVar
 from overseer_events.canonical import args_hash
 from overseer_events.catalogue import (
     ContractCreated,
+    ContractDrafted,
     EcsRequested,
     ExecutionProposed,
     ExecutionTransitioned,
@@ -71,12 +72,19 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
         ``own``: one of the executor's events (only those are the contract's transitions).
         """
         match event.data:
+            case ContractDrafted() as d:
+                if d.contract.execution_id not in self._contracts:
+                    drafted = ExecutionContract.from_created(d.contract)
+                    self._contracts[d.contract.execution_id] = replace(drafted, version=0, draft=d.contract)
             case ContractCreated() as d:
-                if d.execution_id not in self._contracts:
-                    created = ExecutionContract.from_created(d)
-                    self._contracts[d.execution_id] = replace(created, version=event.aggregate_version)
+                version = event.aggregate_version - len(d.transitions)
+                known = self._contracts.get(d.execution_id) or ExecutionContract.from_created(d)
+                self._contracts[d.execution_id] = replace(known, version=version, draft=None)
+                for moved in d.transitions:
+                    version += 1
+                    self._transitioned(version, moved, own)
             case ExecutionTransitioned() as d:
-                self._transitioned(event, d, own)
+                self._transitioned(event.aggregate_version, d, own)
             case EcsRequested() as d:
                 self._requested(event, d)
             case VerdictIssued() as d:
@@ -97,13 +105,13 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
                         ),
                     )
 
-    def _transitioned(self, event: Envelope, d: ExecutionTransitioned, own: bool) -> None:
+    def _transitioned(self, version: int, d: ExecutionTransitioned, own: bool) -> None:
         contract = self._contracts.get(d.execution_id)
         if contract is not None:
             self._contracts[d.execution_id] = replace(
                 contract,
                 status=ExecutionStatus(d.to_status),
-                version=event.aggregate_version,
+                version=version,
                 updated_at=d.timestamp,
                 result=d.result if d.result is not None else contract.result,
                 error_message=d.error_message if d.error_message is not None else contract.error_message,
@@ -480,6 +488,18 @@ class ExecutorHarness:
         if contract is None:
             raise KeyError(f"no contract {execution_id}")
         return contract
+
+    def moved(self) -> list[ExecutionTransitioned]:
+        """Every transition the executor published, in order: its own events, and the first moves a
+        contract's creation carries."""
+        moves: list[ExecutionTransitioned] = []
+        for data in self.emitted_data(EventData):
+            match data:
+                case ContractCreated():
+                    moves += data.transitions
+                case ExecutionTransitioned():
+                    moves.append(data)
+        return moves
 
     def emitted_data(self, kind: type[E]) -> list[E]:
         """The data of the executor's own events that are ``kind``s, in order."""

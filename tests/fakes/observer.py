@@ -32,23 +32,24 @@ class InMemoryObservations(ObservationReader, SessionReader, FoldedObservations,
     def __init__(self) -> None:
         self.contracts: dict[str, ObservedContract] = {}
         self.records: list[TransitionRecord] = []
-        self.last_fold: tuple[str, ObservedContract, TransitionRecord | None] | None = None
+        self.last_fold: tuple[str, Folded] | None = None
 
-    def fold(self, data: ObservedEvent, occurred_at: float, event_id: str = "") -> TransitionRecord | None:
-        """Fold one execution event, as the projection does."""
+    def fold(
+        self, data: ObservedEvent, occurred_at: float, event_id: str = "", version: int | None = None
+    ) -> tuple[TransitionRecord, ...]:
+        """Fold one execution event, as the projection does; the transition records it held."""
         execution_id = data.execution_id
-        contract, record = observe(self.contracts.get(execution_id), data, occurred_at)
+        contract, records = observe(self.contracts.get(execution_id), data, occurred_at, version)
         self.contracts[execution_id] = contract
-        if record is not None:
-            self.records.append(record)
-        self.last_fold = (event_id, contract, record)
-        return record
+        self.records += records
+        self.last_fold = (event_id, (contract, records))
+        return records
 
     def fold_event(self, event: Envelope) -> None:
         """Fold ``event`` if it is an execution event, as the projection does; leave any other alone."""
         match event.data:
             case ExecutionProposed() | ContractCreated() | ExecutionTransitioned() as data:
-                self.fold(data, event.occurred_at, event.event_id)
+                self.fold(data, event.occurred_at, event.event_id, event.aggregate_version)
 
     def transitions_of(self, execution_id: str) -> list[TransitionRecord]:
         return [r for r in self.records if r.execution_id == execution_id]
@@ -89,9 +90,7 @@ class InMemoryObservations(ObservationReader, SessionReader, FoldedObservations,
     # -- FoldedObservations --------------------------------------------------------------
     def folded(self, event_id: str) -> Folded | None:
         last = self.last_fold
-        if last is None or last[0] != event_id:
-            return None
-        return last[1], last[2]
+        return last[1] if last is not None and last[0] == event_id else None
 
 
 @dataclass

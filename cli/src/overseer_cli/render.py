@@ -123,7 +123,13 @@ def _observed_fact(out: Text, eid: str, data: dict[str, Any]) -> None:
 
 
 def _contract_created(out: Text, eid: str, data: dict[str, Any]) -> None:
-    out.append(f"{eid} PENDING {data.get('tool')}")
+    """A new contract, PENDING, and the moves it made at once (to RUNNING, or on to WAITING)."""
+    out.append(f"{eid} ")
+    out.append_text(status_text("pending"))
+    for move in data.get("transitions") or []:
+        out.append(" → ")
+        out.append_text(status_text(move.get("to_status")))
+    out.append(f" {data.get('tool')}")
     if data.get("irreversible"):
         out.append(" irreversible", style="yellow")
 

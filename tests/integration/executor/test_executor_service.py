@@ -14,8 +14,14 @@ from typing import Any
 import orjson
 
 from overseer_events.canonical import args_hash
-from overseer_events.catalogue import ContractCreated, EcsRequested, ExecutionTransitioned, TraceStep
-from overseer_events.envelope import Envelope, decode
+from overseer_events.catalogue import (
+    ContractCreated,
+    ContractDrafted,
+    EcsRequested,
+    ExecutionTransitioned,
+    TraceStep,
+)
+from overseer_events.envelope import Envelope, EventData, decode
 from overseer_executor.adapters.contracts_sql import SqliteContractRepository
 from overseer_executor.adapters.smtp_sink import SmtpSink
 from overseer_executor.bootstrap import ExecutorService
@@ -91,18 +97,63 @@ async def published(stack: Stack, expected: int) -> list[Envelope]:
 
 
 def transitions(rt: Runtime, execution_id: str) -> list[tuple[str, str, str, str]]:
+    """Every move of the contract in the executor's journal: those its announcement carries, then its
+    transitions."""
     out = []
     for stored in rt.store.read_aggregate(execution_id):
-        if stored.type == "execution.transitioned":
-            d = stored.envelope().data
-            assert isinstance(d, ExecutionTransitioned), d
-            out.append((d.from_status, d.to_status, d.trigger, d.actor))
+        match stored.envelope().data:
+            case ContractCreated() as created:
+                moves = created.transitions
+            case ExecutionTransitioned() as moved:
+                moves = [moved]
+            case _:
+                moves = []
+        out += [(d.from_status, d.to_status, d.trigger, d.actor) for d in moves]
     return out
 
 
-def trace_of(data: ContractCreated | ExecutionTransitioned) -> TraceStep:
-    assert data.trace is not None, data
-    return data.trace
+def trace_of(data: EventData) -> list[tuple[str, str]]:
+    """The steps of the execution trace an event of the executor's journal adds: a drafted contract's
+    creation, the first moves its announcement carries (its creation step is the draft's), a
+    transition's move."""
+    match data:
+        case ContractDrafted():
+            steps = [data.contract.trace]
+        case ContractCreated():
+            steps = [moved.trace for moved in data.transitions]
+        case ExecutionTransitioned():
+            steps = [data.trace]
+        case _:
+            steps = []
+    assert None not in steps, data
+    return [(step.node_id, step.action) for step in steps if step is not None]
+
+
+def wire_trace(data: EventData) -> list[tuple[str, str]]:
+    """The steps of the execution trace one published event carries: an announcement's creation and
+    first moves, a transition's move."""
+    match data:
+        case ContractCreated():
+            steps = [data.trace, *(moved.trace for moved in data.transitions)]
+        case ExecutionTransitioned():
+            steps = [data.trace]
+        case _:
+            steps = []
+    assert None not in steps, data
+    return [(step.node_id, step.action) for step in steps if step is not None]
+
+
+# Seed 003's execution trace of the worked example.
+SEED_TRACE = [
+    ("reasoning", "create_contract:exec-001"),
+    ("reasoning", "create_contract:exec-002"),
+    ("ecs_node", "transition:exec-002:pending→running"),
+    ("ecs_node", "transition:exec-002:running→waiting"),
+    ("graph_runner", "transition:exec-002:waiting→running"),
+    ("graph_runner", "transition:exec-002:running→completed"),
+    ("tool_node", "transition:exec-001:pending→running"),
+    ("tool_node", "transition:exec-001:running→completed"),
+]
 
 
 # -- seed 003 ---------------------------------------------------------------------------------------------
@@ -134,24 +185,33 @@ async def test_seed_003_worked_example_end_to_end(
         await reaches(rt, "exec-001", "completed")
         assert await stack.rpc("executor", "approvals.pending") == []
 
-    events = await published(stack, 2 + 4 + 1 + 2)
-    trace = [
-        (step.node_id, step.action)
-        for step in (
-            trace_of(e.data) for e in events if isinstance(e.data, ContractCreated | ExecutionTransitioned)
-        )
+        # The executor's journal holds the seed's trace in order: each contract drafted when proposed,
+        # then every move.
+        stored = [
+            e for i in ("exec-001", "exec-002") for e in rt.store.read_aggregate(i) if e.origin == "local"
+        ]
+        journal = [
+            step for e in sorted(stored, key=lambda e: e.position) for step in trace_of(e.envelope().data)
+        ]
+        assert journal == SEED_TRACE
+
+    # On the wire, each contract is announced (created, and its first moves) once its verdict moved it:
+    # the confirmation, its form and its two later moves, then the e-mail and its end.
+    events = await published(stack, 1 + 1 + 2 + 1 + 1)
+    assert [(e.type, e.aggregate_id, e.aggregate_version) for e in events] == [
+        ("execution.contract_created", "exec-002", 3),
+        ("ecs.requested", "exec-002", 4),
+        ("execution.transitioned", "exec-002", 5),
+        ("execution.transitioned", "exec-002", 6),
+        ("execution.contract_created", "exec-001", 2),
+        ("execution.transitioned", "exec-001", 3),
     ]
-    assert trace == [
-        ("reasoning", "create_contract:exec-001"),
-        ("reasoning", "create_contract:exec-002"),
-        ("ecs_node", "transition:exec-002:pending→running"),
-        ("ecs_node", "transition:exec-002:running→waiting"),
-        ("graph_runner", "transition:exec-002:waiting→running"),
-        ("graph_runner", "transition:exec-002:running→completed"),
-        ("tool_node", "transition:exec-001:pending→running"),
-        ("tool_node", "transition:exec-001:running→completed"),
-    ]
-    steps = [trace_of(e.data) for e in events if isinstance(e.data, ExecutionTransitioned)]
+    on_the_wire = [step for e in events for step in wire_trace(e.data)]
+    assert sorted(on_the_wire) == sorted(SEED_TRACE)
+    for contract in ("exec-001", "exec-002"):
+        assert [s for s in on_the_wire if contract in s[1]] == [s for s in SEED_TRACE if contract in s[1]]
+    steps = [e.data.trace for e in events if isinstance(e.data, ExecutionTransitioned)]
+    assert steps[-1] is not None
     assert steps[-1].metadata == {
         "trigger": "succeed",
         "actor": "tool_node",

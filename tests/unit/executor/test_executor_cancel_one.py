@@ -31,11 +31,7 @@ def refusal(ex: ExecutorHarness, execution_id: str) -> CancelRefused:
 
 
 def cancellations(ex: ExecutorHarness, execution_id: str) -> list[ExecutionTransitioned]:
-    return [
-        d
-        for d in ex.emitted_data(ExecutionTransitioned)
-        if d.execution_id == execution_id and d.to_status == "cancelled"
-    ]
+    return [d for d in ex.moved() if d.execution_id == execution_id and d.to_status == "cancelled"]
 
 
 def test_a_waiting_execution_is_cancelled_with_who_and_why_as_its_reason() -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from overseer_events.catalogue import ContractCreated, EcsRequested, ExecutionTransitioned
+from overseer_events.catalogue import ContractCreated, ContractDrafted, EcsRequested, ExecutionTransitioned
+from overseer_events.subjects import KEPT_IN_STORE
 from overseer_events.machines import ExecutionStatus
 from overseer_executor.domain.tools import ToolCall, ToolError
 from tests.fakes.executor import Answer, ExecutorHarness, FakeClock, FakeTools
@@ -30,23 +31,66 @@ def executor(*answers: Answer) -> ExecutorHarness:
 
 
 def moves(ex: ExecutorHarness, execution_id: str) -> list[tuple[str, str, str]]:
-    return [
-        (d.from_status, d.to_status, d.actor)
-        for d in ex.emitted_data(ExecutionTransitioned)
-        if d.execution_id == execution_id
-    ]
+    return [(d.from_status, d.to_status, d.actor) for d in ex.moved() if d.execution_id == execution_id]
 
 
 # -- proposals and verdicts ----------------------------------------------------------------------
-def test_a_proposal_opens_a_pending_contract_named_after_its_publisher() -> None:
+def test_a_proposal_drafts_a_pending_contract_named_after_its_publisher_and_tells_nobody_yet() -> None:
     ex = executor()
     ex.deliver(event(proposal("exec-001"), actor="gateway:agent-7"))
     contract = ex.contract("exec-001")
     assert (contract.status, contract.irreversible, contract.created_at) == (S.PENDING, True, 1_000.0)
-    (created,) = ex.emitted
+    (drafted,) = ex.emitted
+    assert isinstance(drafted.data, ContractDrafted)
+    assert (drafted.type, drafted.aggregate_version) == ("execution.contract_drafted", 0)
+    assert drafted.type in KEPT_IN_STORE
+    assert drafted.data.contract.trace is not None
+    assert drafted.data.contract.trace.node_id == "gateway"
+    assert contract.draft == drafted.data.contract
+
+
+def test_an_allowed_contract_is_announced_created_and_started_in_one_event_and_ends_in_its_own() -> None:
+    ex = executor()
+    ex.deliver(event(proposal("exec-001", tool="fs.list", args=LISTING)))
+    ex.deliver(event(verdict_issued("exec-001", "allow", LISTING, tool="fs.list")))
+    published = [e for e in ex.emitted if e.type not in KEPT_IN_STORE]
+    (created,) = published
     assert isinstance(created.data, ContractCreated)
-    assert created.data.trace is not None
-    assert created.data.trace.node_id == "gateway"
+    assert created.aggregate_version == 2
+    assert [(m.from_status, m.to_status) for m in created.data.transitions] == [("pending", "running")]
+    assert ex.contract("exec-001").draft is None
+
+
+def test_a_held_contract_is_announced_with_its_moves_to_waiting_then_its_form() -> None:
+    ex = executor()
+    ex.deliver(event(proposal("exec-001")))
+    ex.deliver(event(verdict_issued("exec-001", "hold")))
+    published = [e for e in ex.emitted if e.type not in KEPT_IN_STORE]
+    assert [(e.type, e.aggregate_version) for e in published] == [
+        ("execution.contract_created", 3),
+        ("ecs.requested", 4),
+    ]
+    created = published[0].data
+    assert isinstance(created, ContractCreated)
+    assert [(m.from_status, m.to_status) for m in created.transitions] == [
+        ("pending", "running"),
+        ("running", "waiting"),
+    ]
+    assert (ex.contract("exec-001").status, ex.contract("exec-001").version) == (S.WAITING, 4)
+
+
+def test_a_contract_ended_by_its_first_decision_is_announced_and_then_ends_in_an_event_of_its_own() -> None:
+    ex = executor()
+    ex.deliver(event(proposal("exec-001")))
+    ex.deliver(event(verdict_issued("exec-001", "deny", reasons=["L3: forbidden"])))
+    published = [e for e in ex.emitted if e.type not in KEPT_IN_STORE]
+    assert [(e.type, e.aggregate_version) for e in published] == [
+        ("execution.contract_created", 2),
+        ("execution.transitioned", 3),
+    ]
+    ended = published[1].data
+    assert isinstance(ended, ExecutionTransitioned)
+    assert (ended.from_status, ended.to_status) == ("running", "rejected")
 
 
 def test_a_repeated_proposal_changes_nothing() -> None:

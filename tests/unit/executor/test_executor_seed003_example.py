@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from overseer_events.canonical import args_hash
-from overseer_events.catalogue import ContractCreated, EcsRequested, ExecutionTransitioned
+from overseer_events.catalogue import (
+    ContractCreated,
+    ContractDrafted,
+    EcsRequested,
+    ExecutionTransitioned,
+    TraceStep,
+)
 from overseer_events.envelope import EventData
 from overseer_events.machines import ExecutionStatus
 from overseer_executor.domain.tools import ToolError
@@ -16,13 +22,20 @@ SENT = "邮件已发送"
 
 
 def trace(executor: ExecutorHarness) -> list[tuple[str, str]]:
-    """Seed 003's execution trace: the step each emitted contract event carries, in order."""
-    steps: list[tuple[str, str]] = []
+    """Seed 003's execution trace: the steps of the contract's events in the executor's journal, in
+    order: a contract's creation when it was drafted, then each transition (announced on its own or
+    carried by the event that announced the contract)."""
+    steps: list[TraceStep | None] = []
     for data in executor.emitted_data(EventData):
-        if isinstance(data, ContractCreated | ExecutionTransitioned):
-            assert data.trace is not None, data
-            steps.append((data.trace.node_id, data.trace.action))
-    return steps
+        match data:
+            case ContractDrafted():
+                steps.append(data.contract.trace)
+            case ContractCreated():
+                steps += [moved.trace for moved in data.transitions]
+            case ExecutionTransitioned():
+                steps.append(data.trace)
+    assert None not in steps, steps
+    return [(step.node_id, step.action) for step in steps if step is not None]
 
 
 async def test_seed_003_worked_example_produces_the_seeds_trace() -> None:

@@ -17,5 +17,5 @@ class FoldedExample(InMemoryObservations):
         for step in steps:
             self.apply(step)
 
-    def apply(self, step: Step) -> TransitionRecord | None:
+    def apply(self, step: Step) -> tuple[TransitionRecord, ...]:
         return self.fold(step.data, step.occurred_at)

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from overseer_events.catalogue import ExecutionFactObserved, ExecutionStateObserved, ExecutionTransitioned
+from overseer_events.catalogue import (
+    ContractCreated,
+    ExecutionFactObserved,
+    ExecutionStateObserved,
+    ExecutionTransitioned,
+)
 from overseer_events.subjects import subject_matches
-from overseer_observer.application.handlers import ObserverUnit, announce_transition
+from overseer_observer.application.handlers import ObserverUnit, announce_transitions
 from overseer_observer.entrypoints.events import SUBSCRIPTIONS, handlers
 from overseer_runtime.unit_of_work import UnitOfWork
 from tests.fakes.observer import InMemoryObservations
@@ -71,12 +78,23 @@ def test_proposals_and_contracts_are_folded_but_not_announced() -> None:
     assert observer.observations.contract(TOOL_ID) is not None
 
 
-def test_a_transition_the_projection_did_not_fold_is_a_bug_and_announces_nothing() -> None:
+def test_a_contract_announced_with_its_first_moves_sends_the_state_of_each_and_stores_no_fact() -> None:
+    observer = Observer()
+    started = TOOL_TRANSITIONS[0].data
+    assert isinstance(started, ExecutionTransitioned) and isinstance(TOOL_CREATED.data, ContractCreated)
+    announced = replace(TOOL_CREATED, data=TOOL_CREATED.data.model_copy(update={"transitions": [started]}))
+    observer.consume(TOOL_PROPOSED, announced)
+    states = [a.data for a in observer.sent.recorded if isinstance(a.data, ExecutionStateObserved)]
+    assert [(s.execution_id, s.from_status, s.to_status) for s in states] == [(TOOL_ID, "pending", "running")]
+    assert observer.stored.recorded == []
+    observer.consume(*TOOL_TRANSITIONS[1:])
+    assert observer.stored.types() == ["observation.execution_fact"]
+
+
+def test_an_event_the_projection_did_not_fold_is_a_bug_and_announces_nothing() -> None:
     observations, stored, sent = InMemoryObservations(), RecordingEmit("observer"), RecordingEmit("observer")
-    moved = TOOL_TRANSITIONS[0].data
-    assert isinstance(moved, ExecutionTransitioned)
     with pytest.raises(LookupError):
-        announce_transition(moved, ObserverUnit(observations, stored, sent), "event-never-folded")
+        announce_transitions(TOOL_ID, ObserverUnit(observations, stored, sent), "event-never-folded")
     assert stored.recorded == sent.recorded == []
 
 
@@ -87,5 +105,5 @@ def no_unit(uow: UnitOfWork) -> ObserverUnit:
 def test_the_table_handles_only_types_the_observer_subscribes_to() -> None:
     table = handlers(no_unit)
     patterns = tuple(pattern for s in SUBSCRIPTIONS for pattern in s.types)
-    assert table.event_types() == {"execution.transitioned"}
+    assert table.event_types() == {"execution.transitioned", "execution.contract_created"}
     assert all(subject_matches(kind, patterns) for kind in table.event_types())

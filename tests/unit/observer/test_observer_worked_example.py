@@ -119,8 +119,7 @@ def test_execution_state_events_carry_the_seed_sse_payload() -> None:
     folded = FoldedExample([ECS_PROPOSED, ECS_CREATED])
     payloads = []
     for step in ECS_TRANSITIONS:
-        record = folded.apply(step)
-        assert record is not None
+        (record,) = folded.apply(step)
         payloads.append(execution_state(folded.contracts[ECS_ID], record))
     assert [(p.from_status, p.to_status, p.trigger, p.actor_category) for p in payloads] == [
         ("pending", "running", "start", "system"),

@@ -528,6 +528,23 @@ class TraceStep(EventData):
     metadata: JSON = Field(default_factory=dict)
 
 
+@event("execution.transitioned")
+class ExecutionTransitioned(EventData):
+    execution_id: str
+    session_id: str
+    from_status: str
+    to_status: str
+    trigger: str
+    actor: str
+    timestamp: float
+    reason: str | None = None
+    result: str | None = None
+    error_message: str | None = None
+    irreversible: bool = False
+    co_id: str | None = None
+    trace: TraceStep | None = None
+
+
 @event("execution.contract_created")
 class ContractCreated(EventData):
     """A contract entered PENDING (the ExecutionContract as created)."""
@@ -549,23 +566,21 @@ class ContractCreated(EventData):
     runs_at: RunsAt = "executor"
     # The ``create_contract:<id>`` step (node_id: the proposing service).
     trace: TraceStep | None = None
+    # The moves the contract made the moment it was decided on, in order, each as its own
+    # ``execution.transitioned`` would say it (a started call: PENDING→RUNNING; a held one: on to
+    # WAITING). Never one that ends the contract: an end is always an ``execution.transitioned`` of its
+    # own, so whoever waits for ends reads those alone. The event's aggregate version is the one after
+    # its last move (the creation itself is version 1, each move one more).
+    transitions: list[ExecutionTransitioned] = Field(default_factory=list)
 
 
-@event("execution.transitioned")
-class ExecutionTransitioned(EventData):
-    execution_id: str
-    session_id: str
-    from_status: str
-    to_status: str
-    trigger: str
-    actor: str
-    timestamp: float
-    reason: str | None = None
-    result: str | None = None
-    error_message: str | None = None
-    irreversible: bool = False
-    co_id: str | None = None
-    trace: TraceStep | None = None
+@event("execution.contract_drafted")
+class ContractDrafted(EventData):
+    """A proposal the executor holds as a PENDING contract until it is decided on (version 0, kept in
+    the executor's store, never published): the contract is announced, as ``execution.contract_created``
+    with its first moves, when the firewall's verdict (or a cancellation) moves it."""
+
+    contract: ContractCreated
 
 
 @event("ecs.requested")

@@ -36,7 +36,13 @@ OWNERSHIP: dict[str, tuple[str, ...]] = {
         "policy.*",
         "audit.*",
     ),
-    "executor": ("execution.transitioned", "execution.contract_created", "ecs.requested", "tools.announced"),
+    "executor": (
+        "execution.transitioned",
+        "execution.contract_created",
+        "execution.contract_drafted",
+        "ecs.requested",
+        "tools.announced",
+    ),
     "col": (
         "co.created",
         "co.updated",
@@ -56,7 +62,9 @@ OWNERSHIP: dict[str, tuple[str, ...]] = {
 # firewall's store is their source of truth, and what anchors them outside it is the chain's head
 # published per burst (``audit.head_published``, with the hash of every entry it covers), so the
 # stream carries one event per burst instead of one per record.
-KEPT_IN_STORE: frozenset[str] = frozenset({"audit.recorded"})
+# Likewise the executor's draft of a contract (``execution.contract_drafted``): a proposal it holds
+# until the verdict moves it, announced then as ``execution.contract_created`` with its first moves.
+KEPT_IN_STORE: frozenset[str] = frozenset({"audit.recorded", "execution.contract_drafted"})
 
 # Event types that are sent and never stored: published on core NATS after the commit that derives
 # them (:meth:`Subjects.ephemeral`), outside the events stream, so they have no sequence number and

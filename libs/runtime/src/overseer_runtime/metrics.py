@@ -123,6 +123,8 @@ class ServiceMetrics:
 
     def _created(self, data: ContractCreated) -> None:
         self._tools[data.execution_id] = data.tool or data.action_type
+        for moved in data.transitions:  # the moves it made at once (a started call entered RUNNING)
+            self._transitioned(moved)
 
     def _transitioned(self, data: ExecutionTransitioned) -> None:
         execution_id = data.execution_id

@@ -2,7 +2,8 @@
 
 Tables (all rebuilt from the store's events, own and received):
 
-* ``executor_contracts``: one row per contract, its current status and version;
+* ``executor_contracts``: one row per contract, its current status and version (a drafted one, which
+  nobody has been told of yet, at version 0 with the ``execution.contract_created`` that will announce it);
 * ``executor_verdicts``: the firewall's verdict per execution (kept even when it
   arrives before the proposal: that is how an early verdict is parked);
 * ``executor_approvals``: every ``ecs.requested`` form, pending until the contract leaves WAITING;
@@ -23,6 +24,7 @@ import orjson
 
 from overseer_events.catalogue import (
     ContractCreated,
+    ContractDrafted,
     EcsRequested,
     ExecutionTransitioned,
     HumanDecisionRecorded,
@@ -73,7 +75,8 @@ class ContractsProjection(SqlProjection):
         updated_at      REAL NOT NULL,
         result          TEXT,
         error_message   TEXT,
-        runs_at         TEXT NOT NULL  -- executor | agent (the agent runs the call and reports)
+        runs_at         TEXT NOT NULL, -- executor | agent (the agent runs the call and reports)
+        draft           BLOB           -- the contract_created still to announce (a drafted contract)
     );
     -- The claim on an idempotency key (claims.py) is a contract's status: a twin is found by key and status.
     DROP INDEX IF EXISTS executor_contracts_completed_key;
@@ -119,20 +122,36 @@ class ContractsProjection(SqlProjection):
     def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
         """Each applier receives its event's data by class (other events change nothing here)."""
         match event.data:
+            case ContractDrafted() as drafted:
+                self._insert(
+                    conn, drafted.contract, event.aggregate_version, drafted.contract.model_dump_json()
+                )
             case ContractCreated() as created:
                 self._created(conn, created, event)
             case ExecutionTransitioned() as transitioned:
-                self._transitioned(conn, transitioned, event)
+                self._moved(conn, transitioned, event.aggregate_version)
             case EcsRequested() as requested:
                 self._requested(conn, requested, event)
             case VerdictIssued() as verdict:
                 self._verdict(conn, verdict, event)
 
+    @classmethod
+    def _created(cls, conn: sqlite3.Connection, d: ContractCreated, event: Envelope) -> None:
+        """The contract announced: its draft (if it was drafted) is done with, and its first moves made."""
+        created = event.aggregate_version - len(d.transitions)  # the version of the creation itself
+        cls._insert(conn, d, created, None)
+        conn.execute(
+            "UPDATE executor_contracts SET draft = NULL, version = ? WHERE execution_id = ?",
+            (created, d.execution_id),
+        )
+        for version, moved in enumerate(d.transitions, start=created + 1):
+            cls._moved(conn, moved, version)
+
     @staticmethod
-    def _created(conn: sqlite3.Connection, d: ContractCreated, event: Envelope) -> None:
+    def _insert(conn: sqlite3.Connection, d: ContractCreated, version: int, draft: str | None) -> None:
         conn.execute(
             "INSERT OR IGNORE INTO executor_contracts VALUES "
-            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, NULL, NULL, ?)",
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, NULL, NULL, ?, ?)",
             (
                 d.execution_id,
                 d.session_id,
@@ -148,18 +167,19 @@ class ContractsProjection(SqlProjection):
                 _dumps({"kind": d.proposer.kind, "id": d.proposer.id}),
                 d.depends_on,
                 d.created_at,
-                event.aggregate_version,
+                version,
                 d.created_at,
                 d.runs_at,
+                draft,
             ),
         )
 
     @staticmethod
-    def _transitioned(conn: sqlite3.Connection, d: ExecutionTransitioned, event: Envelope) -> None:
+    def _moved(conn: sqlite3.Connection, d: ExecutionTransitioned, version: int) -> None:
         conn.execute(
             "UPDATE executor_contracts SET status = ?, version = ?, updated_at = ?, "
             "result = COALESCE(?, result), error_message = COALESCE(?, error_message) WHERE execution_id = ?",
-            (d.to_status, event.aggregate_version, d.timestamp, d.result, d.error_message, d.execution_id),
+            (d.to_status, version, d.timestamp, d.result, d.error_message, d.execution_id),
         )
         if d.from_status == "waiting":
             conn.execute(
@@ -264,7 +284,7 @@ _CONTRACT_COLUMNS = (
     "c.idempotent, c.idempotency_key, c.timeout_seconds, c.co_id, c.proposer, c.depends_on, c.created_at, "
     "c.status, c.version, c.updated_at, c.result, c.error_message, "
     "v.decision, v.level, v.args, v.args_hash, v.reasons, v.preview, v.requested_by, "
-    "a.kind, a.args_hash, a.requested_at, c.runs_at"
+    "a.kind, a.args_hash, a.requested_at, c.runs_at, c.draft"
 )
 _CONTRACT_FROM = (
     "FROM executor_contracts c "
@@ -316,6 +336,7 @@ def _contract(row: tuple[Any, ...]) -> ExecutionContract:
         verdict=verdict,
         open_request=form,
         runs_at="agent" if row[29] == "agent" else "executor",
+        draft=None if row[30] is None else ContractCreated.model_validate_json(row[30]),
     )
 
 
@@ -457,13 +478,19 @@ class SqliteExecutorQueries(ExecutorQueries):
     def transitions(self, execution_id: str) -> list[Transition]:
         found = []
         for stored in self.store.read_aggregate(execution_id):
-            if stored.type != "execution.transitioned" or stored.origin != "local":
+            if stored.origin != "local":
                 continue
             match stored.envelope().data:
                 case ExecutionTransitioned() as d:
-                    found.append(
-                        Transition(d.from_status, d.to_status, d.trigger, d.actor, d.timestamp, d.reason)
-                    )
+                    moves = [d]
+                case ContractCreated() as created:
+                    moves = created.transitions
+                case _:
+                    continue
+            found += [
+                Transition(d.from_status, d.to_status, d.trigger, d.actor, d.timestamp, d.reason)
+                for d in moves
+            ]
         return found
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from overseer_events.catalogue import (
+    ContractDrafted,
     ExecutionProposed,
     HumanDecisionRecorded,
     OutcomeReported,
@@ -23,7 +24,13 @@ from overseer_events.envelope import Envelope
 from overseer_events.machines import TERMINAL_STATUSES, ExecutionStatus
 from overseer_executor.application.ports import ContractRepository, ToolSpecs
 from overseer_executor.application.tool_runner import ToolCalls
-from overseer_executor.domain.contract import ExecutionContract, Outcome, Verdict, open_contract
+from overseer_executor.domain.contract import (
+    ExecutionContract,
+    Outcome,
+    Verdict,
+    announced,
+    open_contract,
+)
 from overseer_executor.domain.rules import (
     CANCELLABLE,
     AgentReport,
@@ -66,8 +73,10 @@ class ExecutionHandlers:
             return
         node = event.actor.partition(":")[0] or "reasoning"
         spec = unit.tools.spec(proposal.tool)
-        created = open_contract(proposal, spec, node_id=node, now=unit.clock())
-        unit.emit(created, aggregate_id=proposal.execution_id, aggregate_version=1)
+        # Drafted, not announced: the verdict usually follows within milliseconds, and the contract is
+        # announced then, created and started in one event (see ``announced``).
+        draft = ContractDrafted(contract=open_contract(proposal, spec, node_id=node, now=unit.clock()))
+        unit.emit(draft, aggregate_id=proposal.execution_id, aggregate_version=0)
         if unit.contracts.has_verdict(proposal.execution_id):  # the verdict came first: apply it now
             contract = unit.contracts.get(proposal.execution_id)
             if contract is not None and contract.verdict is not None:
@@ -192,7 +201,7 @@ class ExecutionHandlers:
         if outcome.note and not outcome.events and not outcome.run_tool:
             log.info("%s: %s", before.execution_id, outcome.note)
         # The session is the correlation, also for work recorded after a tool call (no incoming event).
-        for version, data in enumerate(outcome.events, start=before.version + 1):
+        for data, version in announced(before, outcome.events):
             unit.emit(
                 data,
                 aggregate_id=before.execution_id,

@@ -8,6 +8,7 @@ trace step of one transition. The rules that move a contract are in ``rules.py``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -22,7 +23,7 @@ from overseer_events.catalogue import (
     VerdictIssued,
 )
 from overseer_events.envelope import EventData
-from overseer_events.machines import ECS_NODE, TOOL_NODE, ExecutionStatus
+from overseer_events.machines import ECS_NODE, TERMINAL_STATUSES, TOOL_NODE, ExecutionStatus
 from overseer_executor.domain.idempotency import idempotency_key
 from overseer_executor.domain.tools import ToolSpec
 
@@ -89,6 +90,9 @@ class ExecutionContract:
     verdict: Verdict | None = None
     open_request: OpenRequest | None = None
     runs_at: RunsAt = "executor"  # "agent": the agent runs the tool itself, once allowed, and reports
+    # While nobody has been told of the contract (it waits for its verdict, kept in the executor's store
+    # at version 0): the ``execution.contract_created`` that will announce it, with its first moves.
+    draft: ContractCreated | None = None
 
     @property
     def runs_here(self) -> bool:
@@ -133,6 +137,31 @@ class ExecutionContract:
             updated_at=data.created_at,
             runs_at=data.runs_at,
         )
+
+
+def announced(contract: ExecutionContract, events: Sequence[EventData]) -> list[tuple[EventData, int]]:
+    """The events that record a decision on ``contract``, each with its aggregate version.
+
+    A drafted contract is announced by its first decision: ``execution.contract_created`` carrying the
+    moves that leave it open (to RUNNING, on to WAITING), then the rest as they are: an end, a form.
+    One event instead of up to three for what happened in one instant, and every end still an
+    ``execution.transitioned`` of its own. The creation is version 1 and each move one more, so the
+    versions are the same as if each had been an event of its own.
+    """
+    rest = list(events)
+    if contract.draft is not None and rest:
+        moves: list[ExecutionTransitioned] = []
+        while (
+            rest and isinstance(rest[0], ExecutionTransitioned) and rest[0].to_status not in TERMINAL_STATUSES
+        ):
+            moves.append(rest.pop(0))
+        rest.insert(0, contract.draft.model_copy(update={"transitions": moves}))
+    numbered: list[tuple[EventData, int]] = []
+    version = contract.version
+    for data in rest:
+        version += 1 + (len(data.transitions) if isinstance(data, ContractCreated) else 0)
+        numbered.append((data, version))
+    return numbered
 
 
 def tool_of(proposal: ExecutionProposed) -> str | None:

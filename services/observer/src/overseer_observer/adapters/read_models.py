@@ -97,17 +97,17 @@ class ExecutionObservations(SqlProjection):
         super().__init__()
         # What the last fold wrote, for the handler of the same event (it runs right after, in the
         # same transaction): announcing a transition then needs no second read of the rows.
-        self.last_fold: tuple[str, ObservedContract, TransitionRecord | None] | None = None
+        self.last_fold: tuple[str, Folded] | None = None
 
     def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
         match event.data:
             case ExecutionProposed() | ContractCreated() | ExecutionTransitioned() as data:
                 current = load_contract(conn, data.execution_id)
-                contract, record = observe(current, data, event.occurred_at, event.aggregate_version)
+                contract, records = observe(current, data, event.occurred_at, event.aggregate_version)
                 conn.execute(_UPSERT_CONTRACT, _contract_row(contract))
-                if record is not None:
+                for record in records:
                     conn.execute(_INSERT_TRANSITION, (contract.session_id, *_transition_row(record)))
-                self.last_fold = (event.event_id, contract, record)
+                self.last_fold = (event.event_id, (contract, records))
 
     def folded(self, event_id: str) -> Folded | None:
         """The contract and record the fold of ``event_id`` wrote, if it was the last event folded.
@@ -115,9 +115,7 @@ class ExecutionObservations(SqlProjection):
         The :class:`~overseer_observer.application.ports.FoldedObservations` of a handler.
         """
         last = self.last_fold
-        if last is None or last[0] != event_id:
-            return None
-        return last[1], last[2]
+        return last[1] if last is not None and last[0] == event_id else None
 
 
 _contract_row: Callable[[ObservedContract], tuple[Any, ...]] = attrgetter(*_CONTRACT_COLUMNS)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from overseer_events.catalogue import ExecutionTransitioned
 from overseer_observer.application.ports import FoldedObservations
 from overseer_observer.domain.views import execution_fact, execution_state
 from overseer_runtime.unit_of_work import Announce, Emit
@@ -19,16 +18,18 @@ class ObserverUnit:
     announce: Announce
 
 
-def announce_transition(moved: ExecutionTransitioned, unit: ObserverUnit, event_id: str) -> None:
-    """Sends the ``execution_state`` of each transition (never stored), and stores the execution fact
-    once the contract has ended (what the agent remembers and answers from)."""
+def announce_transitions(execution_id: str, unit: ObserverUnit, event_id: str) -> None:
+    """Sends the ``execution_state`` of each transition the event held (never stored), and stores the
+    execution fact once the contract has ended (what the agent remembers and answers from)."""
     # What the projection wrote for this event is at hand, with no second read of the rows.
-    contract, record = unit.folds.folded(event_id) or (None, None)
-    if contract is None or record is None:  # a transition always yields a record: a bug, not an input
-        raise LookupError(f"transition {event_id} of {moved.execution_id} was not projected")
+    folded = unit.folds.folded(event_id)
+    if folded is None:  # every execution event is folded just before its handler: a bug, not an input
+        raise LookupError(f"event {event_id} of {execution_id} was not projected")
+    contract, records = folded
     session = contract.session_id
-    unit.announce(
-        execution_state(contract, record), aggregate_id=contract.execution_id, correlation_id=session
-    )
-    if record.is_terminal_transition:
+    for record in records:
+        unit.announce(
+            execution_state(contract, record), aggregate_id=contract.execution_id, correlation_id=session
+        )
+    if any(record.is_terminal_transition for record in records):
         unit.emit(execution_fact(contract), aggregate_id=contract.execution_id, correlation_id=session)

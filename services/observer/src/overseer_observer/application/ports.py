@@ -27,7 +27,9 @@ from overseer_events.views import TransitionRecord
 from overseer_observer.domain.contract import ObservedContract
 from overseer_observer.domain.listing import ExecutionQuery
 
-Folded = tuple[ObservedContract, TransitionRecord | None]
+# A contract as an event left it, and the record of each transition the event held (none for a
+# proposal, one for a transition, the first moves for a contract's creation).
+Folded = tuple[ObservedContract, tuple[TransitionRecord, ...]]
 # Sleeps until a commit touches the execution (True) or the timeout runs out (False).
 WaitForChange = Callable[[str, float], Awaitable[bool]]
 
@@ -49,7 +51,7 @@ class SessionReader(Protocol):
 
 
 class FoldedObservations(Protocol):
-    """The contract (and the transition record, for a transition) the fold of an event wrote."""
+    """The contract and the transition records the fold of an event wrote."""
 
     def folded(self, event_id: str) -> Folded | None: ...
 

@@ -198,18 +198,35 @@ ObservedEvent = ExecutionProposed | ContractCreated | ExecutionTransitioned
 
 def observe(
     current: ObservedContract | None, data: EventData, occurred_at: float, version: int | None = None
-) -> tuple[ObservedContract, TransitionRecord | None]:
-    """Fold any observed event into its contract; a transition also yields its record. ``version``: the
-    event's aggregate version (the executor's events are folded by it)."""
+) -> tuple[ObservedContract, tuple[TransitionRecord, ...]]:
+    """Fold any observed event into its contract, with the record of each transition it holds (a
+    transition's one, or the first moves a contract's creation carries). ``version``: the event's
+    aggregate version (the executor's events are folded by it)."""
     match data:
         case ExecutionTransitioned():
-            return observe_transition(current, data, version)
+            contract, record = observe_transition(current, data, version)
+            return contract, (record,)
         case ContractCreated():
-            return observe_creation(current, data, version or 1), None
+            return observe_announcement(current, data, version)
         case ExecutionProposed():
-            return observe_proposal(current, data, occurred_at), None
+            return observe_proposal(current, data, occurred_at), ()
         case _:
             raise TypeError(f"the observer does not fold {type(data).__name__}")
+
+
+def observe_announcement(
+    current: ObservedContract | None, created: ContractCreated, version: int | None
+) -> tuple[ObservedContract, tuple[TransitionRecord, ...]]:
+    """A contract's creation and the moves it made at once: each move is one version after the one
+    before, the last the event's own (``version``)."""
+    moves = created.transitions
+    created_version = (version or len(moves) + 1) - len(moves)
+    contract = observe_creation(current, created, created_version)
+    records: list[TransitionRecord] = []
+    for step, moved in enumerate(moves, start=1):
+        contract, record = observe_transition(contract, moved, created_version + step)
+        records.append(record)
+    return contract, tuple(records)
 
 
 def _skeleton(moved: ExecutionTransitioned) -> ObservedContract:

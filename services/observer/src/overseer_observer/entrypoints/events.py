@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from overseer_events.catalogue import ExecutionTransitioned
-from overseer_observer.application.handlers import ObserverUnit, announce_transition
+from overseer_events.catalogue import ContractCreated, ExecutionTransitioned
+from overseer_observer.application.handlers import ObserverUnit, announce_transitions
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.service import HandlerTable
 from overseer_runtime.unit_of_work import UnitOfWork
@@ -24,7 +24,16 @@ SUBSCRIPTIONS = (
 
 
 def handlers(unit_for: Callable[[UnitOfWork], ObserverUnit]) -> HandlerTable[ObserverUnit]:
-    # Every event consumed is folded by the projection; only a transition is announced.
-    return HandlerTable(unit_for).on(
-        ExecutionTransitioned, lambda moved, unit, event: announce_transition(moved, unit, event.event_id)
+    # Every event consumed is folded by the projection; the transitions it held are announced (a
+    # transition's own, the first moves a contract's creation carries).
+    return (
+        HandlerTable(unit_for)
+        .on(
+            ExecutionTransitioned,
+            lambda moved, unit, event: announce_transitions(moved.execution_id, unit, event.event_id),
+        )
+        .on(
+            ContractCreated,
+            lambda created, unit, event: announce_transitions(created.execution_id, unit, event.event_id),
+        )
     )
