@@ -78,7 +78,8 @@ def test_a_drafted_contract_reads_back_its_announcement_until_its_verdict_announ
 ) -> None:
     executor.propose("exec-001")
     drafted = executor.contracts.get("exec-001")
-    assert drafted is not None and drafted.draft is not None
+    assert drafted is not None
+    assert drafted.draft is not None
     assert (drafted.draft.execution_id, drafted.draft.tool, drafted.draft.args) == (
         "exec-001",
         "email.send",

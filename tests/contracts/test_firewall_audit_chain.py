@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from overseer_events.catalogue import AuditHeadPublished
+from overseer_events.catalogue import AuditHeadPublished, VerdictIssued
 from overseer_firewall.application.anchoring import HEAD_AGGREGATE
 from overseer_firewall.domain.audit import AuditHead
 from tests.contracts.firewall_backends import BACKENDS, FirewallBackend, chain, make_backend, recorded
@@ -42,4 +42,42 @@ def test_published_through_names_the_highest_head_published(firewall: FirewallBa
             aggregate_id=HEAD_AGGREGATE,
             version=entry.index,
         )
+    assert firewall.audit.published_through() == 3
+
+
+def test_published_through_counts_the_heads_verdicts_carry(firewall: FirewallBackend) -> None:
+    entries = chain({"kind": "proposal"}, {"kind": "verdict"}, {"kind": "proposal"})
+    for entry in entries:
+        firewall.apply(recorded(entry), aggregate_id="audit", version=entry.index)
+    firewall.apply(
+        VerdictIssued(
+            execution_id="exec-1",
+            session_id="session-1",
+            level="AUTO",
+            decision="allow",
+            args_hash="h",
+            audit_head=AuditHeadPublished(index=1, hash=entries[0].hash, hashes=[entries[0].hash]),
+        ),
+        aggregate_id="verdict:exec-1",
+    )
+    assert firewall.audit.published_through() == 1
+    firewall.apply(
+        VerdictIssued(
+            execution_id="exec-2", session_id="session-1", level="AUTO", decision="allow", args_hash="h"
+        ),
+        aggregate_id="verdict:exec-2",
+    )
+    assert firewall.audit.published_through() == 1  # a verdict with nothing new to anchor carries no head
+    head = AuditHeadPublished(index=3, hash=entries[2].hash, hashes=[e.hash for e in entries[1:]])
+    firewall.apply(
+        VerdictIssued(
+            execution_id="exec-3",
+            session_id="session-1",
+            level="AUTO",
+            decision="allow",
+            args_hash="h",
+            audit_head=head,
+        ),
+        aggregate_id="verdict:exec-3",
+    )
     assert firewall.audit.published_through() == 3

@@ -351,7 +351,9 @@ class InMemoryAuditChain:
             self._entries[data.index] = (data.prev_hash, data.hash, record_text(data.record))
             self._recorded = AuditHead(data.index, data.hash)
         elif isinstance(data, AuditHeadPublished) and event.aggregate_id == HEAD_AGGREGATE:
-            self._published = max(self._published, event.aggregate_version)
+            self._published = max(self._published, data.index)
+        elif isinstance(data, VerdictIssued) and data.audit_head is not None:
+            self._published = max(self._published, data.audit_head.index)
 
     def head(self) -> AuditHead | None:
         if not self._entries:
@@ -408,6 +410,8 @@ class InMemoryPublishedAudit:
         """Publish ``event`` on the stream; answers its stream sequence (every event takes one)."""
         seq = next(self._seq)
         data = event.data
+        if isinstance(data, VerdictIssued) and data.audit_head is not None:
+            data = data.audit_head  # a verdict carries a head: read back as one
         if isinstance(data, AuditHeadPublished):
             self.messages.append(
                 (AuditHeadPublished, PublishedEntry(data.index, data.hash, seq, tuple(data.hashes)))

@@ -19,7 +19,6 @@ from overseer_events.catalogue import (
     ContractDrafted,
     EcsRequested,
     ExecutionTransitioned,
-    TraceStep,
 )
 from overseer_events.envelope import Envelope, EventData, decode
 from overseer_executor.adapters.contracts_sql import SqliteContractRepository

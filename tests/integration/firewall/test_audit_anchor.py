@@ -50,7 +50,19 @@ def chain_head(rt: Runtime) -> int:
 
 
 def published_head(rt: Runtime) -> int:
-    return rt.store.last_version("audit:head")
+    """The last entry a head on the stream covers, published on its own or carried by a verdict."""
+    return SqliteAuditChain(rt.store.conn).published_through()
+
+
+async def heads_on_stream(rt: Runtime, stack: Stack) -> list[tuple[int, dict[str, Any]]]:
+    """Every head on the stream in stream order: those published on their own and those verdicts carry."""
+    own = await on_stream(rt, stack, "audit.head_published")
+    carried = [
+        (seq, verdict["audit_head"])
+        for seq, verdict in await on_stream(rt, stack, "firewall.verdict_issued")
+        if verdict.get("audit_head") is not None
+    ]
+    return sorted(own + carried, key=lambda head: head[0])
 
 
 async def on_stream(rt: Runtime, stack: Stack, event_type: str) -> list[tuple[int, dict[str, Any]]]:
@@ -135,22 +147,23 @@ async def test_an_untouched_chain_verifies_against_every_head_published_after_it
     async with stack.runtime(FirewallService(policy_file=policy)) as rt:
         result = (await stack.rpc("firewall", "audit.verify"))[0]
         records = await on_stream(rt, stack, "audit.recorded")
-        heads = await on_stream(rt, stack, "audit.head_published")
+        own = await on_stream(rt, stack, "audit.head_published")
+        heads = await heads_on_stream(rt, stack)
         chain = {index: digest for index, _, digest, _ in await ReaderAuditHistory(rt.reader).entries()}
         stored_heads = published_head(rt)
         # Read in batches of two, and between two sequences: the same messages.
         small = StreamReader(rt.nc, stack.subjects.events_stream, batch=2)
         subject = stack.subjects.event("firewall", "audit.head_published")
-        assert [m.seq async for m in small.messages(subject)] == [seq for seq, _ in heads]
-        between = small.messages(subject, after=heads[0][0], through=heads[3][0])
-        assert [m.seq async for m in between] == [seq for seq, _ in heads[1:4]]
+        assert [m.seq async for m in small.messages(subject)] == [seq for seq, _ in own]
+        between = small.messages(subject, after=own[0][0], through=own[2][0])
+        assert [m.seq async for m in between] == [seq for seq, _ in own[1:3]]
     assert result["ok"] is True, result
     assert result["first_broken"] is None
     assert result["anchor_mismatch"] is None
     assert result["anchored"] == len(heads) >= 4
     assert result["anchored_through"] == result["published_through"] == result["records"]
-    # The records stay in the store: the stream has one head per commit that appended records (or per
-    # burst of them), which vouches for the hash of every entry since the previous head, in order.
+    # The records stay in the store: the stream has a head with each verdict and one of its own for
+    # what no verdict covered, each vouching for the hash of every entry since the previous head.
     assert records == []
     vouched = [digest for _, head in heads for digest in head["hashes"]]
     assert vouched == [chain[index] for index in sorted(chain)]
@@ -158,7 +171,7 @@ async def test_an_untouched_chain_verifies_against_every_head_published_after_it
     # A restart with nothing new appended publishes no second head for the same entry.
     async with stack.runtime(FirewallService(policy_file=policy)) as rt:
         assert published_head(rt) == stored_heads
-        assert len(await on_stream(rt, stack, "audit.head_published")) == len(heads)
+        assert len(await heads_on_stream(rt, stack)) == len(heads)
 
 
 # A decision is committed alone, so a head names it; a proposal shares its commit (and head) with

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from overseer_events.catalogue import ContractCreated, ContractDrafted, EcsRequested, ExecutionTransitioned
-from overseer_events.subjects import KEPT_IN_STORE
 from overseer_events.machines import ExecutionStatus
+from overseer_events.subjects import KEPT_IN_STORE
 from overseer_executor.domain.tools import ToolCall, ToolError
 from tests.fakes.executor import Answer, ExecutorHarness, FakeClock, FakeTools
 from tests.unit.executor.executor_builders import (

@@ -1,10 +1,13 @@
-"""The audit chain's anchoring and verification on in-memory ports: heads published after commit, checked back."""
+"""The audit chain's anchoring and verification on in-memory ports: heads carried by verdicts and published after
+commit, checked back."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Coroutine
 from typing import Any
+
+import pytest
 
 from overseer_events.catalogue import AuditHeadPublished, AuditRecorded
 from overseer_events.envelope import EventData
@@ -61,7 +64,30 @@ async def test_commits_close_together_share_one_head() -> None:
     assert [index for index, _ in heads(firewall)] == [6]
 
 
-async def test_a_head_vouches_for_the_hash_of_every_entry_since_the_previous_head() -> None:
+async def test_each_verdict_carries_the_head_of_the_chain_as_it_was_issued() -> None:
+    firewall = InMemoryFirewall(engine_for())
+    first = firewall.propose("fs.read", {"path": "a.md"})
+    second = firewall.propose("fs.read", {"path": "b.md"})
+    chain = {index: digest for index, _, digest, _ in await firewall.store.audit.entries()}
+    # The first verdict anchors its proposal's record; the second, the first verdict's and its own proposal's.
+    assert firewall.verdict(first)["audit_head"] == {
+        "index": 1,
+        "hash": chain[1],
+        "hashes": [chain[1]],
+        "chain": 0,
+    }
+    assert firewall.verdict(second)["audit_head"] == {
+        "index": 3,
+        "hash": chain[3],
+        "hashes": [chain[2], chain[3]],
+        "chain": 0,
+    }
+    assert firewall.store.audit.published_through() == 3
+
+
+async def test_heads_vouch_for_the_hash_of_every_entry_once_whether_a_verdict_or_a_head_of_its_own_carries_it() -> (
+    None
+):
     firewall = InMemoryFirewall(engine_for())
     spawned = anchored(firewall)
     firewall.propose("fs.read", {"path": "a.md"})
@@ -70,19 +96,36 @@ async def test_a_head_vouches_for_the_hash_of_every_entry_since_the_previous_hea
     firewall.propose("fs.read", {"path": "c.md"})
     await spawned.run()
     chain = {index: digest for index, _, digest, _ in await firewall.store.audit.entries()}
-    published = firewall.emitted("audit.head_published")
-    assert [(h["index"], h["hashes"]) for h in published] == [
-        (2, [chain[1], chain[2]]),
-        (6, [chain[3], chain[4], chain[5], chain[6]]),
-    ]
+    own = firewall.emitted("audit.head_published")
+    carried = [v["audit_head"] for v in firewall.emitted("firewall.verdict_issued")]
+    assert [h["index"] for h in own] == [2, 6]  # the last record of each burst: no verdict followed it
+    heads = sorted(own + carried, key=lambda h: h["index"])
+    assert [digest for h in heads for digest in h["hashes"]] == [chain[i] for i in range(1, 7)]
+    assert all(h["hash"] == chain[h["index"]] for h in heads)
     assert firewall.published.messages  # the heads are on the stream; the records stay in the store
     assert {kind.TYPE for kind, _ in firewall.published.messages} == {"audit.head_published"}
 
 
+def test_while_verdicts_keep_coming_no_head_of_its_own_is_published_until_they_stop() -> None:
+    firewall = InMemoryFirewall(engine_for())
+    spawned = anchored(firewall)
+    firewall.propose("fs.read", {"path": "a.md"})
+    (linger,) = spawned.pending
+    linger.send(None)  # the linger's first wait begins: entries 1 and 2 are due
+    firewall.propose("fs.read", {"path": "b.md"})  # its verdict anchors entries 2 and 3
+    linger.send(None)  # what was due is anchored: wait again for entries 4 and on
+    firewall.propose("fs.read", {"path": "c.md"})  # its verdict anchors 4 and 5
+    linger.send(None)  # anchored again: wait for entry 6, which no verdict follows
+    assert firewall.emitted("audit.head_published") == []
+    with pytest.raises(StopIteration):
+        linger.send(None)
+    assert [h["index"] for h in firewall.emitted("audit.head_published")] == [6]
+
+
 async def test_a_long_unpublished_stretch_is_vouched_for_by_several_heads_of_bounded_size() -> None:
     firewall = InMemoryFirewall(engine_for())
-    for n in range(MAX_COVERED // 2 + 1):  # two entries each: a proposal and its verdict
-        firewall.propose("fs.read", {"path": f"{n}.md"})
+    for n in range(MAX_COVERED + 2):  # answers to nothing pending: one record each, and no verdict
+        firewall.respond(f"exec-{n}", "approve", None)
     anchored(firewall)
     await firewall.anchor.flush()
     published = firewall.emitted("audit.head_published")
@@ -128,7 +171,7 @@ async def test_an_untouched_chain_verifies_against_every_published_head() -> Non
     firewall = InMemoryFirewall(engine_for())
     await history(firewall, 3)
     result = await verifier(firewall).verify()
-    assert (result["ok"], result["records"], result["anchored"]) == (True, 6, 3)
+    assert (result["ok"], result["records"], result["anchored"]) == (True, 6, 6)  # 3 by verdicts, 3 own
     assert result["anchored_through"] == result["published_through"] == 6
     assert (result["anchor_mismatch"], result["anchor_error"]) == (None, None)
 
@@ -150,7 +193,8 @@ async def test_a_chain_rewritten_and_rehashed_in_the_file_is_named_from_the_hash
     await forge_entry_3(firewall.store.audit)
     result = await verifier(firewall).verify()
     assert result["ok"] is False
-    assert (result["anchored_through"], result["anchor_mismatch"], result["first_broken"]) == (2, 4, 3)
+    # Entry 3's head is the one the second verdict carried.
+    assert (result["anchored_through"], result["anchor_mismatch"], result["first_broken"]) == (2, 3, 3)
     assert "entry 3" in result["reason"]
 
 

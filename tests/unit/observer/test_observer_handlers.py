@@ -81,7 +81,8 @@ def test_proposals_and_contracts_are_folded_but_not_announced() -> None:
 def test_a_contract_announced_with_its_first_moves_sends_the_state_of_each_and_stores_no_fact() -> None:
     observer = Observer()
     started = TOOL_TRANSITIONS[0].data
-    assert isinstance(started, ExecutionTransitioned) and isinstance(TOOL_CREATED.data, ContractCreated)
+    assert isinstance(started, ExecutionTransitioned)
+    assert isinstance(TOOL_CREATED.data, ContractCreated)
     announced = replace(TOOL_CREATED, data=TOOL_CREATED.data.model_copy(update={"transitions": [started]}))
     observer.consume(TOOL_PROPOSED, announced)
     states = [a.data for a in observer.sent.recorded if isinstance(a.data, ExecutionStateObserved)]

@@ -314,6 +314,37 @@ class LayerFinding(EventData):
     details: JSON = Field(default_factory=dict)
 
 
+@event("audit.recorded")
+class AuditRecorded(EventData):
+    index: int
+    prev_hash: str
+    hash: str
+    record: JSON
+
+
+@event("audit.head_published")
+class AuditHeadPublished(EventData):
+    """The audit chain's head after a commit that appended records: entry ``index`` has hash ``hash``.
+
+    Published on the events stream (which denies delete and purge), it anchors the chain outside
+    the firewall's SQLite file: ``audit verify`` reads every head back from the stream and checks it
+    against the local chain. Aggregate ``audit:head``, version = ``index``: one head per index.
+    ``hashes`` are the hashes of the entries it covers, oldest first — the entries
+    ``index - len(hashes) + 1`` to ``index``, those since the previous head — so a rewritten entry is
+    named exactly, though the entries themselves stay in the firewall's store (empty in heads
+    published while every entry was also published as ``audit.recorded``). A verdict carries one too
+    (``firewall.verdict_issued``'s ``audit_head``, same meaning); the heads published on their own
+    cover what no verdict did.
+    """
+
+    index: int
+    hash: str
+    hashes: list[str] = Field(default_factory=list)
+    # Which chain: a firewall running as several replicas keeps one chain per replica (partition k's
+    # is chain k), each anchored by its own heads.
+    chain: int = 0
+
+
 @event("firewall.verdict_issued")
 class VerdictIssued(EventData):
     execution_id: str
@@ -328,6 +359,11 @@ class VerdictIssued(EventData):
     policy_version: int = 0
     preview: JSON | None = None
     requested_by: Principal | None = None
+    # The audit chain's head as the verdict was issued, with the hash of every entry since the head
+    # before it (as an ``audit.head_published`` says them): each verdict anchors the chain on the
+    # stream, so a head is published on its own only when no verdict came for a while. None when
+    # nothing new was there to anchor.
+    audit_head: AuditHeadPublished | None = None
 
 
 @event("firewall.notified")
@@ -393,35 +429,6 @@ class UserLevelChanged(EventData):
     after: PermissionLevel | None
     trigger: str
     hint: str | None = None
-
-
-@event("audit.recorded")
-class AuditRecorded(EventData):
-    index: int
-    prev_hash: str
-    hash: str
-    record: JSON
-
-
-@event("audit.head_published")
-class AuditHeadPublished(EventData):
-    """The audit chain's head after a commit that appended records: entry ``index`` has hash ``hash``.
-
-    Published on the events stream (which denies delete and purge), it anchors the chain outside
-    the firewall's SQLite file: ``audit verify`` reads every head back from the stream and checks it
-    against the local chain. Aggregate ``audit:head``, version = ``index``: one head per index.
-    ``hashes`` are the hashes of the entries it covers, oldest first — the entries
-    ``index - len(hashes) + 1`` to ``index``, those since the previous head — so a rewritten entry is
-    named exactly, though the entries themselves stay in the firewall's store (empty in heads
-    published while every entry was also published as ``audit.recorded``).
-    """
-
-    index: int
-    hash: str
-    hashes: list[str] = Field(default_factory=list)
-    # Which chain: a firewall running as several replicas keeps one chain per replica (partition k's
-    # is chain k), each anchored by its own heads.
-    chain: int = 0
 
 
 @event("firewall.alert")

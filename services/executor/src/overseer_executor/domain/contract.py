@@ -151,11 +151,11 @@ def announced(contract: ExecutionContract, events: Sequence[EventData]) -> list[
     rest = list(events)
     if contract.draft is not None and rest:
         moves: list[ExecutionTransitioned] = []
-        while (
-            rest and isinstance(rest[0], ExecutionTransitioned) and rest[0].to_status not in TERMINAL_STATUSES
-        ):
-            moves.append(rest.pop(0))
-        rest.insert(0, contract.draft.model_copy(update={"transitions": moves}))
+        for data in rest:
+            if not isinstance(data, ExecutionTransitioned) or data.to_status in TERMINAL_STATUSES:
+                break
+            moves.append(data)
+        rest[: len(moves)] = [contract.draft.model_copy(update={"transitions": moves})]
     numbered: list[tuple[EventData, int]] = []
     version = contract.version
     for data in rest:

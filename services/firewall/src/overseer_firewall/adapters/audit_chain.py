@@ -1,4 +1,4 @@
-"""``fw_audit``: the hash chain, one row per ``audit.recorded``; nothing else writes here.
+"""``fw_audit``: the hash chain, one row per ``audit.recorded``; ``fw_anchors``: the heads on the stream.
 
 A rebuild restores it from the stored ``audit.recorded`` events. Its end is read on the writer's
 connection (every record appended reads the head before it); whole-chain reads, for ``audit
@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from overseer_events.catalogue import AuditRecorded
+from overseer_events.catalogue import AuditHeadPublished, AuditRecorded, VerdictIssued
 from overseer_events.envelope import Envelope
 from overseer_firewall.application.anchoring import HEAD_AGGREGATE
 from overseer_firewall.domain.audit import AuditHead, record_text
@@ -21,10 +21,11 @@ from overseer_runtime.readers import ReadModelReader
 
 
 class AuditProjection(SqlProjection):
-    """The hash chain. Rows are written from ``audit.recorded`` events; nothing else writes here."""
+    """The hash chain, from ``audit.recorded`` events, and the index of every head the firewall put on
+    the stream (``fw_anchors``: its own ``audit.head_published`` and the heads its verdicts carry)."""
 
     name = "firewall_audit"
-    tables = ("fw_audit",)
+    tables = ("fw_audit", "fw_anchors")
     ddl = """
     CREATE TABLE IF NOT EXISTS fw_audit (
         idx        INTEGER PRIMARY KEY,
@@ -34,12 +35,21 @@ class AuditProjection(SqlProjection):
         kind       TEXT,
         at         REAL
     );
+    CREATE TABLE IF NOT EXISTS fw_anchors (idx INTEGER PRIMARY KEY);
     """
 
     def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
         match event.data:
             case AuditRecorded() as data:
                 _recorded(conn, data, event)
+            case AuditHeadPublished() as head if event.aggregate_id == HEAD_AGGREGATE:
+                _anchored(conn, head)
+            case VerdictIssued(audit_head=AuditHeadPublished() as head):
+                _anchored(conn, head)
+
+
+def _anchored(conn: sqlite3.Connection, head: AuditHeadPublished) -> None:
+    conn.execute("INSERT OR IGNORE INTO fw_anchors (idx) VALUES (?)", (head.index,))
 
 
 def _recorded(conn: sqlite3.Connection, data: AuditRecorded, event: Envelope) -> None:
@@ -70,11 +80,7 @@ class SqliteAuditChain:
         return AuditHead(int(row[0]), str(row[1])) if row else None
 
     def published_through(self) -> int:
-        # The firewall's own audit.head_published events, each with its index as aggregate version.
-        row = self.conn.execute(
-            "SELECT MAX(aggregate_version) FROM events WHERE aggregate_id = ? AND origin = 'local'",
-            (HEAD_AGGREGATE,),
-        ).fetchone()
+        row = self.conn.execute("SELECT MAX(idx) FROM fw_anchors").fetchone()
         return int(row[0] or 0)
 
     def hashes_between(self, after: int, through: int) -> list[str]:

@@ -7,18 +7,19 @@ from collections.abc import AsyncIterator
 
 from nats.aio.client import Client
 
-from overseer_events.catalogue import AuditHeadPublished, AuditRecorded
-from overseer_events.envelope import decode
+from overseer_events.catalogue import AuditHeadPublished, AuditRecorded, VerdictIssued
+from overseer_events.envelope import EventData, decode
 from overseer_events.subjects import Subjects
 from overseer_firewall.application.ports import PublishedEntry
-from overseer_runtime.stream_reader import StreamReader
+from overseer_runtime.stream_reader import StreamMessage, StreamReader
 
 log = logging.getLogger("overseer.firewall.audit")
 
 
 class StreamPublishedAudit:
     """:class:`~overseer_firewall.application.ports.PublishedAudit` on the events stream: the heads of
-    one ``chain`` (a firewall running as several replicas keeps one per replica)."""
+    one ``chain`` (a firewall running as several replicas keeps one per replica), published on their
+    own and carried by verdicts."""
 
     def __init__(
         self, nc: Client, subjects: Subjects, *, chain: int = 0, batch: int = 256, timeout: float = 5.0
@@ -34,6 +35,24 @@ class StreamPublishedAudit:
         after: int = 0,
         through: int | None = None,
     ) -> AsyncIterator[PublishedEntry]:
+        if kind is AuditRecorded:
+            async for message, data in self._read(AuditRecorded, after, through):
+                if isinstance(data, AuditRecorded):
+                    yield PublishedEntry(data.index, data.hash, message.seq)
+            return
+        # The heads published on their own and those the verdicts carry, merged in stream order.
+        heads: list[PublishedEntry] = []
+        for carrier in (AuditHeadPublished, VerdictIssued):
+            async for message, data in self._read(carrier, after, through):
+                head = data.audit_head if isinstance(data, VerdictIssued) else data
+                if isinstance(head, AuditHeadPublished) and head.chain == self.chain:
+                    heads.append(PublishedEntry(head.index, head.hash, message.seq, tuple(head.hashes)))
+        for entry in sorted(heads, key=lambda entry: entry.seq):
+            yield entry
+
+    async def _read(
+        self, kind: type[EventData], after: int, through: int | None
+    ) -> AsyncIterator[tuple[StreamMessage, EventData]]:
         subject = self.subjects.event("firewall", kind.TYPE)
         async for message in self.reader.messages(subject, after=after, through=through):
             try:
@@ -41,9 +60,4 @@ class StreamPublishedAudit:
             except Exception:
                 log.warning("firewall: audit verify: undecodable message %s on %s", message.seq, subject)
                 continue
-            if isinstance(data, AuditHeadPublished):
-                if data.chain != self.chain:
-                    continue
-                yield PublishedEntry(data.index, data.hash, message.seq, tuple(data.hashes))
-            elif isinstance(data, kind):
-                yield PublishedEntry(data.index, data.hash, message.seq)
+            yield message, data

@@ -2,25 +2,28 @@
 
 The hash chain alone proves only that the file agrees with itself: whoever can
 write the file can rewrite a record, re-hash every later entry and rewrite the
-stored ``audit.recorded`` events to match. So after every commit that appended
-audit records, :class:`AuditAnchor` publishes the chain's head
-(``audit.head_published``: index, hash, and the hash of every entry since the
-previous head) through the outbox onto the events stream, which denies delete
-and purge; and :class:`AuditVerifier` reads every published head back from the
-stream (Direct Get, no consumer), checks it against the local chain, and names
-the first rewritten entry from the hashes the heads carry. The records
+stored ``audit.recorded`` events to match. So the chain's head (index, hash, and
+the hash of every entry since the previous head) goes onto the events stream,
+which denies delete and purge, and :class:`AuditVerifier` reads every head back
+from the stream (Direct Get, no consumer), checks it against the local chain,
+and names the first rewritten entry from the hashes the heads carry. The records
 themselves are kept in the firewall's store and never published
 (:data:`~overseer_events.subjects.KEPT_IN_STORE`).
 
-* A head is emitted in its own transaction, after the commit of the records it
-  covers, and read from the committed chain: it never covers an entry that
-  could still roll back.
-* Commits close together share one head (``linger``), so the hot path pays one
-  small transaction per burst, not one event per record.
-* The head's aggregate is ``audit:head`` with version = index: at most one head
-  per index, the same whenever it is emitted; a redelivered message appends no
-  record, so it publishes no head; a rebuild replays heads without emitting any;
-  a crash between the records and their head is caught up at the next start.
+Heads reach the stream two ways:
+
+* **With each verdict** (``firewall.verdict_issued``'s ``audit_head``): the head
+  as the verdict is issued, in the same transaction as the records it covers, so
+  it commits or rolls back with them. While actions flow, every record is
+  anchored by the next verdict, at no cost of an event of its own.
+* **On their own** (``audit.head_published``), by :class:`AuditAnchor`, for the
+  records no verdict anchored within ``linger`` of their commit (the last ones
+  of a burst, a person's decisions while nothing is proposed): in a transaction
+  of their own, read from the committed chain, so they never cover an entry that
+  could still roll back. Aggregate ``audit:head``, version = index: at most one
+  per index; a redelivered message appends no record, so it publishes no head;
+  a rebuild replays heads without emitting any; a crash between the records and
+  their head is caught up at the next start, and a clean stop publishes the last.
 """
 
 from __future__ import annotations
@@ -63,7 +66,10 @@ class AuditAnchor:
         self._run: UnitRunner | None = None
         self._spawn: Spawn | None = None
         self._noted: FirewallUnit | None = None
+        self._noted_index = 0
         self._due = False
+        self._due_through = 0  # the last record committed
+        self._anchored_through = 0  # the last record a committed verdict anchored
         self._task: object | None = None
 
     def bind(self, run: UnitRunner, spawn: Spawn, linger: float, chain: int = 0) -> None:
@@ -73,14 +79,24 @@ class AuditAnchor:
     def unbind(self) -> None:
         self._run = self._spawn = None
 
-    def appended(self, unit: FirewallUnit) -> None:
-        """``unit`` appended an audit record: once it commits, a head follows (never if it rolls back)."""
+    def appended(self, unit: FirewallUnit, index: int) -> None:
+        """``unit`` appended audit record ``index``: once it commits, it is anchored within ``linger``
+        (never if it rolls back)."""
+        self._noted_index = index
         if unit is self._noted:
             return
         self._noted = unit
         unit.after_commit(self._committed)
 
+    def carried(self, unit: FirewallUnit, head: AuditHeadPublished) -> None:
+        """A verdict of ``unit`` carries ``head``: once it commits, the records through it are anchored."""
+        unit.after_commit(lambda: self._anchored(head.index))
+
+    def _anchored(self, index: int) -> None:
+        self._anchored_through = max(self._anchored_through, index)
+
     def _committed(self) -> None:
+        self._due_through = max(self._due_through, self._noted_index)
         self._due = True
         if self._task is None and self._spawn is not None:
             self._task = self._spawn(self._publish_due())
@@ -88,7 +104,12 @@ class AuditAnchor:
     async def _publish_due(self) -> None:
         try:
             while self._due:
+                target = self._due_through
                 await asyncio.sleep(self.linger)  # commits in the meantime share this head
+                if self._anchored_through >= target:
+                    # A verdict anchored them meanwhile; the records since are younger than the linger.
+                    self._due = self._due_through > self._anchored_through
+                    continue
                 self._due = False
                 try:
                     await self.flush()
@@ -106,23 +127,27 @@ class AuditAnchor:
         return await self._run(lambda unit: publish_head(unit, self.chain))
 
 
-def publish_head(unit: FirewallUnit, chain: int = 0) -> AuditHead | None:
-    """Emit ``audit.head_published`` for the committed chain's head, unless a head at or past it exists,
-    with the hash of every entry since the previous head (several heads when those are many: a head
-    stays a small message however long the firewall could not publish)."""
+def next_head(unit: FirewallUnit, chain: int = 0) -> AuditHeadPublished | None:
+    """The head that anchors the next stretch of the chain no head covers yet, with the hash of each of
+    its entries (at most ``MAX_COVERED``: a head stays a small message however long the firewall could
+    not publish); None when every entry is anchored."""
     head = unit.audit.head()
     published = unit.audit.published_through()
     if head is None or head.index <= published:
         return None
-    for start in range(published, head.index, MAX_COVERED):
-        hashes = unit.audit.hashes_between(start, min(start + MAX_COVERED, head.index))
-        index = start + len(hashes)
-        unit.emit(
-            AuditHeadPublished(index=index, hash=hashes[-1], hashes=hashes, chain=chain),
-            aggregate_id=HEAD_AGGREGATE,
-            aggregate_version=index,
-        )
-    return head
+    hashes = unit.audit.hashes_between(published, min(published + MAX_COVERED, head.index))
+    return AuditHeadPublished(index=published + len(hashes), hash=hashes[-1], hashes=hashes, chain=chain)
+
+
+def publish_head(unit: FirewallUnit, chain: int = 0) -> AuditHead | None:
+    """Emit ``audit.head_published`` for the committed chain's head, unless a head at or past it exists
+    (several, when more than ``MAX_COVERED`` entries wait)."""
+    head = unit.audit.head()
+    published = False
+    while (due := next_head(unit, chain)) is not None:
+        unit.emit(due, aggregate_id=HEAD_AGGREGATE, aggregate_version=due.index)
+        published = True
+    return head if published else None
 
 
 class AuditVerifier:

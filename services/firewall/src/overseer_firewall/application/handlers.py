@@ -40,7 +40,7 @@ from overseer_events.catalogue import (
 )
 from overseer_events.envelope import Envelope, EventData
 from overseer_events.errors import TransientError
-from overseer_firewall.application.anchoring import AuditAnchor
+from overseer_firewall.application.anchoring import AuditAnchor, next_head
 from overseer_firewall.application.audit_trail import audit_record
 from overseer_firewall.application.ports import FirewallUnit, Surroundings
 from overseer_firewall.application.state import (
@@ -111,7 +111,7 @@ class FirewallHandlers:
             aggregate_id="audit",
             aggregate_version=entry.index,
         )
-        self.anchor.appended(unit)
+        self.anchor.appended(unit, entry.index)
 
     # -- execution.proposed -------------------------------------------------------------------------
     def on_proposed(self, data: ExecutionProposed, unit: FirewallUnit, event: Envelope) -> None:
@@ -124,11 +124,14 @@ class FirewallHandlers:
         proposal = proposal_from_event(data, event.occurred_at)
         verdict = self.state.engine.evaluate(proposal)
         preview = self.preview(data, verdict, unit.env) if verdict.needs_preview else None
+        head = next_head(unit, self.anchor.chain)  # the verdict anchors the chain (the proposal's record too)
         issued = unit.emit(
-            verdict_event(verdict, data.proposer, preview),
+            verdict_event(verdict, data.proposer, preview, audit_head=head),
             aggregate_id=f"verdict:{data.execution_id}",
             aggregate_version=1,
         )
+        if head is not None:
+            self.anchor.carried(unit, head)
         self.audit(unit, issued)
         self.state.apply(issued, unit.proposals.get, proposal=proposal, signature=verdict.signature)
         if verdict.notify:

@@ -152,7 +152,8 @@ class AuditChain(Protocol):
     def head(self) -> AuditHead | None: ...
 
     def published_through(self) -> int:
-        """The highest index an ``audit.head_published`` was emitted for (0: none yet)."""
+        """The highest index a head was emitted for, on its own (``audit.head_published``) or carried by
+        a verdict (0: none yet)."""
         ...
 
     def hashes_between(self, after: int, through: int) -> list[str]:

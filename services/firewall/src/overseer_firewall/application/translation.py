@@ -13,6 +13,7 @@ from typing import Any
 from overseer_events.canonical import canonical_bytes, sha256_hex
 from overseer_events.catalogue import (
     AnnouncedTool,
+    AuditHeadPublished,
     CatalogueChanged,
     ExecutionProposed,
     LayerFinding,
@@ -48,9 +49,15 @@ def proposal_from_event(data: ExecutionProposed, occurred_at: float) -> Proposal
     )
 
 
-def verdict_event(verdict: Verdict, requested_by: Principal, preview: dict[str, Any] | None) -> VerdictIssued:
+def verdict_event(
+    verdict: Verdict,
+    requested_by: Principal,
+    preview: dict[str, Any] | None,
+    audit_head: AuditHeadPublished | None = None,
+) -> VerdictIssued:
     """The ``firewall.verdict_issued`` that says ``verdict``, for the proposal ``requested_by`` made
-    (``preview``: what a person is shown of a held call, else None)."""
+    (``preview``: what a person is shown of a held call, else None; ``audit_head``: the chain's head
+    it anchors)."""
     return VerdictIssued(
         execution_id=verdict.execution_id,
         session_id=verdict.session_id,
@@ -67,6 +74,7 @@ def verdict_event(verdict: Verdict, requested_by: Principal, preview: dict[str, 
         policy_version=verdict.policy_version,
         preview=preview,
         requested_by=requested_by,
+        audit_head=audit_head,
     )
 
 
