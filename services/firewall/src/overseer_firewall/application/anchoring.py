@@ -128,26 +128,38 @@ class AuditAnchor:
 
 
 def next_head(unit: FirewallUnit, chain: int = 0) -> AuditHeadPublished | None:
-    """The head that anchors the next stretch of the chain no head covers yet, with the hash of each of
-    its entries (at most ``MAX_COVERED``: a head stays a small message however long the firewall could
-    not publish); None when every entry is anchored."""
+    """The head that anchors the next stretch of the chain no head covers yet; None when every entry is
+    anchored."""
+    heads = due_heads(unit, chain, limit=1)
+    return heads[0] if heads else None
+
+
+def due_heads(unit: FirewallUnit, chain: int = 0, limit: int | None = None) -> list[AuditHeadPublished]:
+    """The heads that anchor the entries no head covers yet, oldest first, each with the hash of every
+    entry it covers (at most ``MAX_COVERED``: a head stays a small message however long the firewall
+    could not publish); at most ``limit`` of them."""
     head = unit.audit.head()
     published = unit.audit.published_through()
     if head is None or head.index <= published:
-        return None
-    hashes = unit.audit.hashes_between(published, min(published + MAX_COVERED, head.index))
-    return AuditHeadPublished(index=published + len(hashes), hash=hashes[-1], hashes=hashes, chain=chain)
+        return []
+    heads: list[AuditHeadPublished] = []
+    for start in range(published, head.index, MAX_COVERED):
+        if limit is not None and len(heads) >= limit:
+            break
+        hashes = unit.audit.hashes_between(start, min(start + MAX_COVERED, head.index))
+        heads.append(
+            AuditHeadPublished(index=start + len(hashes), hash=hashes[-1], hashes=hashes, chain=chain)
+        )
+    return heads
 
 
 def publish_head(unit: FirewallUnit, chain: int = 0) -> AuditHead | None:
     """Emit ``audit.head_published`` for the committed chain's head, unless a head at or past it exists
-    (several, when more than ``MAX_COVERED`` entries wait)."""
-    head = unit.audit.head()
-    published = False
-    while (due := next_head(unit, chain)) is not None:
+    (several, when more than ``MAX_COVERED`` entries wait); the head, or None when none was due."""
+    heads = due_heads(unit, chain)
+    for due in heads:
         unit.emit(due, aggregate_id=HEAD_AGGREGATE, aggregate_version=due.index)
-        published = True
-    return head if published else None
+    return unit.audit.head() if heads else None
 
 
 class AuditVerifier:
