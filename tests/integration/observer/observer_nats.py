@@ -31,7 +31,9 @@ class ExamplePublisher:
         execution_id = data.execution_id
         version = 1
         if step.owner == "executor":
-            version = self.versions[execution_id] = self.versions.get(execution_id, 0) + 1
+            # A contract announced with its first moves takes a version for each (its own is its last).
+            moves = len(data.transitions) if isinstance(data, ContractCreated) else 0
+            version = self.versions[execution_id] = self.versions.get(execution_id, 0) + 1 + moves
         return new_event(
             step.data,
             aggregate_id=execution_id,

@@ -20,6 +20,7 @@ from tests.fakes.observer import ChangeFeed
 from tests.integration.observer.observer_nats import ExamplePublisher, published_by_observer, sent_by_observer
 from tests.unit.observer.observer_folding import FoldedExample
 from tests.unit.observer.observer_seed002 import (
+    ANNOUNCED_STEPS,
     ECS_ID,
     EXPECTED_TRANSITIONS,
     SESSION,
@@ -168,6 +169,29 @@ async def test_every_transition_is_sent_as_execution_state_and_never_stored(stac
     assert {(e["actor"], e["type"]) for e in announced} == {("observer", "observation.execution_state")}
     assert stored == []  # sent, not on the stream: the transitions it restates are
     assert kept == 2  # the two execution facts, nothing else
+
+
+async def test_contracts_announced_with_their_first_moves_read_and_are_sent_as_if_each_move_were_an_event(
+    stack: Stack,
+) -> None:
+    async with stack.runtime(observer_service()) as runtime, sent_by_observer(stack) as announced:
+        await ExamplePublisher(stack).publish(*ANNOUNCED_STEPS)
+        await all_recorded(runtime, len(ANNOUNCED_STEPS))
+        await eventually(lambda: len(announced) >= 6, timeout=15)
+        for execution_id in (ECS_ID, TOOL_ID):
+            records = await ask_list(stack, "transitions", execution_id=execution_id)
+            assert _tuples(records) == EXPECTED_TRANSITIONS[execution_id]
+        timeline = await ask(stack, "timeline", session_id=SESSION)
+        kept = runtime.store.count("local")
+    folded = FoldedExample(STEPS)
+    expected = ExecutionObserver(folded, folded, ChangeFeed(), folded, clock=lambda: NOW)
+    assert timeline == (await expected.timeline(SESSION)).model_dump(mode="json")
+    assert [(e["data"]["execution_id"], e["data"]["to_status"]) for e in announced] == [
+        (execution_id, to)
+        for execution_id in (ECS_ID, TOOL_ID)
+        for _, _, to, _, _, _ in EXPECTED_TRANSITIONS[execution_id]
+    ]
+    assert kept == 2  # the two execution facts
 
 
 async def test_terminal_contracts_are_announced_as_execution_facts(stack: Stack) -> None:

@@ -10,7 +10,7 @@ Shared with the integration tests, which publish the same events over NATS.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from overseer_events.catalogue import (
     ContractCreated,
@@ -160,6 +160,25 @@ STEPS: list[Step] = [
     TOOL_PROPOSED,
     TOOL_CREATED,
     *TOOL_TRANSITIONS,
+]
+
+
+def announced(created: Step, moves: list[Step]) -> Step:
+    """``created`` as the executor publishes it: the contract announced with its first ``moves``."""
+    assert isinstance(created.data, ContractCreated)
+    carried = [move.data for move in moves if isinstance(move.data, ExecutionTransitioned)]
+    assert len(carried) == len(moves)
+    return replace(created, data=created.data.model_copy(update={"transitions": carried}))
+
+
+# The example as the executor publishes it: each contract announced with the moves that leave it open.
+ANNOUNCED_STEPS: list[Step] = [
+    ECS_PROPOSED,
+    announced(ECS_CREATED, ECS_TRANSITIONS[:2]),
+    *ECS_TRANSITIONS[2:],
+    TOOL_PROPOSED,
+    announced(TOOL_CREATED, TOOL_TRANSITIONS[:1]),
+    *TOOL_TRANSITIONS[1:],
 ]
 
 # Seed 002's per-execution transition history: (#, from, to, trigger, actor, actor_category).

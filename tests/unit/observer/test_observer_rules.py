@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import pytest
 
@@ -15,6 +16,7 @@ from overseer_observer.domain.summary import actor_category, default_action_summ
 from overseer_observer.domain.views import consequence_label, consequence_view, snapshot, timeline, topology
 from tests.unit.observer.observer_folding import FoldedExample
 from tests.unit.observer.observer_seed002 import (
+    ANNOUNCED_STEPS,
     ECS_CREATED,
     ECS_PROPOSED,
     ECS_TRANSITIONS,
@@ -334,3 +336,14 @@ def test_a_transition_stored_out_of_order_joins_the_history_and_leaves_the_newes
     )
     assert running.confirmed
     assert (first.to_status, late.to_status) == ("completed", "running")
+
+
+def test_a_contract_announced_with_its_first_moves_folds_as_its_creation_and_those_moves_would() -> None:
+    one_by_one = FoldedExample(STEPS)
+    announced = FoldedExample(ANNOUNCED_STEPS)
+    # Folded without the events' aggregate versions, one by one keeps the creation's; only that differs.
+    assert announced.contracts == {
+        execution_id: replace(contract, version=announced.contracts[execution_id].version)
+        for execution_id, contract in one_by_one.contracts.items()
+    }
+    assert announced.records == one_by_one.records
