@@ -64,7 +64,9 @@ class ToolRunner:
         limit = self.time_limit(contract)
         call = ToolCall(contract.tool, contract.run_args, contract.execution_id, contract.session_id, limit)
         try:
-            return await asyncio.wait_for(self._attempts(call), limit)
+            # A deadline on this task, not a task of its own per call (as wait_for would make).
+            async with asyncio.timeout(limit):
+                return await self._attempts(call)
         except TimeoutError:
             return ToolOutcome(
                 "timed_out", f"{call.name} exceeded its time limit of {limit:g}s and was cancelled"
