@@ -41,25 +41,13 @@ from overseer_firewall.domain.model import Proposal
 from overseer_firewall.domain.policy import PolicyStore, parse_admin_policy
 from overseer_firewall.domain.preview import build_preview
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # ``bench`` as a package, run as a script
+from bench.firewall_calls import CALLS
+
 # 1,000 concurrent agent sessions, 20 proposals a second in all: each session proposes about every
 # 50 s, so the loop layer sees a few calls per session in its window, as in real use.
 SESSIONS = 1_000
 SPACING_S = 0.05
-
-CALLS: list[tuple[str, dict[str, object]]] = [
-    ("fs.read", {"path": "notes/today.md"}),
-    ("fs.read", {"path": "reports/q3.txt"}),
-    ("fs.list", {"path": "notes"}),
-    ("fs.write", {"path": "out/summary.md", "content": "# Summary\n\nAll good.\n"}),
-    ("fs.write", {"path": "drafts/../out/plan.txt", "content": "step 1\nstep 2\n", "mood": "hallucinated"}),
-    ("time.get_current_time", {"timezone": "Europe/Berlin"}),
-    ("time.convert_time", {"source_timezone": "UTC", "time": "09:30", "target_timezone": "Asia/Shanghai"}),
-    ("email.send", {"to": "bob@example.com", "subject": "Meeting", "body": "Tomorrow at 10?"}),
-    ("shell.run", {"command": "ls -la", "timeout_seconds": 10}),
-    ("fs.read", {"path": "../../etc/passwd"}),
-    ("fs.write", {"path": "/etc/cron.d/x", "content": "* * * * * root true"}),
-    ("mcp.unknown", {"q": 1}),
-]
 
 
 def build(sandbox: Path) -> FirewallEngine:
@@ -161,7 +149,6 @@ def main() -> None:
     print(json.dumps(ours), flush=True)
     if options.no_peer:
         return
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # ``bench`` as a package, run as a script
     try:
         from bench.peers import agt_policy
     except ImportError as missing:  # the peers group is not installed: say so, measure ours alone

@@ -181,7 +181,7 @@ def _measure(
 
 def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # ``bench`` as a package, run as a script
-    from bench.firewall_evaluate import CALLS
+    from bench.firewall_calls import CALLS
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", type=int, default=50_000)
