@@ -38,6 +38,17 @@ def latency_summary(latencies: list[float], elapsed: float) -> dict[str, Any]:
     }
 
 
+def ops_summary(latencies: list[float]) -> dict[str, float]:
+    """``ops_per_s``, ``p50_us`` and ``p99_us`` of operations timed one by one (seconds each): the
+    operations over the time spent in them, as an in-process benchmark and its peer both count."""
+    ordered = sorted(latencies)
+    return {
+        "ops_per_s": round(len(ordered) / sum(ordered), 1),
+        "p50_us": round(ordered[len(ordered) // 2] * 1e6, 2),
+        "p99_us": round(ordered[int(len(ordered) * 0.99)] * 1e6, 2),
+    }
+
+
 async def drive(
     count: int, concurrency: int, one: Callable[[int], Awaitable[float]]
 ) -> tuple[list[float], float]:

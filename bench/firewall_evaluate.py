@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import random
 import sys
 import tempfile
@@ -42,6 +41,7 @@ from overseer_firewall.domain.policy import PolicyStore, parse_admin_policy
 from overseer_firewall.domain.preview import build_preview
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # ``bench`` as a package, run as a script
+from bench.common import emit, ops_summary
 from bench.firewall_calls import CALLS
 
 # 1,000 concurrent agent sessions, 20 proposals a second in all: each session proposes about every
@@ -137,16 +137,8 @@ def main() -> None:
         gc.freeze()  # what a long-running service does after start-up: the young heap stays small
         timings, _ = run(engine, measured, head)
         gc.unfreeze()
-    elapsed = sum(timings) / 1e9
-    timings.sort()
-    ours: dict[str, str | int | float] = {
-        "scenario": "firewall_evaluate",
-        "ops": len(timings),
-        "ops_per_s": round(len(timings) / elapsed, 1),
-        "p50_us": round(timings[len(timings) // 2] / 1000, 2),
-        "p99_us": round(timings[int(len(timings) * 0.99)] / 1000, 2),
-    }
-    print(json.dumps(ours), flush=True)
+    ours = ops_summary([t / 1e9 for t in timings])
+    emit({"scenario": "firewall_evaluate", "ops": len(timings), **ours})
     if options.no_peer:
         return
     try:
@@ -156,15 +148,16 @@ def main() -> None:
         return
     for chained in (False, True):
         peer = agt_policy.run(CALLS, options.ops, options.warmup, chained=chained)
-        print(json.dumps(peer), flush=True)
-        ratio = {
-            "scenario": "ratio_firewall_evaluate_vs_agt",
-            "agt_audit": "flight_recorder" if chained else "in_memory_log",
-            "overseer_ops_per_s": ours["ops_per_s"],
-            "agt_ops_per_s": peer["ops_per_s"],
-            "ratio": round(float(ours["ops_per_s"]) / float(peer["ops_per_s"]), 2),
-        }
-        print(json.dumps(ratio), flush=True)
+        emit(peer)
+        emit(
+            {
+                "scenario": "ratio_firewall_evaluate_vs_agt",
+                "agt_audit": "flight_recorder" if chained else "in_memory_log",
+                "overseer_ops_per_s": ours["ops_per_s"],
+                "agt_ops_per_s": peer["ops_per_s"],
+                "ratio": round(ours["ops_per_s"] / peer["ops_per_s"], 2),
+            }
+        )
 
 
 if __name__ == "__main__":

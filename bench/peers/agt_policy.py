@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import logging
 import random
 import sys
@@ -41,6 +40,10 @@ from agent_os.policies.schema import (
     PolicyOperator,
     PolicyRule,
 )
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # ``bench`` as a package, run as a script
+from bench.common import emit, ops_summary
+from bench.firewall_calls import CALLS
 
 SESSIONS = 1_000
 
@@ -170,25 +173,16 @@ def _measure(
         one(context)
         latencies.append(time.perf_counter() - started)
     gc.unfreeze()
-    latencies.sort()
-    return {
-        # Counted as firewall_evaluate counts: the operations over the time spent in them.
-        "ops_per_s": round(len(latencies) / sum(latencies), 1),
-        "p50_us": round(latencies[len(latencies) // 2] * 1e6, 2),
-        "p99_us": round(latencies[int(len(latencies) * 0.99)] * 1e6, 2),
-    }
+    return ops_summary(latencies)
 
 
 def main() -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # ``bench`` as a package, run as a script
-    from bench.firewall_calls import CALLS
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", type=int, default=50_000)
     parser.add_argument("--warmup", type=int, default=2_000)
     options = parser.parse_args()
     for chained in (False, True):
-        print(json.dumps(run(CALLS, options.ops, options.warmup, chained=chained)), flush=True)
+        emit(run(CALLS, options.ops, options.warmup, chained=chained))
 
 
 if __name__ == "__main__":
