@@ -67,9 +67,8 @@ class AuditAnchor:
         self._spawn: Spawn | None = None
         self._noted: FirewallUnit | None = None
         self._noted_index = 0
-        self._due = False
         self._due_through = 0  # the last record committed
-        self._anchored_through = 0  # the last record a committed verdict anchored
+        self._anchored_through = 0  # the last record a committed verdict, or a head of its own, anchored
         self._task: object | None = None
 
     def bind(self, run: UnitRunner, spawn: Spawn, linger: float, chain: int = 0) -> None:
@@ -97,26 +96,23 @@ class AuditAnchor:
 
     def _committed(self) -> None:
         self._due_through = max(self._due_through, self._noted_index)
-        self._due = True
         if self._task is None and self._spawn is not None:
             self._task = self._spawn(self._publish_due())
 
     async def _publish_due(self) -> None:
         try:
-            while self._due:
+            while self._due_through > self._anchored_through:
                 target = self._due_through
                 await asyncio.sleep(self.linger)  # commits in the meantime share this head
                 if self._anchored_through >= target:
-                    # A verdict anchored them meanwhile; the records since are younger than the linger.
-                    self._due = self._due_through > self._anchored_through
-                    continue
-                self._due = False
+                    continue  # a verdict anchored them meanwhile; the records since are younger than the linger
                 try:
                     await self.flush()
                 except Exception:
                     log.exception("firewall: publishing the audit head failed; retrying")
-                    self._due = True
                     await asyncio.sleep(RETRY_SECONDS)
+                    continue
+                self._anchored(target)  # and whatever committed during the flush waits for its own turn
         finally:
             self._task = None
 
