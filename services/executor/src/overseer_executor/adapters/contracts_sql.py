@@ -52,6 +52,12 @@ _dumps = orjson.dumps
 _loads = orjson.loads
 
 
+# What inserting a contract's row does when the row is there: a draft leaves it as it is; an announcement
+# ends the draft and takes the creation's version (its moves follow).
+_KEEP_KNOWN = "ON CONFLICT(execution_id) DO NOTHING"
+_ANNOUNCE_DRAFTED = "ON CONFLICT(execution_id) DO UPDATE SET draft = NULL, version = excluded.version"
+
+
 class ContractsProjection(SqlProjection):
     name = "executor_contracts"
     ddl = """
@@ -123,9 +129,8 @@ class ContractsProjection(SqlProjection):
         """Each applier receives its event's data by class (other events change nothing here)."""
         match event.data:
             case ContractDrafted() as drafted:
-                self._insert(
-                    conn, drafted.contract, event.aggregate_version, drafted.contract.model_dump_json()
-                )
+                draft = drafted.contract.model_dump_json()
+                self._insert(conn, drafted.contract, event.aggregate_version, draft, _KEEP_KNOWN)
             case ContractCreated() as created:
                 self._created(conn, created, event)
             case ExecutionTransitioned() as transitioned:
@@ -139,19 +144,17 @@ class ContractsProjection(SqlProjection):
     def _created(cls, conn: sqlite3.Connection, d: ContractCreated, event: Envelope) -> None:
         """The contract announced: its draft (if it was drafted) is done with, and its first moves made."""
         created = event.aggregate_version - len(d.transitions)  # the version of the creation itself
-        cls._insert(conn, d, created, None)
-        conn.execute(
-            "UPDATE executor_contracts SET draft = NULL, version = ? WHERE execution_id = ?",
-            (created, d.execution_id),
-        )
+        cls._insert(conn, d, created, None, _ANNOUNCE_DRAFTED)
         for version, moved in enumerate(d.transitions, start=created + 1):
             cls._moved(conn, moved, version)
 
     @staticmethod
-    def _insert(conn: sqlite3.Connection, d: ContractCreated, version: int, draft: str | None) -> None:
+    def _insert(
+        conn: sqlite3.Connection, d: ContractCreated, version: int, draft: str | None, on_conflict: str
+    ) -> None:
         conn.execute(
-            "INSERT OR IGNORE INTO executor_contracts VALUES "
-            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, NULL, NULL, ?, ?)",
+            "INSERT INTO executor_contracts VALUES "
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, NULL, NULL, ?, ?) " + on_conflict,
             (
                 d.execution_id,
                 d.session_id,
