@@ -489,18 +489,6 @@ class ExecutorHarness:
             raise KeyError(f"no contract {execution_id}")
         return contract
 
-    def moved(self) -> list[ExecutionTransitioned]:
-        """Every transition the executor published, in order: its own events, and the first moves a
-        contract's creation carries."""
-        moves: list[ExecutionTransitioned] = []
-        for data in self.emitted_data(EventData):
-            match data:
-                case ContractCreated():
-                    moves += data.transitions
-                case ExecutionTransitioned():
-                    moves.append(data)
-        return moves
-
     def emitted_data(self, kind: type[E]) -> list[E]:
         """The data of the executor's own events that are ``kind``s, in order."""
         return [e.data for e in self.emitted if isinstance(e.data, kind)]

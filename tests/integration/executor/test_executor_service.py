@@ -21,7 +21,7 @@ from overseer_events.catalogue import (
     ExecutionTransitioned,
 )
 from overseer_events.envelope import Envelope, EventData, decode
-from overseer_executor.adapters.contracts_sql import SqliteContractRepository
+from overseer_executor.adapters.contracts_sql import SqliteContractRepository, SqliteExecutorQueries
 from overseer_executor.adapters.smtp_sink import SmtpSink
 from overseer_executor.bootstrap import ExecutorService
 from overseer_executor.domain.contract import ExecutionContract
@@ -96,19 +96,9 @@ async def published(stack: Stack, expected: int) -> list[Envelope]:
 
 
 def transitions(rt: Runtime, execution_id: str) -> list[tuple[str, str, str, str]]:
-    """Every move of the contract in the executor's journal: those its announcement carries, then its
-    transitions."""
-    out = []
-    for stored in rt.store.read_aggregate(execution_id):
-        match stored.envelope().data:
-            case ContractCreated() as created:
-                moves = created.transitions
-            case ExecutionTransitioned() as moved:
-                moves = [moved]
-            case _:
-                moves = []
-        out += [(d.from_status, d.to_status, d.trigger, d.actor) for d in moves]
-    return out
+    """Every move of the contract, as the executor's own query lists them (its journal)."""
+    moves = SqliteExecutorQueries(rt.store, rt.reader).transitions(execution_id)
+    return [(t.from_status, t.to_status, t.trigger, t.actor) for t in moves]
 
 
 def trace_of(data: EventData) -> list[tuple[str, str]]:

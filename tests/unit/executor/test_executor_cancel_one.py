@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from overseer_events.catalogue import ExecutionTransitioned
 from overseer_events.machines import ExecutionStatus
 from overseer_executor.application.handlers import CancelRefused
+from overseer_executor.application.ports import Transition
 from overseer_executor.domain.rules import CANCELLABLE, cancel_conflict
 from tests.fakes.executor import ExecutorHarness, FakeClock, FakeTools
 from tests.unit.executor.executor_builders import EMAIL, FS_LIST, event, proposal, verdict_issued
@@ -30,8 +30,8 @@ def refusal(ex: ExecutorHarness, execution_id: str) -> CancelRefused:
     return refused.value
 
 
-def cancellations(ex: ExecutorHarness, execution_id: str) -> list[ExecutionTransitioned]:
-    return [d for d in ex.moved() if d.execution_id == execution_id and d.to_status == "cancelled"]
+def cancellations(ex: ExecutorHarness, execution_id: str) -> list[Transition]:
+    return [t for t in ex.queries.transitions(execution_id) if t.to_status == "cancelled"]
 
 
 def test_a_waiting_execution_is_cancelled_with_who_and_why_as_its_reason() -> None:

@@ -31,7 +31,7 @@ def executor(*answers: Answer) -> ExecutorHarness:
 
 
 def moves(ex: ExecutorHarness, execution_id: str) -> list[tuple[str, str, str]]:
-    return [(d.from_status, d.to_status, d.actor) for d in ex.moved() if d.execution_id == execution_id]
+    return [(t.from_status, t.to_status, t.actor) for t in ex.queries.transitions(execution_id)]
 
 
 # -- proposals and verdicts ----------------------------------------------------------------------
