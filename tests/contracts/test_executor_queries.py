@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from overseer_events.canonical import args_hash
+from overseer_events.views import ExecutionConsequenceView
 from overseer_executor.application.ports import Transition
 from tests.contracts.executor_backends import BACKENDS, Backend, close_backend, make_backend
 from tests.unit.executor.executor_builders import INVITE
@@ -124,3 +125,61 @@ async def test_transitions_are_the_contracts_own_moves_in_order(executor: Backen
         Transition("pending", "running", "start", "tool_node", denied_at, None),
         Transition("running", "rejected", "reject", "tool_node", denied_at, "L3: forbidden"),
     ]
+
+
+async def test_a_completed_call_says_what_it_did_to_the_world_and_how_long_it_took(
+    executor: Backend,
+) -> None:
+    executor.completed("exec-001")  # proposed at 1001, allowed at 1002, its tool ended then
+    view = executor.queries.consequence("exec-001")
+    assert view == ExecutionConsequenceView(
+        execution_id="exec-001",
+        action_type="tool_call",
+        action_summary="email.send → bob@example.com",
+        consequence_label="SUCCESS",
+        result="ok",
+        error_message=None,
+        has_side_effects=True,  # email.send is irreversible, and it completed
+        was_suspended=False,
+        is_still_pending=False,
+        total_duration_ms=1000.0,
+    )
+
+
+async def test_a_call_that_waited_for_a_person_says_so_after_it_ended(executor: Backend) -> None:
+    executor.held("exec-001")
+    waiting = executor.queries.consequence("exec-001")
+    assert waiting is not None
+    assert (waiting.consequence_label, waiting.was_suspended, waiting.is_still_pending) == (
+        "WAITING",
+        True,
+        True,
+    )
+    assert waiting.total_duration_ms is None
+    executor.decide("exec-001", "reject")
+    rejected = executor.queries.consequence("exec-001")
+    assert rejected is not None
+    assert (rejected.consequence_label, rejected.was_suspended, rejected.has_side_effects) == (
+        "REJECTED",
+        True,
+        False,
+    )
+
+
+async def test_a_denied_call_names_why_and_a_drafted_one_has_not_started(executor: Backend) -> None:
+    executor.propose("exec-001")
+    drafted = executor.queries.consequence("exec-001")
+    assert drafted is not None
+    assert (drafted.consequence_label, drafted.is_still_pending) == ("NOT_STARTED", True)
+    executor.verdict("exec-001", "deny", reasons=["L3: forbidden"])
+    denied = executor.queries.consequence("exec-001")
+    assert denied is not None
+    assert (denied.consequence_label, denied.error_message) == ("REJECTED", "L3: forbidden")
+    assert executor.queries.consequence("exec-404") is None
+
+
+async def test_the_proposers_own_summary_names_the_action(executor: Backend) -> None:
+    executor.propose("exec-001", summary="Invite Bob to tomorrow's meeting")
+    view = executor.queries.consequence("exec-001")
+    assert view is not None
+    assert view.action_summary == "Invite Bob to tomorrow's meeting"

@@ -28,6 +28,7 @@ from overseer_events.catalogue import (
 )
 from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.machines import TOOL_NODE, ExecutionStatus
+from overseer_events.views import ExecutionConsequenceView
 from overseer_executor.application.handlers import ExecutionHandlers, ExecutorUnit
 from overseer_executor.application.ports import (
     ApprovalForm,
@@ -41,7 +42,13 @@ from overseer_executor.application.ports import (
 from overseer_executor.application.tool_runner import RetryPolicy, ToolCalls, ToolRunner
 from overseer_executor.domain.alignment import check_resume_alignment
 from overseer_executor.domain.claims import CLAIMING, Twin
-from overseer_executor.domain.contract import ExecutionContract, OpenRequest, Verdict, open_contract
+from overseer_executor.domain.contract import (
+    ExecutionContract,
+    OpenRequest,
+    Verdict,
+    consequence,
+    open_contract,
+)
 from overseer_executor.domain.rules import Moves, ToolOutcome
 from overseer_executor.domain.tools import ToolCall, ToolSpec, UnknownTool
 from overseer_executor.entrypoints.events import handlers
@@ -262,6 +269,12 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
 
     def contract(self, execution_id: str) -> ExecutionContract | None:
         return self.get(execution_id)
+
+    def consequence(self, execution_id: str) -> ExecutionConsequenceView | None:
+        contract = self.get(execution_id)
+        if contract is None:
+            return None
+        return consequence(contract, was_suspended=execution_id in self._forms)
 
     def transitions(self, execution_id: str) -> list[Transition]:
         return list(self._transitions.get(execution_id, ()))

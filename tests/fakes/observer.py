@@ -2,15 +2,10 @@
 
 :class:`InMemoryObservations` is the observation reader, the session reader and the folded
 observations at once; it passes the contract suites of ``tests/contracts/test_observer_*`` that the
-SQLite adapters pass. ``tests.fakes.runtime.RecordingEmit`` records what a handler emits; :class:`ChangeFeed` is
-the runtime's wait for a change, fed by the test.
+SQLite adapters pass. ``tests.fakes.runtime.RecordingEmit`` records what a handler emits.
 """
 
 from __future__ import annotations
-
-import asyncio
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from overseer_events.catalogue import ContractCreated, ExecutionProposed, ExecutionTransitioned
 from overseer_events.envelope import Envelope
@@ -91,19 +86,3 @@ class InMemoryObservations(ObservationReader, SessionReader, FoldedObservations,
     def folded(self, event_id: str) -> Folded | None:
         last = self.last_fold
         return last[1] if last is not None and last[0] == event_id else None
-
-
-@dataclass
-class ChangeFeed:
-    """The wait for a change: each wait runs the next queued commit (True), or sleeps out its timeout (False)."""
-
-    commits: list[Callable[[], None]] = field(default_factory=list)
-    waits: list[tuple[str, float]] = field(default_factory=list)
-
-    async def __call__(self, aggregate_id: str, timeout: float) -> bool:
-        self.waits.append((aggregate_id, timeout))
-        if not self.commits:
-            await asyncio.sleep(timeout)
-            return False
-        self.commits.pop(0)()
-        return True

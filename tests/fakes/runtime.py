@@ -4,12 +4,15 @@ A handler table hands the :class:`UnitOfWork` of each transaction to the service
 test's ``unit_for`` builds the unit on fakes instead. :class:`FakeUnitOfWork` is a real
 :class:`UnitOfWork` (the table takes nothing else) whose after-commit work waits in :attr:`work`
 until the test runs it. Its store is an in-memory SQLite one that nothing writes to: the fakes give
-the handlers their ports in memory, and emitting through it directly is refused.
+the handlers their ports in memory, and emitting through it directly is refused. :class:`ChangeFeed`
+is the runtime's wait for a change, fed by the test.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from overseer_events.envelope import Envelope, EventData, new_event
@@ -84,3 +87,19 @@ class RecordingEmit:
     def types(self) -> list[str]:
         """The event types recorded, in order."""
         return [r.data.TYPE for r in self.recorded]
+
+
+@dataclass
+class ChangeFeed:
+    """The wait for a change: each wait runs the next queued commit (True), or sleeps out its timeout (False)."""
+
+    commits: list[Callable[[], None]] = field(default_factory=list)
+    waits: list[tuple[str, float]] = field(default_factory=list)
+
+    async def __call__(self, aggregate_id: str, timeout: float) -> bool:
+        self.waits.append((aggregate_id, timeout))
+        if not self.commits:
+            await asyncio.sleep(timeout)
+            return False
+        self.commits.pop(0)()
+        return True

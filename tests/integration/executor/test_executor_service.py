@@ -6,12 +6,14 @@ under the firewall's own credentials, proposals under reasoning's.
 
 from __future__ import annotations
 
+import asyncio
 import email
 import os
 import signal
 from typing import Any
 
 import orjson
+import pytest
 
 from overseer_events.canonical import args_hash
 from overseer_events.catalogue import (
@@ -25,6 +27,7 @@ from overseer_executor.adapters.contracts_sql import SqliteContractRepository, S
 from overseer_executor.adapters.smtp_sink import SmtpSink
 from overseer_executor.bootstrap import ExecutorService
 from overseer_executor.domain.contract import ExecutionContract
+from overseer_runtime.rpc import RpcError
 from overseer_runtime.runtime import Runtime
 from overseer_runtime.testing import Stack, eventually, received_from
 from tests.integration.executor.executor_support import (
@@ -299,6 +302,54 @@ async def test_a_held_call_waits_with_an_approval_form_and_runs_once_approved(
         answered = await stack.rpc("executor", "approvals.get", {"execution_id": "e-hold"})
         assert (answered["status"], answered["contract_status"]) == ("answered", "completed")
     assert len(sink.messages()) == 1
+
+
+async def test_a_caller_waiting_on_a_consequence_is_answered_by_the_commit_that_settles_it(
+    stack: Stack, sink: SmtpSink, run_executor: RunExecutor
+) -> None:
+    async with run_executor():
+        # Asked before the proposal exists: the answer waits for it, and for the hold that settles it.
+        held = asyncio.create_task(consequence(stack, "e-wait", wait=20))
+        await asyncio.sleep(0.3)
+        assert not held.done()
+        await stack.publish_as("reasoning", proposed("e-wait"))
+        await stack.publish_as("firewall", verdict("e-wait", "hold", level="APPROVE"))
+        waiting = await asyncio.wait_for(held, 10)
+        assert (waiting["consequence_label"], waiting["was_suspended"]) == ("WAITING", True)
+        # A caller that waits for the end is answered only once the approved call has run.
+        ended = asyncio.create_task(consequence(stack, "e-wait", wait=20, until="terminal"))
+        await asyncio.sleep(0.3)
+        assert not ended.done()
+        await stack.publish_as("firewall", decided("e-wait", "approve"))
+        view = await asyncio.wait_for(ended, 10)
+        assert {k: view[k] for k in ("action_summary", "consequence_label", "has_side_effects")} == {
+            "action_summary": "email.send → bob@example.com",
+            "consequence_label": "SUCCESS",
+            "has_side_effects": True,
+        }
+        assert (view["was_suspended"], view["is_still_pending"]) == (True, False)
+        with pytest.raises(RpcError) as unknown:
+            await consequence(stack, "never-proposed", wait=0.2)
+        assert unknown.value.status == 404
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [{"wait": -1}, {"wait": 61}, {"wait": "soon"}, {"wait": "5"}, {"wait": True}, {"until": "forever"}],
+)
+async def test_a_consequence_query_with_a_bad_wait_is_refused(
+    stack: Stack, run_executor: RunExecutor, payload: dict[str, object]
+) -> None:
+    async with run_executor():
+        with pytest.raises(RpcError) as refused:
+            await stack.rpc("executor", "consequence", {"execution_id": "e-1", **payload})
+        assert refused.value.status == 422
+
+
+async def consequence(stack: Stack, execution_id: str, **asked: object) -> dict[str, Any]:
+    view = await stack.rpc("executor", "consequence", {"execution_id": execution_id, **asked})
+    assert isinstance(view, dict), view
+    return view
 
 
 # -- the resume alignment check -----------------------------------------------------------------------------

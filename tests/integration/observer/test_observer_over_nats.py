@@ -16,7 +16,6 @@ from overseer_runtime.main import rebuild
 from overseer_runtime.rpc import RpcError
 from overseer_runtime.runtime import Runtime
 from overseer_runtime.testing import Stack, eventually
-from tests.fakes.observer import ChangeFeed
 from tests.integration.observer.observer_nats import ExamplePublisher, published_by_observer, sent_by_observer
 from tests.unit.observer.observer_folding import FoldedExample
 from tests.unit.observer.observer_seed002 import (
@@ -25,10 +24,7 @@ from tests.unit.observer.observer_seed002 import (
     EXPECTED_TRANSITIONS,
     SESSION,
     STEPS,
-    TOOL_CREATED,
     TOOL_ID,
-    TOOL_PROPOSED,
-    TOOL_TRANSITIONS,
     Step,
     at,
 )
@@ -50,7 +46,7 @@ async def ask(stack: Stack, method: str, **payload: object) -> object:
 
 
 async def ask_object(stack: Stack, method: str, **payload: object) -> dict[str, Any]:
-    """An answer that is one JSON object (a snapshot, a timeline, a consequence)."""
+    """An answer that is one JSON object (a snapshot, a timeline, the topology)."""
     answer = await ask(stack, method, **payload)
     assert isinstance(answer, dict), answer
     return answer
@@ -106,7 +102,6 @@ async def test_seed002_worked_example_is_projected_from_events_over_nats(stack: 
             False,
         )
         assert tool["result"] == "邮件已发送"
-        assert await ask(stack, "consequence", execution_id=TOOL_ID) == tool
 
         timeline = await ask_object(stack, "timeline", session_id=SESSION)
         assert (
@@ -134,7 +129,7 @@ async def test_seed002_worked_example_is_projected_from_events_over_nats(stack: 
 
 async def test_sqlite_read_models_answer_exactly_what_the_pure_fold_answers(stack: Stack) -> None:
     folded = FoldedExample(STEPS)
-    expected = ExecutionObserver(folded, folded, ChangeFeed(), folded, clock=lambda: NOW)
+    expected = ExecutionObserver(folded, folded, folded, clock=lambda: NOW)
     async with stack.runtime(observer_service()) as runtime:
         await ExamplePublisher(stack).publish(*STEPS)
         await all_recorded(runtime, len(STEPS))
@@ -184,7 +179,7 @@ async def test_contracts_announced_with_their_first_moves_read_and_are_sent_as_i
         timeline = await ask(stack, "timeline", session_id=SESSION)
         kept = runtime.store.count("local")
     folded = FoldedExample(STEPS)
-    expected = ExecutionObserver(folded, folded, ChangeFeed(), folded, clock=lambda: NOW)
+    expected = ExecutionObserver(folded, folded, folded, clock=lambda: NOW)
     assert timeline == (await expected.timeline(SESSION)).model_dump(mode="json")
     assert [(e["data"]["execution_id"], e["data"]["to_status"]) for e in announced] == [
         (execution_id, to)
@@ -249,7 +244,6 @@ async def test_unknown_ids_are_404_and_missing_ones_422(stack: Stack) -> None:
         for method, payload in [
             ("snapshot", {"execution_id": "exec-404"}),
             ("transitions", {"execution_id": "exec-404"}),
-            ("consequence", {"execution_id": "exec-404"}),
             ("timeline", {"session_id": "session-404"}),
         ]:
             with pytest.raises(RpcError) as refused:
@@ -318,38 +312,3 @@ async def _transitions_when_complete(
     except RpcError:
         return None
     return records if len(records) >= count else None
-
-
-async def test_a_waiting_consequence_query_answers_once_the_execution_settles(stack: Stack) -> None:
-    import asyncio
-
-    async with stack.runtime(observer_service()):
-        publisher = ExamplePublisher(stack)
-        await publisher.publish(TOOL_PROPOSED, TOOL_CREATED, TOOL_TRANSITIONS[0])
-        # Asked while RUNNING: the answer comes only after the commit that completes it.
-        pending = asyncio.create_task(ask_object(stack, "consequence", execution_id=TOOL_ID, wait=20))
-        await asyncio.sleep(0.3)
-        assert not pending.done()
-        await publisher.publish(TOOL_TRANSITIONS[1])
-        view = await asyncio.wait_for(pending, 10)
-        assert view["consequence_label"] == "SUCCESS"
-        # Already settled: no waiting at all; a never-settling id runs out and says what it is.
-        assert (await ask_object(stack, "consequence", execution_id=TOOL_ID, wait=20))[
-            "consequence_label"
-        ] == "SUCCESS"
-        with pytest.raises(RpcError) as unknown:
-            await ask(stack, "consequence", execution_id="never-proposed", wait=0.2)
-        assert unknown.value.status == 404
-
-
-@pytest.mark.parametrize(
-    "payload",
-    [{"wait": -1}, {"wait": 61}, {"wait": "soon"}, {"wait": "5"}, {"wait": True}, {"until": "forever"}],
-)
-async def test_a_consequence_query_with_a_bad_wait_is_refused(
-    stack: Stack, payload: dict[str, object]
-) -> None:
-    async with stack.runtime(observer_service()):
-        with pytest.raises(RpcError) as refused:
-            await ask(stack, "consequence", execution_id=TOOL_ID, **payload)
-        assert refused.value.status == 422

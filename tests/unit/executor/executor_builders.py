@@ -40,6 +40,7 @@ def proposal(
     irreversible: bool | None = None,
     session_id: str = "session-abc",
     timeout_seconds: float | None = None,
+    summary: str | None = None,
 ) -> ExecutionProposed:
     """``args`` default: the invite for ``email.send``, none for another tool."""
     return ExecutionProposed(
@@ -53,6 +54,7 @@ def proposal(
         proposer=AGENT,
         depends_on=depends_on,
         timeout_seconds=timeout_seconds,
+        summary=summary,
     )
 
 

@@ -21,20 +21,20 @@ from tests.fakes.gateway import APPROVAL_FORM, InMemoryPeers
 VIEW = {"execution_id": "e1", "status": "COMPLETED"}
 
 
-def observer(answer: Any) -> InMemoryPeers:
+def consequence_of(answer: Any) -> InMemoryPeers:
     def consequence(payload: dict[str, Any]) -> Any:
         if isinstance(answer, Exception):
             raise answer
         return answer
 
-    return InMemoryPeers(methods={("observer", "consequence"): consequence})
+    return InMemoryPeers(methods={("executor", "consequence"): consequence})
 
 
 @pytest.mark.parametrize("until", ["settled", "terminal", "started"])
-async def test_the_observer_waits_for_the_execution_to_settle_a_little_longer_than_asked(
+async def test_the_executor_waits_for_the_execution_to_settle_and_is_given_a_little_longer_than_asked(
     until: Until,
 ) -> None:
-    peers = observer(VIEW)
+    peers = consequence_of(VIEW)
     view = await consequence_when_settled(peers, "e1", wait=2.0, until=until)
     assert view == VIEW
     (asked,) = peers.asked
@@ -43,14 +43,14 @@ async def test_the_observer_waits_for_the_execution_to_settle_a_little_longer_th
     assert asked.timeout > 2.0
 
 
-async def test_an_execution_the_observer_does_not_know_is_no_view() -> None:
-    peers = observer(RpcError(404, "no execution e1"))
+async def test_an_execution_the_executor_does_not_know_is_no_view() -> None:
+    peers = consequence_of(RpcError(404, "no execution e1"))
     assert await consequence_when_settled(peers, "e1", wait=0.0, until="settled") is None
 
 
 @pytest.mark.parametrize("status", [503, 504, 500])
-async def test_an_observer_that_cannot_answer_is_an_error_not_an_unknown_execution(status: int) -> None:
-    peers = observer(RpcError(status, "observer is away"))
+async def test_an_executor_that_cannot_answer_is_an_error_not_an_unknown_execution(status: int) -> None:
+    peers = consequence_of(RpcError(status, "executor is away"))
     with pytest.raises(RpcError) as failed:
         await consequence_when_settled(peers, "e1", wait=0.0, until="settled")
     assert failed.value.status == status

@@ -10,9 +10,10 @@ import pytest
 from overseer_events.catalogue import ContractCreated, ExecutionTransitioned
 from overseer_events.machines import EXECUTION_MACHINE, ExecutionStatus
 from overseer_events.rendering import build_tool_result_from_consequences
+from overseer_events.summary import default_action_summary
 from overseer_events.views import ExecutionConsequenceView
 from overseer_observer.domain.contract import ObservedContract, observe_creation, observe_transition
-from overseer_observer.domain.summary import actor_category, default_action_summary
+from overseer_observer.domain.summary import actor_category
 from overseer_observer.domain.views import consequence_label, consequence_view, snapshot, timeline, topology
 from tests.unit.observer.observer_folding import FoldedExample
 from tests.unit.observer.observer_seed002 import (
@@ -26,6 +27,7 @@ from tests.unit.observer.observer_seed002 import (
     TOOL_ID,
     TOOL_PROPOSED,
     TOOL_TRANSITIONS,
+    Step,
     at,
 )
 
@@ -117,6 +119,15 @@ def test_a_long_primary_argument_is_shortened() -> None:
 def test_an_explicit_proposal_summary_wins_over_the_default() -> None:
     folded = FoldedExample([ECS_PROPOSED, ECS_CREATED])
     assert folded.contracts["exec-001"].action_summary == "确认发送邮件给 bob@example.com"
+
+
+@pytest.mark.parametrize("before", [[], TOOL_TRANSITIONS], ids=["alone", "after-its-transitions"])
+def test_the_proposers_summary_the_contract_carries_names_the_action_without_the_proposal(
+    before: list[Step],
+) -> None:
+    carried = replace(TOOL_CREATED, data=TOOL_CREATED.data.model_copy(update={"summary": "Invite Bob"}))
+    folded = FoldedExample([*before, carried])
+    assert folded.contracts[TOOL_ID].action_summary == "Invite Bob"
 
 
 @pytest.mark.parametrize("position", range(len([ECS_CREATED, *ECS_TRANSITIONS]) + 1))

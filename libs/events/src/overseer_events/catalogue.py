@@ -571,6 +571,9 @@ class ContractCreated(EventData):
     depends_on: str | None = None
     created_at: float
     runs_at: RunsAt = "executor"
+    # The proposer's own one-line account of the action, when it gave one (else the action is said
+    # from its tool and arguments: ``overseer_events.summary``).
+    summary: str | None = None
     # The ``create_contract:<id>`` step (node_id: the proposing service).
     trace: TraceStep | None = None
     # The moves the contract made the moment it was decided on, in order, each as its own

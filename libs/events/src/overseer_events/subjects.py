@@ -241,6 +241,7 @@ PARTITIONED_RPC: dict[str, dict[str, Literal["found", "merged", "all", "first"]]
         "approvals.pending": "merged",
         "approvals.get": "found",
         "contract.get": "found",
+        "consequence": "found",
         "decisions.refused": "merged",
         "execution.cancel": "found",
     },

@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from overseer_events.machines import EXECUTION_MACHINE, ExecutionStatus
+
 
 class ObservationModel(BaseModel):
     """A read-only view: immutable once built."""
@@ -112,6 +114,17 @@ class StateMachineTopology(ObservationModel):
     initial_status: str
 
 
+# The consequence label an LLM reads, one per status.
+CONSEQUENCE_LABELS: dict[str, str] = {
+    ExecutionStatus.COMPLETED: "SUCCESS",
+    ExecutionStatus.FAILED: "FAILED",
+    ExecutionStatus.REJECTED: "REJECTED",
+    ExecutionStatus.CANCELLED: "CANCELLED",
+    ExecutionStatus.WAITING: "WAITING",
+    ExecutionStatus.RUNNING: "IN_PROGRESS",
+    ExecutionStatus.PENDING: "NOT_STARTED",
+}
+
 Until = Literal["settled", "terminal", "started"]
 """How far a caller waits for an execution: see :meth:`ExecutionConsequenceView.reached`."""
 
@@ -156,6 +169,39 @@ class ExecutionConsequenceView(ObservationModel):
 
     # Duration
     total_duration_ms: float | None
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        execution_id: str,
+        action_type: str,
+        action_summary: str,
+        status: str,
+        result: str | None,
+        error_message: str | None,
+        irreversible: bool,
+        was_suspended: bool,
+        created_at: float,
+        entered_at: float,
+    ) -> ExecutionConsequenceView:
+        """The view of an execution in ``status`` since ``entered_at`` (created at ``created_at``).
+
+        The world changed (``has_side_effects``) only if an irreversible action completed; the
+        duration runs from creation to the end, and is None while the execution is still going."""
+        terminal = status in EXECUTION_MACHINE.terminal
+        return cls(
+            execution_id=execution_id,
+            action_type=action_type,
+            action_summary=action_summary,
+            consequence_label=CONSEQUENCE_LABELS[status],
+            result=result,
+            error_message=error_message,
+            has_side_effects=irreversible and status == ExecutionStatus.COMPLETED,
+            was_suspended=was_suspended,
+            is_still_pending=not terminal,
+            total_duration_ms=(entered_at - created_at) * 1000.0 if terminal else None,
+        )
 
     def is_settled(self, until_terminal: bool = False) -> bool:
         """Terminal, or WAITING for a person (unless the caller waits for the terminal state only)."""

@@ -72,7 +72,12 @@ class ExecutorService(Service):
         return events.partition_key(event.data)
 
     def rpc(self) -> RpcTable:
-        return rpc(lambda: self.queries, lambda: self.registry.specs(), self.cancel)
+        return rpc(
+            lambda: self.queries,
+            lambda: self.registry.specs(),
+            self.cancel,
+            lambda execution_id, timeout: self.runtime.wait_for_change(execution_id, timeout),
+        )
 
     async def cancel(
         self, execution_id: str, by: str, reason: str | None, proposer_only: bool = False

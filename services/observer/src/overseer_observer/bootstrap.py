@@ -55,7 +55,6 @@ class ObserverService(Service):
         self.queries = ExecutionObserver(
             SqliteObservationReader(runtime.store.conn),
             ReaderSessions(runtime.reader),
-            runtime.wait_for_change,
             ReaderExecutions(runtime.reader),
             self.clock,
         )

@@ -33,6 +33,7 @@ from overseer_events.catalogue import (
 )
 from overseer_events.envelope import Envelope
 from overseer_events.machines import ExecutionStatus
+from overseer_events.views import ExecutionConsequenceView
 from overseer_executor.application.ports import (
     ApprovalForm,
     AskedApproval,
@@ -43,7 +44,7 @@ from overseer_executor.application.ports import (
 )
 from overseer_executor.domain.alignment import check_resume_alignment
 from overseer_executor.domain.claims import CLAIMING, Twin
-from overseer_executor.domain.contract import ExecutionContract, OpenRequest, Verdict
+from overseer_executor.domain.contract import ExecutionContract, OpenRequest, Verdict, consequence
 from overseer_runtime.projection import SqlProjection
 from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.store import EventStore
@@ -82,7 +83,8 @@ class ContractsProjection(SqlProjection):
         result          TEXT,
         error_message   TEXT,
         runs_at         TEXT NOT NULL, -- executor | agent (the agent runs the call and reports)
-        draft           BLOB           -- the contract_created still to announce (a drafted contract)
+        draft           BLOB,          -- the contract_created still to announce (a drafted contract)
+        summary         TEXT           -- the proposer's own words for the action, if it gave them
     );
     -- The claim on an idempotency key (claims.py) is a contract's status: a twin is found by key and status.
     DROP INDEX IF EXISTS executor_contracts_completed_key;
@@ -154,7 +156,7 @@ class ContractsProjection(SqlProjection):
     ) -> None:
         conn.execute(
             "INSERT INTO executor_contracts VALUES "
-            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, NULL, NULL, ?, ?) " + on_conflict,
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, NULL, NULL, ?, ?, ?) " + on_conflict,
             (
                 d.execution_id,
                 d.session_id,
@@ -174,6 +176,7 @@ class ContractsProjection(SqlProjection):
                 d.created_at,
                 d.runs_at,
                 draft,
+                d.summary,
             ),
         )
 
@@ -287,7 +290,7 @@ _CONTRACT_COLUMNS = (
     "c.idempotent, c.idempotency_key, c.timeout_seconds, c.co_id, c.proposer, c.depends_on, c.created_at, "
     "c.status, c.version, c.updated_at, c.result, c.error_message, "
     "v.decision, v.level, v.args, v.args_hash, v.reasons, v.preview, v.requested_by, "
-    "a.kind, a.args_hash, a.requested_at, c.runs_at, c.draft"
+    "a.kind, a.args_hash, a.requested_at, c.runs_at, c.draft, c.summary"
 )
 _CONTRACT_FROM = (
     "FROM executor_contracts c "
@@ -340,6 +343,7 @@ def _contract(row: tuple[Any, ...]) -> ExecutionContract:
         open_request=form,
         runs_at="agent" if row[29] == "agent" else "executor",
         draft=None if row[30] is None else ContractCreated.model_validate_json(row[30]),
+        summary=row[31],
     )
 
 
@@ -477,6 +481,16 @@ class SqliteExecutorQueries(ExecutorQueries):
 
     def contract(self, execution_id: str) -> ExecutionContract | None:
         return SqliteContractRepository(self.store.conn).get(execution_id)
+
+    def consequence(self, execution_id: str) -> ExecutionConsequenceView | None:
+        contract = self.contract(execution_id)
+        if contract is None:
+            return None
+        # Every wait for a person is a form's, and a contract's form is never deleted: it waited if one exists.
+        asked = self.store.conn.execute(
+            "SELECT 1 FROM executor_approvals WHERE execution_id = ?", (execution_id,)
+        ).fetchone()
+        return consequence(contract, was_suspended=asked is not None)
 
     def transitions(self, execution_id: str) -> list[Transition]:
         found = []

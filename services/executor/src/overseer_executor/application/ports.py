@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from overseer_events.machines import ExecutionStatus
+from overseer_events.views import ExecutionConsequenceView
 from overseer_executor.domain.claims import Twin
 from overseer_executor.domain.contract import ExecutionContract
 from overseer_executor.domain.tools import ToolCall, ToolSpec
@@ -212,6 +213,10 @@ class ExecutorQueries(abc.ABC):
 
     @abc.abstractmethod
     def contract(self, execution_id: str) -> ExecutionContract | None: ...
+
+    @abc.abstractmethod
+    def consequence(self, execution_id: str) -> ExecutionConsequenceView | None:
+        """The contract's consequence view (``domain.contract.consequence``), None for an unknown one."""
 
     @abc.abstractmethod
     def transitions(self, execution_id: str) -> list[Transition]:

@@ -24,6 +24,8 @@ from overseer_events.catalogue import (
 )
 from overseer_events.envelope import EventData
 from overseer_events.machines import ECS_NODE, TERMINAL_STATUSES, TOOL_NODE, ExecutionStatus
+from overseer_events.summary import default_action_summary
+from overseer_events.views import ExecutionConsequenceView
 from overseer_executor.domain.idempotency import idempotency_key
 from overseer_executor.domain.tools import ToolSpec
 
@@ -90,6 +92,7 @@ class ExecutionContract:
     verdict: Verdict | None = None
     open_request: OpenRequest | None = None
     runs_at: RunsAt = "executor"  # "agent": the agent runs the tool itself, once allowed, and reports
+    summary: str | None = None  # the proposer's own words for the action, when it gave them
     # While nobody has been told of the contract (it waits for its verdict, kept in the executor's store
     # at version 0): the ``execution.contract_created`` that will announce it, with its first moves.
     draft: ContractCreated | None = None
@@ -136,7 +139,26 @@ class ExecutionContract:
             created_at=data.created_at,
             updated_at=data.created_at,
             runs_at=data.runs_at,
+            summary=data.summary,
         )
+
+
+def consequence(contract: ExecutionContract, *, was_suspended: bool) -> ExecutionConsequenceView:
+    """What the contract did to the world, in one line a person or an agent reads (``was_suspended``:
+    whether it ever waited for a person)."""
+    return ExecutionConsequenceView.of(
+        execution_id=contract.execution_id,
+        action_type=contract.action_type,
+        action_summary=contract.summary
+        or default_action_summary(contract.action_type, contract.tool, contract.args, contract.action_detail),
+        status=contract.status.value,
+        result=contract.result,
+        error_message=contract.error_message,
+        irreversible=contract.irreversible,
+        was_suspended=was_suspended,
+        created_at=contract.created_at,
+        entered_at=contract.updated_at,
+    )
 
 
 def announced(contract: ExecutionContract, events: Sequence[EventData]) -> list[tuple[EventData, int]]:
@@ -210,6 +232,7 @@ def open_contract(
         depends_on=proposal.depends_on,
         created_at=now,
         runs_at=proposal.runs_at,
+        summary=proposal.summary or None,
         trace=TraceStep(
             node_id=node_id,
             action=f"create_contract:{proposal.execution_id}",

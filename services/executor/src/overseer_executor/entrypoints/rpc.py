@@ -5,6 +5,9 @@
 * ``approvals.get`` ``{execution_id}`` → one form with its ``status`` (``pending`` | ``answered``), the
   contract's status and error, so the gateway can answer 404 / 409 / 403 before publishing a response;
 * ``contract.get`` ``{execution_id}`` → the contract with its transitions;
+* ``consequence`` ``{execution_id, wait?, until?}`` → the execution's consequence view (what it did, in one
+  line), once it reaches ``until`` (``settled``: terminal or WAITING for a person; ``terminal``; ``started``:
+  running or ended), else as it is after ``wait`` seconds (0–60); 404 when it is still unknown then;
 * ``tools.list`` → every tool with its declaration and JSON schema;
 * ``decisions.refused`` ``{execution_id?}`` → decisions the resume alignment check refused, with why;
 * ``execution.cancel`` ``{execution_id, by, reason?, proposer_only?}`` → a person (or, with
@@ -17,11 +20,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, StrictFloat, StrictInt
 
 from overseer_events.catalogue import Principal
+from overseer_events.views import ExecutionConsequenceView, Until
 from overseer_executor.application.handlers import CancelRefused
 from overseer_executor.application.ports import ExecutorQueries
+from overseer_executor.application.queries import WaitForChange, settled_consequence
 from overseer_executor.domain.contract import ExecutionContract
 from overseer_executor.domain.tools import ToolSpec
 from overseer_runtime.rpc import NoArguments, RpcError, RpcRequest, RpcTable
@@ -34,6 +39,18 @@ class ApprovalsRequest(RpcRequest):
 
 class ExecutionRequest(RpcRequest):
     execution_id: str = Field(min_length=1)
+
+
+MAX_WAIT_SECONDS = 60.0
+
+
+class ConsequenceRequest(RpcRequest):
+    """``wait`` seconds at most for the execution to reach ``until``: terminal, or WAITING for a person
+    (``settled``), or running (``started``)."""
+
+    execution_id: str = Field(min_length=1)
+    wait: StrictInt | StrictFloat = Field(default=0, ge=0, le=MAX_WAIT_SECONDS)
+    until: Until = "settled"
 
 
 class RefusedRequest(RpcRequest):
@@ -53,52 +70,83 @@ Cancel = Callable[[str, str, str | None, bool], Awaitable[ExecutionContract]]
 
 
 def rpc(
-    queries: Callable[[], ExecutorQueries], specs: Callable[[], Sequence[ToolSpec]], cancel: Cancel
+    queries: Callable[[], ExecutorQueries],
+    specs: Callable[[], Sequence[ToolSpec]],
+    cancel: Cancel,
+    wait_for_change: WaitForChange,
 ) -> RpcTable:
     """``queries`` and ``specs`` are asked at call time: the service builds them in its start()."""
+    methods = _Methods(queries, specs, cancel, wait_for_change)
+    return (
+        RpcTable()
+        .method("approvals.pending", ApprovalsRequest, methods.approvals_pending)
+        .method("approvals.get", ExecutionRequest, methods.approvals_get)
+        .method("contract.get", ExecutionRequest, methods.contract_get)
+        .method("consequence", ConsequenceRequest, methods.consequence)
+        .method("tools.list", NoArguments, methods.tools_list)
+        .method("decisions.refused", RefusedRequest, methods.decisions_refused)
+        .method("execution.cancel", CancelRequest, methods.execution_cancel)
+    )
 
-    async def approvals_pending(request: ApprovalsRequest) -> list[dict[str, Any]]:
-        forms = await queries().approvals(status=request.status or "pending", session_id=request.session_id)
+
+class _Methods:
+    def __init__(
+        self,
+        queries: Callable[[], ExecutorQueries],
+        specs: Callable[[], Sequence[ToolSpec]],
+        cancel: Cancel,
+        wait_for_change: WaitForChange,
+    ) -> None:
+        self.queries = queries
+        self.specs = specs
+        self.cancel = cancel
+        self.wait_for_change = wait_for_change
+
+    async def approvals_pending(self, request: ApprovalsRequest) -> list[dict[str, Any]]:
+        forms = await self.queries().approvals(
+            status=request.status or "pending", session_id=request.session_id
+        )
         return [form.as_dict() for form in forms]
 
-    async def approvals_get(request: ExecutionRequest) -> dict[str, Any]:
-        asked = queries().approval(request.execution_id)
+    async def approvals_get(self, request: ExecutionRequest) -> dict[str, Any]:
+        asked = self.queries().approval(request.execution_id)
         if asked is None:
             raise RpcError(404, f"no approval was requested for {request.execution_id}")
         return asked.as_dict()
 
-    async def contract_get(request: ExecutionRequest) -> dict[str, Any]:
+    async def contract_get(self, request: ExecutionRequest) -> dict[str, Any]:
         execution_id = request.execution_id
-        contract = queries().contract(execution_id)
+        contract = self.queries().contract(execution_id)
         if contract is None:
             raise RpcError(404, f"no contract {execution_id}")
-        transitions = [t.as_dict() for t in queries().transitions(execution_id)]
+        transitions = [t.as_dict() for t in self.queries().transitions(execution_id)]
         return {**contract_view(contract), "transitions": transitions}
 
-    async def tools_list(request: NoArguments) -> list[dict[str, Any]]:
-        return [spec.as_dict() for spec in specs()]
+    async def consequence(self, request: ConsequenceRequest) -> ExecutionConsequenceView:
+        """Answers as soon as the execution gets as far as asked, re-reading after each commit that touched it."""
+        execution_id = request.execution_id
+        view = await settled_consequence(
+            self.queries(), self.wait_for_change, execution_id, float(request.wait), request.until
+        )
+        if view is None:
+            raise RpcError(404, f"no execution {execution_id!r} is known (yet)")
+        return view
 
-    async def decisions_refused(request: RefusedRequest) -> list[dict[str, Any]]:
-        return [refused.as_dict() for refused in await queries().refused_decisions(request.execution_id)]
+    async def tools_list(self, request: NoArguments) -> list[dict[str, Any]]:
+        return [spec.as_dict() for spec in self.specs()]
 
-    async def execution_cancel(request: CancelRequest) -> dict[str, Any]:
+    async def decisions_refused(self, request: RefusedRequest) -> list[dict[str, Any]]:
+        refused = await self.queries().refused_decisions(request.execution_id)
+        return [decision.as_dict() for decision in refused]
+
+    async def execution_cancel(self, request: CancelRequest) -> dict[str, Any]:
         try:
-            contract = await cancel(
+            contract = await self.cancel(
                 request.execution_id, str(request.by), request.reason, request.proposer_only
             )
         except CancelRefused as exc:
             raise RpcError(exc.status, exc.detail) from None
         return contract_view(contract)
-
-    return (
-        RpcTable()
-        .method("approvals.pending", ApprovalsRequest, approvals_pending)
-        .method("approvals.get", ExecutionRequest, approvals_get)
-        .method("contract.get", ExecutionRequest, contract_get)
-        .method("tools.list", NoArguments, tools_list)
-        .method("decisions.refused", RefusedRequest, decisions_refused)
-        .method("execution.cancel", CancelRequest, execution_cancel)
-    )
 
 
 def contract_view(contract: ExecutionContract) -> dict[str, Any]:

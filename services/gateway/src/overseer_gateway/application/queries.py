@@ -17,20 +17,16 @@ from overseer_runtime.rpc import RpcError
 async def consequence_when_settled(
     peers: Peers, execution_id: str, *, wait: float, until: Until
 ) -> dict[str, Any] | None:
-    """The observer's consequence view as soon as it reaches ``until`` (terminal; or WAITING for a person,
+    """The execution's consequence view as soon as it reaches ``until`` (terminal; or WAITING for a person,
     ``settled``; or running, ``started``), else as it is after ``wait`` seconds.
 
-    The observer does the waiting: it answers right after the commit that settles the
-    execution in its read model, one hop sooner than any announcement could reach us.
-    None when the observer does not know the execution by then.
+    The executor does the waiting: it commits every move of the execution and answers right after
+    the commit that settles it, before the event has reached anyone else. None when it does not know
+    the execution by then.
     """
-    payload = {
-        "execution_id": execution_id,
-        "wait": wait,
-        "until": until,
-    }
+    payload = {"execution_id": execution_id, "wait": wait, "until": until}
     try:
-        view: dict[str, Any] = await peers.ask("observer", "consequence", payload, timeout=wait + 5.0)
+        view: dict[str, Any] = await peers.ask("executor", "consequence", payload, timeout=wait + 5.0)
     except RpcError as exc:
         if exc.status != 404:
             raise

@@ -140,7 +140,7 @@ async def permission(
         gateway.peers, execution_id, wait=min(wait, gateway.max_wait), until="started"
     )
     run = await _own_run(gateway, execution_id, caller)
-    # The executor's contract is the truth; the observer's view above only did the waiting.
+    # The wait above was for the decision; the contract says what was decided, with the arguments.
     decision = {"running": "run", "pending": "wait", "waiting": "wait"}.get(run.status, "stop")
     answer = {
         "execution_id": execution_id,

@@ -20,7 +20,6 @@ holds each port to the same contract on the fake and on SQLite.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from overseer_events.views import TransitionRecord
@@ -30,8 +29,6 @@ from overseer_observer.domain.listing import ExecutionQuery
 # A contract as an event left it, and the record of each transition the event held (none for a
 # proposal, one for a transition, the first moves for a contract's creation).
 Folded = tuple[ObservedContract, tuple[TransitionRecord, ...]]
-# Sleeps until a commit touches the execution (True) or the timeout runs out (False).
-WaitForChange = Callable[[str, float], Awaitable[bool]]
 
 
 class ObservationReader(Protocol):

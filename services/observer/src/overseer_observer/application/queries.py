@@ -13,13 +13,11 @@ from overseer_events.views import (
     ExecutionTimeline,
     StateMachineTopology,
     TransitionRecord,
-    Until,
 )
 from overseer_observer.application.ports import (
     ExecutionLists,
     ObservationReader,
     SessionReader,
-    WaitForChange,
 )
 from overseer_observer.domain import views
 from overseer_observer.domain.contract import ObservedContract
@@ -34,14 +32,12 @@ class ExecutionObserver:
         self,
         executions: ObservationReader,
         sessions: SessionReader,
-        wait_for_change: WaitForChange,
         lists: ExecutionLists,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.executions = executions
         self.sessions = sessions
         self.lists = lists
-        self.wait_for_change = wait_for_change
         self.clock = clock
 
     def _contract(self, execution_id: str) -> ObservedContract:
@@ -73,31 +69,6 @@ class ExecutionObserver:
         last = page[-1] if len(found) > query.limit else None
         next_cursor = Position(last.created_at, last.execution_id).cursor() if last else None
         return ExecutionPage(items=[summary(contract) for contract in page], next=next_cursor)
-
-    def consequence(self, execution_id: str) -> ExecutionConsequenceView:
-        return views.consequence_view(self._contract(execution_id))
-
-    async def settled_consequence(
-        self, execution_id: str, wait: float, until: Until
-    ) -> ExecutionConsequenceView:
-        """The consequence view once the execution reaches ``until``, else as it is after ``wait`` seconds.
-
-        ``until`` (:meth:`~overseer_events.views.ExecutionConsequenceView.reached`): terminal; or also
-        WAITING for a person (``settled``); or also running (``started``). The view is read again after
-        each commit that touched the execution, never on a timer; an execution still unknown at the
-        end is :class:`UnknownExecution`.
-        """
-        deadline = time.monotonic() + wait
-        while True:
-            contract = self.executions.contract(execution_id)
-            view = views.consequence_view(contract) if contract is not None else None
-            remaining = deadline - time.monotonic()
-            if (view is not None and view.reached(until)) or remaining <= 0:
-                if view is None:
-                    raise UnknownExecution(execution_id)
-                return view
-            # No await between the read above and this wait: no commit can slip in between.
-            await self.wait_for_change(execution_id, remaining)
 
     async def consequences(
         self, session_id: str, execution_ids: Iterable[str] | None = None

@@ -18,8 +18,9 @@ from dataclasses import dataclass, replace
 from overseer_events.catalogue import ContractCreated, ExecutionProposed, ExecutionTransitioned
 from overseer_events.envelope import EventData
 from overseer_events.machines import EXECUTION_MACHINE, ExecutionStatus
+from overseer_events.summary import default_action_summary
 from overseer_events.views import TransitionRecord
-from overseer_observer.domain.summary import actor_category, default_action_summary
+from overseer_observer.domain.summary import actor_category
 
 _TERMINAL = EXECUTION_MACHINE.terminal
 _UNSUCCESSFUL = frozenset({ExecutionStatus.FAILED, ExecutionStatus.REJECTED, ExecutionStatus.CANCELLED})
@@ -107,7 +108,7 @@ def observe_creation(
         default_summary=default_action_summary(
             created.action_type, created.tool, created.args, created.action_detail
         ),
-        explicit_summary=None,
+        explicit_summary=created.summary,
         irreversible=created.irreversible,
         idempotency_key=created.idempotency_key,
         timeout_seconds=created.timeout_seconds,
@@ -128,7 +129,7 @@ def observe_creation(
     if current is None:
         return contract
     if current.transition_count == 0:
-        return replace(contract, explicit_summary=current.explicit_summary)
+        return replace(contract, explicit_summary=contract.explicit_summary or current.explicit_summary)
     # Transitions were folded before the contract itself (a skeleton): keep the state they reached.
     return replace(
         current,
@@ -139,6 +140,7 @@ def observe_creation(
         idempotency_key=contract.idempotency_key,
         timeout_seconds=contract.timeout_seconds,
         co_id=contract.co_id,
+        explicit_summary=current.explicit_summary or contract.explicit_summary,
         created_at=contract.created_at,
         confirmed=True,
         tool=contract.tool,

@@ -12,6 +12,7 @@ from functools import cache
 from overseer_events.catalogue import ExecutionFactObserved, ExecutionStateObserved
 from overseer_events.machines import EXECUTION_MACHINE, ExecutionStatus
 from overseer_events.views import (
+    CONSEQUENCE_LABELS,
     ExecutionConsequenceView,
     ExecutionSnapshot,
     ExecutionTimeline,
@@ -20,16 +21,6 @@ from overseer_events.views import (
 )
 from overseer_observer.domain.contract import ObservedContract
 
-# The consequence label an LLM reads, one per status.
-CONSEQUENCE_LABELS: dict[str, str] = {
-    ExecutionStatus.COMPLETED: "SUCCESS",
-    ExecutionStatus.FAILED: "FAILED",
-    ExecutionStatus.REJECTED: "REJECTED",
-    ExecutionStatus.CANCELLED: "CANCELLED",
-    ExecutionStatus.WAITING: "WAITING",
-    ExecutionStatus.RUNNING: "IN_PROGRESS",
-    ExecutionStatus.PENDING: "NOT_STARTED",
-}
 ACTIVE_STATUSES = frozenset({ExecutionStatus.PENDING, ExecutionStatus.RUNNING, ExecutionStatus.WAITING})
 SUMMARY_LIMIT = 200  # result and error summaries in memory keep 200 characters
 
@@ -68,27 +59,18 @@ def snapshot(contract: ObservedContract, now: float) -> ExecutionSnapshot:
     )
 
 
-def total_duration_ms(contract: ObservedContract) -> float | None:
-    """Creation to the terminal transition; None while the contract is still going."""
-    if not contract.is_terminal:
-        return None
-    return (contract.entered_at - contract.created_at) * 1000.0
-
-
 def consequence_view(contract: ObservedContract) -> ExecutionConsequenceView:
-    terminal = contract.is_terminal
-    return ExecutionConsequenceView(
+    return ExecutionConsequenceView.of(
         execution_id=contract.execution_id,
         action_type=contract.action_type,
         action_summary=contract.action_summary,
-        consequence_label=CONSEQUENCE_LABELS[contract.status],
+        status=contract.status,
         result=contract.result,
         error_message=contract.error_message,
-        # In the consequence view, the world changed only if an irreversible action completed.
-        has_side_effects=contract.irreversible and contract.status == ExecutionStatus.COMPLETED,
+        irreversible=contract.irreversible,
         was_suspended=contract.was_suspended,
-        is_still_pending=not terminal,
-        total_duration_ms=total_duration_ms(contract),
+        created_at=contract.created_at,
+        entered_at=contract.entered_at,
     )
 
 

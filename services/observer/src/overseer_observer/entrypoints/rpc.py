@@ -20,14 +20,11 @@ from overseer_events.views import (
     ExecutionTimeline,
     StateMachineTopology,
     TransitionRecord,
-    Until,
 )
 from overseer_observer.application.queries import ExecutionObserver
 from overseer_observer.domain.errors import UnknownExecution, UnknownSession
 from overseer_observer.domain.listing import ExecutionQuery, Position
 from overseer_runtime.rpc import NoArguments, RpcError, RpcRequest, RpcTable
-
-MAX_WAIT_SECONDS = 60.0
 
 Id = Field(min_length=1)
 
@@ -38,15 +35,6 @@ class ExecutionRequest(RpcRequest):
 
 class SessionRequest(RpcRequest):
     session_id: str = Id
-
-
-class ConsequenceRequest(RpcRequest):
-    """``wait`` seconds at most for the execution to reach ``until``: terminal, or WAITING for a person
-    (``settled``), or running (``started``)."""
-
-    execution_id: str = Id
-    wait: StrictInt | StrictFloat = Field(default=0, ge=0, le=MAX_WAIT_SECONDS)
-    until: Until = "settled"
 
 
 MAX_PAGE = 500
@@ -95,7 +83,6 @@ def rpc(observer: RunningObserver) -> RpcTable:
         .method("snapshot", ExecutionRequest, methods.snapshot)
         .method("transitions", ExecutionRequest, methods.transitions)
         .method("timeline", SessionRequest, methods.timeline)
-        .method("consequence", ConsequenceRequest, methods.consequence)
         .method("consequences", ConsequencesRequest, methods.consequences)
         .method("topology", NoArguments, methods.topology)
         .method("executions.list", ExecutionsRequest, methods.executions_list)
@@ -125,13 +112,6 @@ class _Methods:
     async def timeline(self, r: SessionRequest) -> ExecutionTimeline:
         with _known():
             return await self.observer.queries.timeline(r.session_id)
-
-    async def consequence(self, r: ConsequenceRequest) -> ExecutionConsequenceView:
-        """Answers as soon as the execution settles, re-reading after each commit that touched it."""
-        try:
-            return await self.observer.queries.settled_consequence(r.execution_id, float(r.wait), r.until)
-        except UnknownExecution:
-            raise RpcError(404, f"no execution {r.execution_id!r} is known (yet)") from None
 
     async def consequences(self, r: ConsequencesRequest) -> list[ExecutionConsequenceView]:
         return await self.observer.queries.consequences(r.session_id, r.execution_ids)

@@ -1,0 +1,81 @@
+"""The executor's answer to a caller that waits: an execution's consequence once it got as far as asked,
+read again after each commit that touched it, never on a timer."""
+
+from __future__ import annotations
+
+from overseer_executor.application.queries import settled_consequence
+from overseer_executor.domain.rules import ToolOutcome
+from tests.fakes.executor import ExecutorHarness, FakeClock, FakeTools
+from tests.fakes.runtime import ChangeFeed
+from tests.unit.executor.executor_builders import EMAIL, FS_LIST, event, proposal, verdict_issued
+
+
+def running() -> ExecutorHarness:
+    """``exec-001``, an ``fs.list`` allowed and RUNNING."""
+    ex = ExecutorHarness(FakeTools([EMAIL, FS_LIST]), FakeClock(1_000.0))
+    ex.deliver(event(proposal("exec-001", "fs.list", {"path": "."})))
+    ex.deliver(event(verdict_issued("exec-001", "allow", {"path": "."})))
+    return ex
+
+
+def tool_ends(ex: ExecutorHarness) -> None:
+    ex.execute(
+        lambda unit: ex.execution.record_tool_outcome(unit, "exec-001", ToolOutcome("succeeded", "a.txt"))
+    )
+
+
+async def test_an_ended_execution_is_answered_without_waiting() -> None:
+    ex = running()
+    tool_ends(ex)
+    changes = ChangeFeed()
+    view = await settled_consequence(ex.queries, changes, "exec-001", 20, "terminal")
+    assert view is not None
+    assert (view.consequence_label, view.result) == ("SUCCESS", "a.txt")
+    assert changes.waits == []
+
+
+async def test_a_running_execution_is_read_again_after_each_commit_until_it_ends() -> None:
+    ex = running()
+    # A commit that changes nothing of it, then the one that records its tool's outcome.
+    changes = ChangeFeed([lambda: None, lambda: tool_ends(ex)])
+    view = await settled_consequence(ex.queries, changes, "exec-001", 20, "settled")
+    assert view is not None
+    assert view.consequence_label == "SUCCESS"
+    assert [execution_id for execution_id, _ in changes.waits] == ["exec-001", "exec-001"]
+
+
+async def test_without_waiting_a_running_execution_is_answered_as_it_is() -> None:
+    changes = ChangeFeed()
+    view = await settled_consequence(running().queries, changes, "exec-001", 0, "terminal")
+    assert view is not None
+    assert view.consequence_label == "IN_PROGRESS"
+    assert changes.waits == []
+
+
+async def test_a_caller_waiting_until_it_starts_is_answered_once_it_runs() -> None:
+    changes = ChangeFeed()
+    view = await settled_consequence(running().queries, changes, "exec-001", 20, "started")
+    assert view is not None
+    assert view.consequence_label == "IN_PROGRESS"
+    assert changes.waits == []
+
+
+async def test_a_held_execution_settles_for_a_caller_that_waits_until_settled_but_not_until_terminal() -> (
+    None
+):
+    ex = ExecutorHarness(FakeTools([EMAIL, FS_LIST]), FakeClock(1_000.0))
+    ex.deliver(event(proposal("exec-001")))
+    ex.deliver(event(verdict_issued("exec-001", "hold", level="APPROVE")))
+    settled = await settled_consequence(ex.queries, ChangeFeed(), "exec-001", 20, "settled")
+    assert settled is not None
+    assert settled.consequence_label == "WAITING"
+    changes = ChangeFeed()
+    still = await settled_consequence(ex.queries, changes, "exec-001", 0.01, "terminal")
+    assert still is not None
+    assert still.consequence_label == "WAITING"
+    assert len(changes.waits) == 1  # it waited, and the wait ran out
+
+
+async def test_an_execution_still_unknown_when_the_wait_runs_out_is_none() -> None:
+    ex = running()
+    assert await settled_consequence(ex.queries, ChangeFeed(), "exec-404", 0.01, "terminal") is None
