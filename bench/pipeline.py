@@ -19,7 +19,7 @@ Then the same scenarios in LangGraph (``bench/peers/langgraph_pipeline.py``) and
 scenario and concurrency.
 
     python bench/pipeline.py [pipeline_auto] [pipeline_approval] [pipeline_replicas] [--no-peers] [--quick]
-                             [--profile DIR]
+                             [--profile DIR [--profiler pyinstrument|cprofile]]
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,14 +70,27 @@ def summary(scenario: str, latencies: list[float], elapsed: float, concurrency: 
     return {"scenario": scenario, "actions": summary.pop("actions"), "concurrency": concurrency, **summary}
 
 
+# How each profiler runs a service (``-m overseer_<service>`` follows), writing its report to ``base.*``:
+# pyinstrument samples (wall time, a readable tree); cProfile counts every call (``pstats`` reads it).
+PROFILERS: dict[str, Callable[[Path], list[str]]] = {
+    "pyinstrument": lambda base: ["pyinstrument", "-r", "text", "-o", f"{base}.txt"],
+    "cprofile": lambda base: ["cProfile", "-o", f"{base}.prof"],
+}
+
+
 class LocalStack:
     """NATS and the six services as child processes under a temporary OVERSEER_HOME (``partitions``:
     the replicas of a service running as several, each running one partition of the work)."""
 
     def __init__(
-        self, home: Path, profile: Path | None = None, partitions: dict[str, int] | None = None
+        self,
+        home: Path,
+        profile: Path | None = None,
+        partitions: dict[str, int] | None = None,
+        profiler: str = "pyinstrument",
     ) -> None:
         self.home = home
+        self.profiler = profiler
         self.port = free_port()
         self.nats = EmbeddedNats(home)
         self.children: dict[str, subprocess.Popen[bytes]] = {}
@@ -112,17 +126,7 @@ class LocalStack:
             argv = [sys.executable, "-m", f"overseer_{service}"]
             if self.profile is not None:
                 self.profile.mkdir(parents=True, exist_ok=True)
-                argv = [
-                    sys.executable,
-                    "-m",
-                    "pyinstrument",
-                    "-r",
-                    "text",
-                    "-o",
-                    str(self.profile / f"{name}.txt"),
-                    "-m",
-                    f"overseer_{service}",
-                ]
+                argv = [sys.executable, "-m", *PROFILERS[self.profiler](self.profile / name), *argv[1:]]
             self.children[name] = subprocess.Popen(
                 argv,
                 env=base | self.nats.env_for(service) | partition,
@@ -376,10 +380,15 @@ COUNTS = {  # (concurrency 1, high concurrency) actions per scenario
 
 
 async def run_overseer(
-    scenarios: list[str], concurrency: int, quick: bool, profile: Path | None, keep: bool = False
+    scenarios: list[str],
+    concurrency: int,
+    quick: bool,
+    profile: Path | None,
+    keep: bool = False,
+    profiler: str = "pyinstrument",
 ) -> list[dict[str, Any]]:
     home = Path(tempfile.mkdtemp(prefix="overseer-bench-"))
-    stack = LocalStack(home, profile)
+    stack = LocalStack(home, profile, profiler=profiler)
     results: list[dict[str, Any]] = []
     try:
         await stack.start()
@@ -497,13 +506,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--no-peers", action="store_true", help="skip the LangGraph peer benchmark")
     parser.add_argument("--quick", action="store_true", help="a fifth of the actions (smoke run)")
-    parser.add_argument("--profile", type=Path, help="run every service under pyinstrument; reports here")
+    parser.add_argument("--profile", type=Path, help="run every service under a profiler; reports here")
+    parser.add_argument("--profiler", choices=sorted(PROFILERS), default="pyinstrument")
     parser.add_argument("--keep", action="store_true", help="keep the stack's home (stores, logs) afterwards")
     args = parser.parse_args(argv)
     scenarios = [s for s in PEERED if not args.scenarios or s in args.scenarios]
     runner = event_loop_runner()
     if scenarios:
-        ours = runner(run_overseer(scenarios, args.concurrency, args.quick, args.profile, args.keep))
+        ours = runner(
+            run_overseer(scenarios, args.concurrency, args.quick, args.profile, args.keep, args.profiler)
+        )
         if not args.no_peers:
             from bench.peers.langgraph_pipeline import run_peers
 

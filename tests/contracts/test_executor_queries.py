@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from overseer_events.canonical import args_hash
+from overseer_events.machines import ExecutionStatus
 from overseer_events.views import ExecutionConsequenceView
 from overseer_executor.application.ports import Transition
 from tests.contracts.executor_backends import BACKENDS, Backend, close_backend, make_backend
@@ -29,6 +30,8 @@ async def test_nothing_is_known_of_an_execution_that_never_came(executor: Backen
     assert await queries.refused_decisions(None) == []
     assert queries.approval("exec-404") is None
     assert queries.contract("exec-404") is None
+    assert queries.status("exec-404") is None
+    assert queries.consequence("exec-404") is None
     assert queries.transitions("exec-404") == []
 
 
@@ -115,6 +118,7 @@ async def test_a_refused_decision_is_listed_with_why_and_one_that_moved_the_cont
 async def test_the_contract_read_for_rpc_is_the_one_the_handlers_load(executor: Backend) -> None:
     executor.held("exec-001")
     assert executor.queries.contract("exec-001") == executor.contracts.get("exec-001")
+    assert executor.queries.status("exec-001") == ExecutionStatus.WAITING
 
 
 async def test_transitions_are_the_contracts_own_moves_in_order(executor: Backend) -> None:
@@ -175,7 +179,6 @@ async def test_a_denied_call_names_why_and_a_drafted_one_has_not_started(executo
     denied = executor.queries.consequence("exec-001")
     assert denied is not None
     assert (denied.consequence_label, denied.error_message) == ("REJECTED", "L3: forbidden")
-    assert executor.queries.consequence("exec-404") is None
 
 
 async def test_the_proposers_own_summary_names_the_action(executor: Backend) -> None:

@@ -270,6 +270,9 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
     def contract(self, execution_id: str) -> ExecutionContract | None:
         return self.get(execution_id)
 
+    def status(self, execution_id: str) -> ExecutionStatus | None:
+        return self.status_of(execution_id)
+
     def consequence(self, execution_id: str) -> ExecutionConsequenceView | None:
         contract = self.get(execution_id)
         if contract is None:

@@ -126,7 +126,17 @@ CONSEQUENCE_LABELS: dict[str, str] = {
 }
 
 Until = Literal["settled", "terminal", "started"]
-"""How far a caller waits for an execution: see :meth:`ExecutionConsequenceView.reached`."""
+"""How far a caller waits for an execution: see :func:`has_reached`."""
+
+
+def has_reached(status: str, until: Until) -> bool:
+    """Whether a caller waiting ``until`` stops at ``status``: always at a terminal state; at WAITING
+    for a person when ``settled``; once it runs when ``started``."""
+    if status in EXECUTION_MACHINE.terminal:
+        return True
+    if until == "settled":
+        return status == ExecutionStatus.WAITING
+    return until == "started" and status == ExecutionStatus.RUNNING
 
 
 class ExecutionConsequenceView(ObservationModel):
@@ -202,19 +212,6 @@ class ExecutionConsequenceView(ObservationModel):
             is_still_pending=not terminal,
             total_duration_ms=(entered_at - created_at) * 1000.0 if terminal else None,
         )
-
-    def is_settled(self, until_terminal: bool = False) -> bool:
-        """Terminal, or WAITING for a person (unless the caller waits for the terminal state only)."""
-        return self.reached("terminal" if until_terminal else "settled")
-
-    def reached(self, until: Until) -> bool:
-        """Whether a caller waiting ``until`` stops here: always at a terminal state; at WAITING for a
-        person when ``settled``; once it runs (IN_PROGRESS) when ``started``."""
-        if not self.is_still_pending:
-            return True
-        if until == "settled":
-            return self.consequence_label == "WAITING"
-        return until == "started" and self.consequence_label == "IN_PROGRESS"
 
 
 class ExecutionSummary(ObservationModel):

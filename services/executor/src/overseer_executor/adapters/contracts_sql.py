@@ -482,6 +482,9 @@ class SqliteExecutorQueries(ExecutorQueries):
     def contract(self, execution_id: str) -> ExecutionContract | None:
         return SqliteContractRepository(self.store.conn).get(execution_id)
 
+    def status(self, execution_id: str) -> ExecutionStatus | None:
+        return SqliteContractRepository(self.store.conn).status_of(execution_id)
+
     def consequence(self, execution_id: str) -> ExecutionConsequenceView | None:
         contract = self.contract(execution_id)
         if contract is None:

@@ -215,6 +215,10 @@ class ExecutorQueries(abc.ABC):
     def contract(self, execution_id: str) -> ExecutionContract | None: ...
 
     @abc.abstractmethod
+    def status(self, execution_id: str) -> ExecutionStatus | None:
+        """The contract's status alone (None for an unknown one): what a waiting caller reads each time."""
+
+    @abc.abstractmethod
     def consequence(self, execution_id: str) -> ExecutionConsequenceView | None:
         """The contract's consequence view (``domain.contract.consequence``), None for an unknown one."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 
-from overseer_events.views import ExecutionConsequenceView, Until
+from overseer_events.views import ExecutionConsequenceView, Until, has_reached
 from overseer_executor.application.ports import ExecutorQueries
 
 # Sleeps until a commit touches the aggregate (True) or the timeout passes (False).
@@ -21,16 +21,17 @@ async def settled_consequence(
 ) -> ExecutionConsequenceView | None:
     """The consequence view once the execution reaches ``until``, else as it is after ``wait`` seconds.
 
-    ``until`` (:meth:`~overseer_events.views.ExecutionConsequenceView.reached`): terminal; or also
+    ``until`` (:func:`~overseer_events.views.has_reached`): terminal; or also
     WAITING for a person (``settled``); or also running (``started``). The view is read again after
     each commit that touched the execution, never on a timer. None when the execution is still unknown
     at the end.
     """
     deadline = time.monotonic() + wait
     while True:
-        view = queries.consequence(execution_id)
+        # Only the status is read on each wake-up (one indexed read); the view once, at the end.
+        status = queries.status(execution_id)
         remaining = deadline - time.monotonic()
-        if (view is not None and view.reached(until)) or remaining <= 0:
-            return view
+        if (status is not None and has_reached(status, until)) or remaining <= 0:
+            return queries.consequence(execution_id)
         # No await between the read above and this wait: no commit can slip in between.
         await wait_for_change(execution_id, remaining)

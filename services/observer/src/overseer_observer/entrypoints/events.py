@@ -11,15 +11,18 @@ from overseer_runtime.service import HandlerTable
 from overseer_runtime.unit_of_work import UnitOfWork
 
 PROPOSED = ("execution.proposed",)
-# The contract follows a proposal by two hops (firewall, executor); a held or denied one may never.
-PROPOSAL_GATHER = 0.02
+# The contract follows a proposal by two hops (firewall, executor), and an allowed call's end follows
+# its contract by the tool's run; a held or denied one may never be followed.
+GATHER = 0.02
 
 SUBSCRIPTIONS = (
-    Subscription(owner="executor", types=("execution.contract_created", "execution.transitioned")),
+    # Off the critical path, a forerunner waits for what follows it (see gather): a proposal and its
+    # contract are folded with the call's end, in one transaction, when the tool ran at once.
+    Subscription(owner="executor", types=("execution.contract_created",), gather=GATHER),
+    Subscription(owner="executor", types=("execution.transitioned",)),
     # Proposals give the PENDING moment and an explicit summary; both agents' prefixes carry them.
-    # Off the critical path: a proposal waits for the contract that follows it (see gather).
-    Subscription(owner="reasoning", types=PROPOSED, gather=PROPOSAL_GATHER),
-    Subscription(owner="gateway", types=PROPOSED, gather=PROPOSAL_GATHER),
+    Subscription(owner="reasoning", types=PROPOSED, gather=GATHER),
+    Subscription(owner="gateway", types=PROPOSED, gather=GATHER),
 )
 
 
