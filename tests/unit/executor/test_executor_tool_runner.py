@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 from overseer_executor.adapters.tools.base import StaticToolPlugin
 from overseer_executor.adapters.tools.registry import ToolRegistry
-from overseer_executor.application.tool_runner import RetryPolicy, ToolRunner
+from overseer_executor.application.tool_runner import RetryPolicy, ToolCalls, ToolRunner
 from overseer_executor.domain.contract import ExecutionContract
-from overseer_executor.domain.rules import decide_verdict
+from overseer_executor.domain.rules import ToolOutcome, decide_verdict
 from overseer_executor.domain.tools import ToolCall, ToolError, ToolSpec, TransientToolError
 from tests.unit.executor.executor_builders import FS_LIST, contract, proposal, verdict
 
@@ -128,3 +129,35 @@ async def test_a_tool_name_two_plugins_offer_runs_in_neither_and_is_reported_as_
     assert registry.collisions == {}
     assert told == ["the shadow server was removed"]
     assert (await runner(first).run(running())).text == "from the first"
+
+
+def contract_of(execution_id: str) -> ExecutionContract:
+    from dataclasses import replace
+
+    return replace(running(), execution_id=execution_id)
+
+
+async def test_calls_that_end_together_are_journaled_in_one_write_and_a_later_one_in_its_own() -> None:
+    journal: list[list[str]] = []
+
+    async def record(outcomes: Sequence[tuple[str, ToolOutcome]]) -> None:
+        journal.append([execution_id for execution_id, _ in outcomes])
+
+    calls = ToolCalls(runner(ScriptedPlugin(["a", "b", "c", "d"])), record)
+    await asyncio.gather(*(calls.run(contract_of(f"exec-{n}")) for n in (1, 2, 3)))
+    await calls.run(contract_of("exec-4"))
+    assert journal == [["exec-1", "exec-2", "exec-3"], ["exec-4"]]
+    assert not any(calls.in_flight(f"exec-{n}") for n in (1, 2, 3, 4))
+
+
+async def test_when_the_shared_write_fails_every_call_that_joined_it_says_so() -> None:
+    async def record(outcomes: Sequence[tuple[str, ToolOutcome]]) -> None:
+        raise OSError("disk full")
+
+    calls = ToolCalls(runner(ScriptedPlugin(["a", "b"])), record)
+    first, second = await asyncio.gather(
+        calls.run(contract_of("exec-1")), calls.run(contract_of("exec-2")), return_exceptions=True
+    )
+    assert isinstance(first, OSError)
+    assert isinstance(second, RuntimeError)
+    assert "exec-2 was not recorded" in str(second)

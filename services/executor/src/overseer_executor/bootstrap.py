@@ -120,10 +120,18 @@ class ExecutorService(Service):
             max_result_chars=cfg.max_result_chars,
         )
 
-        async def record(execution_id: str, result: ToolOutcome) -> None:
-            await runtime.execute_in(
-                self.unit_for, lambda unit: self.execution.record_tool_outcome(unit, execution_id, result)
-            )
+        async def record(outcomes: Sequence[tuple[str, ToolOutcome]]) -> None:
+            try:
+                await runtime.execute_in(
+                    self.unit_for, lambda unit: self.execution.record_tool_outcomes(unit, outcomes)
+                )
+            except Exception:
+                if len(outcomes) == 1:
+                    raise
+                # One outcome that cannot be recorded must not hold back the others: each on its own.
+                log.exception("recording %d tool outcomes together failed; one by one", len(outcomes))
+                for outcome in outcomes:
+                    await record([outcome])
 
         self.calls = ToolCalls(runner, record)
         # The catalogue as the firewall will judge from it: now, and after every change of the tools.

@@ -9,7 +9,7 @@ before the call), and its outcome is recorded in a transaction of its own.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from overseer_events.catalogue import (
@@ -134,6 +134,11 @@ class ExecutionHandlers:
         contract = unit.contracts.get(execution_id)
         if contract is not None:
             self._commit(unit, contract, decide_tool_outcome(contract, result, now=unit.clock()))
+
+    def record_tool_outcomes(self, unit: ExecutorUnit, outcomes: Iterable[tuple[str, ToolOutcome]]) -> None:
+        """The outcomes of calls that ended together, in one transaction."""
+        for execution_id, result in outcomes:
+            self.record_tool_outcome(unit, execution_id, result)
 
     def on_outcome_reported(self, report: OutcomeReported, unit: ExecutorUnit, event: Envelope) -> None:
         """The agent that ran a call in its own process says how it ended."""

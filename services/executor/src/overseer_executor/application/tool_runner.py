@@ -6,15 +6,17 @@ process group is killed) and the outcome is ``timed_out`` → CANCELLED.
 
 :class:`ToolCalls` keeps the calls in flight: each one starts after the commit
 that made its contract RUNNING, outside any transaction, and its outcome is
-recorded in a unit of work of its own.
+recorded in a unit of work of its own, shared with the calls that ended at the
+same moment.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from overseer_executor.application.ports import ToolCatalog
 from overseer_executor.domain.contract import ExecutionContract
@@ -97,30 +99,67 @@ class ToolRunner:
         return text[: self.max_result_chars] + f"… [{len(text) - self.max_result_chars} more characters]"
 
 
-RecordOutcome = Callable[[str, ToolOutcome], Awaitable[object]]
+# Journals outcomes, each (execution id, outcome), in one transaction.
+RecordOutcomes = Callable[[Sequence[tuple[str, ToolOutcome]]], Awaitable[object]]
 
 
 class ToolCalls:
-    """The tool calls in flight, by execution id; ``record`` journals an outcome in its own transaction."""
+    """The tool calls in flight, by execution id; ``record`` journals the outcomes of calls that end
+    together in one transaction."""
 
-    def __init__(self, runner: ToolRunner, record: RecordOutcome) -> None:
+    def __init__(self, runner: ToolRunner, record: RecordOutcomes) -> None:
         self.runner = runner
         self.record = record
         self._running: dict[str, asyncio.Task[None] | None] = {}
+        # The outcomes waiting for the next journal write, and the future that says it was written.
+        self._gathering: list[tuple[str, ToolOutcome]] | None = None
+        self._written: asyncio.Future[bool] | None = None
 
     def in_flight(self, execution_id: str) -> bool:
         """Whether this process runs the contract's call now (recovery must not run it again)."""
         return execution_id in self._running
 
-    async def run(self, contract: ExecutionContract) -> None:
-        """Run the contract's tool and record how it ended."""
+    def run(self, contract: ExecutionContract) -> Coroutine[Any, Any, None]:
+        """The run of the contract's tool, recording how it ended. The call counts as in flight from
+        now, before its task starts: calls started by one commit know of each other (see ``_journal``)."""
+        self._running[contract.execution_id] = None
+        return self._run(contract)
+
+    async def _run(self, contract: ExecutionContract) -> None:
         execution_id = contract.execution_id
         self._running[execution_id] = asyncio.current_task()
         try:
             result = await self.runner.run(contract)
-            await self.record(execution_id, result)
+            await self._journal(execution_id, result)
         finally:
             self._running.pop(execution_id, None)
+
+    async def _journal(self, execution_id: str, outcome: ToolOutcome) -> None:
+        """Journal one outcome with those of the calls that ended in the same turn of the event loop.
+
+        Calls started together (a batch of verdicts) usually end together: the first to end waits one
+        turn for the others, then writes them all in one transaction, which the others wait for. The
+        only call in flight does not wait at all. Until the write, a call counts as running
+        (``in_flight``): a crash before it is recovered like one during the call.
+        """
+        if self._gathering is not None and self._written is not None:
+            self._gathering.append((execution_id, outcome))
+            if not await self._written:
+                raise RuntimeError(f"the outcome of {execution_id} was not recorded (see the log)")
+            return
+        batch = self._gathering = [(execution_id, outcome)]
+        written = self._written = asyncio.get_running_loop().create_future()
+        recorded = False
+        try:
+            if len(self._running) > 1:  # only a call with others in flight may have company
+                await asyncio.sleep(0)  # the turn in which the calls that ended with this one join it
+            self._gathering = self._written = None
+            await self.record(batch)
+            recorded = True
+        finally:
+            if self._written is written:  # cancelled while gathering: the next to end starts afresh
+                self._gathering = self._written = None
+            written.set_result(recorded)
 
     async def drain(self, timeout: float) -> None:
         """Let the calls in flight finish and record their outcome, for at most ``timeout`` seconds."""
