@@ -75,6 +75,10 @@ class FirewallBackend:
         self.record(event)
         return event
 
+    def append(self, *entries: AuditEntry) -> None:
+        """``entries`` appended to the audit chain, as a handler does, in one transaction."""
+        raise NotImplementedError
+
     def record(self, event: Envelope) -> None:
         raise NotImplementedError
 
@@ -103,6 +107,10 @@ class FakeFirewall(FirewallBackend):
         self.grants = self.store.policy
         self.audit = self.store.audit
         self.tools = self.store.policy
+
+    def append(self, *entries: AuditEntry) -> None:
+        for entry in entries:
+            self.audit.append(entry, float(next(self._now)))
 
     def record(self, event: Envelope) -> None:
         if event.actor == "firewall":
@@ -139,6 +147,11 @@ class SqliteFirewall(FirewallBackend):
         self.audit = SqliteAuditChain(conn)
         self.tools = SqliteToolCatalogue(conn)
         self._reader: ReadModelReader | None = None
+
+    def append(self, *entries: AuditEntry) -> None:
+        with self.store.transaction():
+            for entry in entries:
+                self.audit.append(entry, float(next(self._now)))
 
     def record(self, event: Envelope) -> None:
         subject = subject_for(event.actor, event.type)
@@ -245,6 +258,7 @@ def chain(*records: dict[str, Any], after: AuditHead | AuditEntry = EMPTY_HEAD) 
 
 
 def recorded(entry: AuditEntry) -> AuditRecorded:
+    """The event a store from an older version holds for ``entry`` (records were events then)."""
     return AuditRecorded(
         index=entry.index, prev_hash=entry.prev_hash, hash=entry.hash, record=dict(entry.record)
     )

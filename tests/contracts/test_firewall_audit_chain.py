@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from overseer_events.catalogue import AuditHeadPublished, VerdictIssued
+from overseer_events.errors import ConcurrencyError
 from overseer_firewall.application.anchoring import HEAD_AGGREGATE
 from overseer_firewall.domain.audit import AuditHead
 from tests.contracts.firewall_backends import BACKENDS, FirewallBackend, chain, make_backend, recorded
@@ -25,17 +26,31 @@ def test_an_empty_chain_has_no_head_and_nothing_published(firewall: FirewallBack
     assert firewall.audit.published_through() == 0
 
 
-def test_the_head_is_the_last_entry_appended(firewall: FirewallBackend) -> None:
-    entries = chain({"kind": "proposal"}, {"kind": "verdict"}, {"kind": "decision"})
+def test_an_index_already_written_is_refused(firewall: FirewallBackend) -> None:
+    first, _ = chain({"kind": "proposal"}, {"kind": "verdict"})
+    firewall.append(first)
+    with pytest.raises(ConcurrencyError):
+        firewall.append(first)
+    assert firewall.audit.head() == AuditHead(1, first.hash)
+
+
+def test_an_older_stores_recorded_events_make_the_same_chain(firewall: FirewallBackend) -> None:
+    entries = chain({"kind": "proposal"}, {"kind": "verdict"})
     for entry in entries:
         firewall.apply(recorded(entry), aggregate_id="audit", version=entry.index)
+    assert firewall.audit.head() == AuditHead(2, entries[-1].hash)
+    assert firewall.audit.hashes_between(0, 2) == [entries[0].hash, entries[1].hash]
+
+
+def test_the_head_is_the_last_entry_appended(firewall: FirewallBackend) -> None:
+    entries = chain({"kind": "proposal"}, {"kind": "verdict"}, {"kind": "decision"})
+    firewall.append(*entries)
     assert firewall.audit.head() == AuditHead(3, entries[-1].hash)
 
 
 def test_published_through_names_the_highest_head_published(firewall: FirewallBackend) -> None:
     entries = chain({"kind": "proposal"}, {"kind": "verdict"}, {"kind": "decision"})
-    for entry in entries:
-        firewall.apply(recorded(entry), aggregate_id="audit", version=entry.index)
+    firewall.append(*entries)
     for entry in (entries[0], entries[2]):
         firewall.apply(
             AuditHeadPublished(index=entry.index, hash=entry.hash),
@@ -47,8 +62,7 @@ def test_published_through_names_the_highest_head_published(firewall: FirewallBa
 
 def test_published_through_counts_the_heads_verdicts_carry(firewall: FirewallBackend) -> None:
     entries = chain({"kind": "proposal"}, {"kind": "verdict"}, {"kind": "proposal"})
-    for entry in entries:
-        firewall.apply(recorded(entry), aggregate_id="audit", version=entry.index)
+    firewall.append(*entries)
     firewall.apply(
         VerdictIssued(
             execution_id="exec-1",

@@ -1,8 +1,8 @@
 """``overseer audit verify`` against the heads published on the event stream, with the whole stack running.
 
 The firewall's file is rewritten the way that passes every check inside it: one
-record forged, every later entry re-hashed, the stored ``audit.recorded`` events
-and the ``fw_audit`` rows rewritten to agree. The published heads are on the
+record forged, every later entry re-hashed, and the file's own copies of the
+chain's heads rewritten to agree. The published heads are on the
 stream, out of the file's reach, and the CLI says so.
 """
 
@@ -13,13 +13,13 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
 from overseer_firewall.adapters.audit_chain import ReaderAuditHistory
-from overseer_firewall.domain.audit import GENESIS, chain_hash, record_text, verify_chain
+from overseer_firewall.domain.audit import verify_chain
 from overseer_runtime.readers import ReadModelReader
 from tests.e2e.e2e_support import FullStack
+from tests.support.audit_forgery import rewrite_history
 
 pytestmark = pytest.mark.slow
 
@@ -37,30 +37,8 @@ async def settled_verification(full_stack: FullStack) -> dict[str, Any]:
     raise TimeoutError(f"the audit chain did not settle: {previous}")
 
 
-def rewrite_everything(db: Path, index: int) -> None:
-    conn = sqlite3.connect(db, timeout=10)
-    with conn:
-        conn.execute("DROP TRIGGER IF EXISTS events_are_append_only_update")
-        rows = conn.execute(
-            "SELECT position, body FROM events WHERE origin = 'local' AND type = 'audit.recorded'"
-        ).fetchall()
-        previous = GENESIS
-        for body, position in sorted(
-            ((orjson.loads(raw), position) for position, raw in rows), key=lambda r: r[0]["data"]["index"]
-        ):
-            data = body["data"]
-            if data["index"] == index:
-                data["record"]["tool"] = "time.get_current_time"  # "the agent only asked the time"
-            text = record_text(data["record"])
-            data["prev_hash"] = previous
-            data["hash"] = chain_hash(previous, text)
-            conn.execute("UPDATE events SET body = ? WHERE position = ?", (orjson.dumps(body), position))
-            conn.execute(
-                "UPDATE fw_audit SET prev_hash = ?, hash = ?, record = ? WHERE idx = ?",
-                (previous, data["hash"], text, data["index"]),
-            )
-            previous = data["hash"]
-    conn.close()
+def only_the_time(record: dict[str, Any]) -> None:
+    record["tool"] = "time.get_current_time"  # "the agent only asked the time"
 
 
 async def file_alone_verifies(db: Path) -> bool:
@@ -93,7 +71,7 @@ async def test_audit_verify_reports_the_anchoring_and_finds_a_history_rewritten_
     conn = sqlite3.connect(db)
     (forged,) = conn.execute("SELECT MIN(idx) FROM fw_audit WHERE kind = 'proposal'").fetchone()
     conn.close()
-    rewrite_everything(db, forged)
+    rewrite_history(db, forged, only_the_time)
     assert await file_alone_verifies(db)  # the file agrees with itself
 
     broken = await full_stack.cli("audit", "verify")

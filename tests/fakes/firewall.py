@@ -56,7 +56,7 @@ from overseer_firewall.application.ports import (
 )
 from overseer_firewall.application.state import TERMINAL, KernelState
 from overseer_firewall.application.translation import mode_setting, path_grant, proposal_from_event
-from overseer_firewall.domain.audit import AuditHead, record_text
+from overseer_firewall.domain.audit import AuditEntry, AuditHead, record_text
 from overseer_firewall.domain.budgets import Usage
 from overseer_firewall.domain.engine import FirewallEngine
 from overseer_firewall.domain.gate import PendingApproval, PendingStatus, SessionState
@@ -338,22 +338,37 @@ class InMemoryPolicyState:
 
 # ---------------------------------------------------------------------------- audit ---
 class InMemoryAuditChain:
-    """``fw_audit`` and the firewall's stored audit events: :class:`AuditChain` and :class:`AuditHistory`."""
+    """``fw_audit``, and the heads the firewall's stored events carry: :class:`AuditChain` and
+    :class:`AuditHistory`."""
 
     def __init__(self) -> None:
         self._entries: dict[int, tuple[str, str, str]] = {}  # index -> (prev_hash, hash, record text)
+        self._records: list[dict[str, Any]] = []  # the records appended, in order
         self._recorded: AuditHead | None = None
         self._published = 0
 
+    def append(self, entry: AuditEntry, at: float) -> None:
+        if entry.index in self._entries:
+            raise ConcurrencyError(f"audit entry {entry.index} is already written")
+        self._entries[entry.index] = (entry.prev_hash, entry.hash, entry.text)
+        self._records.append(dict(entry.record))
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """Every record appended, in order."""
+        return list(self._records)
+
     def apply(self, event: Envelope) -> None:
         data = event.data
-        if isinstance(data, AuditRecorded):
-            self._entries[data.index] = (data.prev_hash, data.hash, record_text(data.record))
+        if isinstance(data, AuditRecorded):  # a store from an older version
+            self._entries.setdefault(data.index, (data.prev_hash, data.hash, record_text(data.record)))
             self._recorded = AuditHead(data.index, data.hash)
         elif isinstance(data, AuditHeadPublished) and event.aggregate_id == HEAD_AGGREGATE:
             self._published = max(self._published, data.index)
+            self._recorded = AuditHead(data.index, data.hash)
         elif isinstance(data, VerdictIssued) and data.audit_head is not None:
             self._published = max(self._published, data.audit_head.index)
+            self._recorded = AuditHead(data.audit_head.index, data.audit_head.hash)
 
     def head(self) -> AuditHead | None:
         if not self._entries:
@@ -688,6 +703,10 @@ class InMemoryFirewall:
                 self.published.publish(event)
         outbox.commit()
         return outbox.emitted
+
+    def audit_records(self) -> list[dict[str, Any]]:
+        """Every audit record the firewall appended to its chain, in order."""
+        return self.store.audit.records
 
     def emitted(self, event_type: str, **match: Any) -> list[dict[str, Any]]:
         """The ``data`` of every event of ``event_type`` the firewall emitted whose fields equal ``match``."""

@@ -21,7 +21,7 @@ from overseer_runtime.main import rebuild
 from overseer_runtime.runtime import Runtime
 from overseer_runtime.testing import Stack, eventually
 from tests.integration.executor.executor_support import RunExecutor
-from tests.integration.firewall.fw_harness import emitted, one, propose, verdict
+from tests.integration.firewall.fw_harness import audit_records, emitted, one, propose, verdict
 
 ALICE = Principal(kind="operator", id="alice")
 
@@ -98,7 +98,7 @@ async def test_after_a_person_grants_a_read_the_retry_is_allowed_and_read_in_tha
         expected = {"tool": "fs.read", "path": str(q3), "request_id": "ask-1", "granted_by": "operator:alice"}
         assert policy["grants"] == {"s-1": [expected]}
         assert policy["read_model"]["grants"] == policy["grants"]
-        records = [e["record"] for e in emitted(fw, "audit.recorded")]
+        records = audit_records(fw)
         assert any(r.get("change") == "path_grant" and r.get("request_id") == "ask-1" for r in records)
 
 

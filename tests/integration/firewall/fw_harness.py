@@ -107,6 +107,12 @@ def emitted(rt: Runtime, event_type: str, **match: Any) -> list[dict[str, Any]]:
     return found
 
 
+def audit_records(rt: Runtime) -> list[dict[str, Any]]:
+    """Every record of the firewall's audit chain, in order (the rows of ``fw_audit``)."""
+    rows = rt.store.conn.execute("SELECT record FROM fw_audit ORDER BY idx").fetchall()
+    return [orjson.loads(record) for (record,) in rows]
+
+
 async def one(rt: Runtime, event_type: str, **match: Any) -> dict[str, Any]:
     """Wait for the first matching emitted event and return its data."""
     found: list[dict[str, Any]] = await eventually(lambda: emitted(rt, event_type, **match))

@@ -1,16 +1,16 @@
 """The audit chain anchored on the events stream: a history rewritten whole inside the SQLite file is found.
 
 Real nats-server, real SQLite file. The attack is the one the file alone cannot
-see: one record rewritten, every later entry re-hashed, and the stored
-``audit.recorded`` (and ``audit.head_published``) events rewritten to match, so
-the chain, its recorded head and a rebuild all agree with each other. The records
-stay in the firewall's store; the heads on the stream carry every entry's hash.
+see: one record rewritten, every later entry re-hashed, and the file's own copies
+of the heads (those its verdicts carry, those it published on its own) rewritten
+to match, so the chain, its recorded head and a rebuild all agree with each other.
+The records stay in the firewall's store; the heads on the stream carry every
+entry's hash.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import pytest
 
 from overseer_firewall.adapters.audit_chain import ReaderAuditHistory, SqliteAuditChain
 from overseer_firewall.bootstrap import FirewallService
-from overseer_firewall.domain.audit import chain_hash, record_text, verify_chain
+from overseer_firewall.domain.audit import verify_chain
 from overseer_runtime.main import rebuild
 from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.runtime import Runtime
@@ -27,6 +27,7 @@ from overseer_runtime.stream_reader import StreamReader
 from overseer_runtime.testing import Stack, eventually
 from tests.integration.firewall.fw_harness import one as one_emitted
 from tests.integration.firewall.fw_harness import propose, respond, verdict
+from tests.support.audit_forgery import Forge, rewrite_history
 
 HELD_WRITES = '[defaults]\n"fs.write" = "CONFIRM"\n'
 
@@ -81,43 +82,6 @@ def approve_instead(record: dict[str, Any]) -> None:
 
 def another_path(record: dict[str, Any]) -> None:
     record["args"]["path"] = "innocent.md"  # "the agent asked for something else"
-
-
-Forge = Callable[[dict[str, Any]], None]
-
-
-def rewrite_history(db: Path, index: int, forge: Forge) -> None:
-    """What someone with write access to firewall.db does: forge entry ``index`` and make everything agree."""
-    conn = sqlite3.connect(db)
-    conn.execute("DROP TRIGGER events_are_append_only_update")
-    rows = conn.execute(
-        "SELECT position, body FROM events WHERE origin = 'local' AND type = 'audit.recorded'"
-    ).fetchall()
-    recorded = sorted(
-        ((orjson.loads(body), position) for position, body in rows), key=lambda r: r[0]["data"]["index"]
-    )
-    rewritten: dict[int, str] = {}
-    previous = "0" * 64
-    for body, position in recorded:
-        data = body["data"]
-        if data["index"] == index:
-            forge(data["record"])
-        data["prev_hash"] = previous
-        data["hash"] = previous = chain_hash(previous, record_text(data["record"]))
-        rewritten[data["index"]] = data["hash"]
-        conn.execute("UPDATE events SET body = ? WHERE position = ?", (orjson.dumps(body), position))
-    # The firewall's own copies of the heads it published are in the file too: rewritten as well.
-    for position, raw in conn.execute(
-        "SELECT position, body FROM events WHERE origin = 'local' AND type = 'audit.head_published'"
-    ).fetchall():
-        body = orjson.loads(raw)
-        head = body["data"]
-        head["hash"] = rewritten[head["index"]]
-        first = head["index"] - len(head["hashes"]) + 1
-        head["hashes"] = [rewritten[index] for index in range(first, head["index"] + 1)]
-        conn.execute("UPDATE events SET body = ? WHERE position = ?", (orjson.dumps(body), position))
-    conn.commit()
-    conn.close()
 
 
 def first_of(db: Path, kind: str) -> int:
@@ -186,7 +150,7 @@ async def test_a_history_rewritten_rehashed_and_rebuilt_in_the_sqlite_file_is_fo
     forged = first_of(db, kind)
 
     rewrite_history(db, forged, forge)
-    rebuild(FirewallService(policy_file=policy), settings)  # fw_audit now agrees with the rewritten events
+    rebuild(FirewallService(policy_file=policy), settings)  # the heads rebuilt agree with the rewritten file
     assert await file_alone_verifies(db)  # what `audit verify` could see before the chain was anchored
 
     async with stack.runtime(FirewallService(policy_file=policy)):

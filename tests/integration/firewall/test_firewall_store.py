@@ -13,7 +13,15 @@ from overseer_firewall.bootstrap import FirewallService
 from overseer_runtime.main import rebuild
 from overseer_runtime.runtime import Runtime
 from overseer_runtime.testing import Stack, eventually
-from tests.integration.firewall.fw_harness import MAIL, emitted, one, propose, respond, transition, verdict
+from tests.integration.firewall.fw_harness import (
+    MAIL,
+    audit_records,
+    one,
+    propose,
+    respond,
+    transition,
+    verdict,
+)
 
 HELD_WRITES = '[defaults]\n"fs.write" = "CONFIRM"\n'
 
@@ -61,9 +69,9 @@ async def make_history(stack: Stack, tmp_path: Path) -> Path:
 
 def outcome_records(rt: Runtime, execution_id: str) -> list[dict[str, Any]]:
     return [
-        e["record"]
-        for e in emitted(rt, "audit.recorded")
-        if e["record"].get("kind") == "outcome" and e["record"].get("execution_id") == execution_id
+        record
+        for record in audit_records(rt)
+        if record.get("kind") == "outcome" and record.get("execution_id") == execution_id
     ]
 
 

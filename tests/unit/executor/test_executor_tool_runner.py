@@ -155,9 +155,10 @@ async def test_when_the_shared_write_fails_every_call_that_joined_it_says_so() -
         raise OSError("disk full")
 
     calls = ToolCalls(runner(ScriptedPlugin(["a", "b"])), record)
-    first, second = await asyncio.gather(
+    ended: tuple[BaseException | None, ...] = await asyncio.gather(
         calls.run(contract_of("exec-1")), calls.run(contract_of("exec-2")), return_exceptions=True
     )
+    first, second = ended
     assert isinstance(first, OSError)
     assert isinstance(second, RuntimeError)
     assert "exec-2 was not recorded" in str(second)

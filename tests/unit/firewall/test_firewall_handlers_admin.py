@@ -45,7 +45,7 @@ async def test_a_new_admin_policy_is_the_next_version_recorded_audited_and_in_fo
     assert version == 2
     [replaced] = firewall.emitted("policy.admin_replaced")
     assert (replaced["version"], replaced["replaced_by"]) == (2, ROOT.model_dump())
-    assert [r["record"]["change"] for r in firewall.emitted("audit.recorded")] == ["admin_replaced"]
+    assert [r["change"] for r in firewall.audit_records()] == ["admin_replaced"]
     mail = firewall.propose("email.send", MAIL)
     assert firewall.verdict(mail)["level"] == "CONFIRM"
 

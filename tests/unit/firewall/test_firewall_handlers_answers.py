@@ -52,7 +52,7 @@ def test_an_approval_binds_to_its_arguments_is_never_self_given_and_counts_once(
     firewall.respond(mail, "approve", args_hash)  # the same answer, replayed
     assert [status for status, _ in refusals(firewall, mail)] == [409, 403, 409]
     assert len(firewall.emitted("human.decision_recorded", execution_id=mail)) == 1
-    assert [r["record"]["kind"] for r in firewall.emitted("audit.recorded")].count("refusal") == 3
+    assert [r["kind"] for r in firewall.audit_records()].count("refusal") == 3
 
 
 def test_an_answer_to_a_request_nobody_opened_is_refused() -> None:

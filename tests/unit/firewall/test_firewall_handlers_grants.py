@@ -17,7 +17,7 @@ def held(firewall: InMemoryFirewall, path: str = REPORT, session_id: str = "sess
 
 
 def audit_records(firewall: InMemoryFirewall, kind: str) -> list[dict[str, object]]:
-    return [e["record"] for e in firewall.emitted("audit.recorded") if e["record"]["kind"] == kind]
+    return [r for r in firewall.audit_records() if r["kind"] == kind]
 
 
 def test_an_authorising_answer_with_a_grant_records_it_and_the_retry_is_allowed() -> None:

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from overseer_events.catalogue import AuditRecorded
 from overseer_firewall.application.anchoring import AuditVerifier
 from overseer_firewall.application.commands import FirewallCommands
 from overseer_firewall.application.ports import Roots
@@ -236,7 +235,7 @@ async def test_a_paused_session_holds_its_next_auto_proposal_and_the_pause_is_au
     assert firewall.emitted("firewall.session_paused", session_id="s-1", reason="look first") != []
     execution_id = firewall.propose("fs.list", {"path": "."}, session_id="s-1")
     assert firewall.verdict(execution_id)["decision"] == "hold"
-    records = [e.data.record for e in firewall.store.local if isinstance(e.data, AuditRecorded)]
+    records = firewall.audit_records()
     (paused,) = [r for r in records if r["kind"] == "session"]
     assert (paused["action"], paused["session_id"], paused["by"]) == ("paused", "s-1", "operator:alice")
 

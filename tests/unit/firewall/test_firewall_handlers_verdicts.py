@@ -6,6 +6,8 @@ The handlers are the service's own; only the read models and the outbox are in m
 
 from __future__ import annotations
 
+import orjson
+
 from overseer_events.catalogue import EcsRequested, ExecutionTransitioned, Principal
 from overseer_firewall.domain.audit import verify_chain
 from overseer_firewall.domain.gate import PendingStatus
@@ -18,7 +20,7 @@ MAIL = {"to": "bob@example.com", "subject": "Meeting", "body": "Tomorrow at 10?"
 
 
 def audit_kinds(firewall: InMemoryFirewall) -> list[str]:
-    return [r["record"]["kind"] for r in firewall.emitted("audit.recorded")]
+    return [r["kind"] for r in firewall.audit_records()]
 
 
 def test_each_proposal_gets_exactly_one_verdict_however_often_it_is_proposed() -> None:
@@ -39,14 +41,14 @@ async def test_proposals_and_verdicts_extend_one_hash_chain_in_order() -> None:
     firewall = InMemoryFirewall(engine_for())
     for path in ("a.md", "b.md"):
         firewall.propose("fs.read", {"path": path})
-    records = firewall.emitted("audit.recorded")
-    assert [(r["index"], r["record"]["kind"]) for r in records] == [
+    chain = firewall.store.audit
+    entries = await chain.entries()
+    assert [(index, orjson.loads(text)["kind"]) for index, _, _, text in entries] == [
         (1, "proposal"),
         (2, "verdict"),
         (3, "proposal"),
         (4, "verdict"),
     ]
-    chain = firewall.store.audit
     assert verify_chain(await chain.entries(), await chain.recorded_head()).ok
 
 
@@ -142,7 +144,7 @@ def test_an_ended_execution_is_perceived_and_audited_with_its_tool_and_outcome()
     firewall.deliver(transitioned(listing, "running"), owner="executor", version=2)
     assert audit_kinds(firewall) == ["proposal", "verdict"]
     firewall.deliver(transitioned(listing, "completed", "a.txt\nb.txt"), owner="executor", version=3)
-    [outcome] = [r["record"] for r in firewall.emitted("audit.recorded") if r["record"]["kind"] == "outcome"]
+    [outcome] = [r for r in firewall.audit_records() if r["kind"] == "outcome"]
     assert (outcome["execution_id"], outcome["tool"], outcome["status"], outcome["outcome"]) == (
         listing,
         "fs.list",

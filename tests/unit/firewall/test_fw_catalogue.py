@@ -120,7 +120,7 @@ def test_the_executor_s_announcement_is_recorded_audited_and_judged_from_after_i
     firewall.deliver(ToolsAnnounced(tools=git, reason="the executor started"), owner="executor")
     [changed] = firewall.emitted("policy.catalogue_changed")
     assert changed["added"] == ["git.git_log", "git.git_reset"]
-    records = [r["record"] for r in firewall.emitted("audit.recorded")]
+    records = firewall.audit_records()
     assert records[-1]["change"] == "catalogue"
     assert records[-1]["added"] == changed["added"]
     log = firewall.verdict(firewall.propose("git.git_log", {}))

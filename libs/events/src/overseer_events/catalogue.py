@@ -316,6 +316,10 @@ class LayerFinding(EventData):
 
 @event("audit.recorded")
 class AuditRecorded(EventData):
+    """One entry of the firewall's audit chain, as a firewall store from an older version holds it
+    (never published; the chain is now rows of the store's ``fw_audit`` table, written with what
+    they record). Read still: a rebuild of such a store keeps its entries."""
+
     index: int
     prev_hash: str
     hash: str

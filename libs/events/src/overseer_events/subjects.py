@@ -58,12 +58,11 @@ OWNERSHIP: dict[str, tuple[str, ...]] = {
 }
 
 
-# Event types kept in their owner's store and never published. The audit chain's entries are: the
-# firewall's store is their source of truth, and what anchors them outside it is the chain's head
-# published per burst (``audit.head_published``, with the hash of every entry it covers), so the
-# stream carries one event per burst instead of one per record.
-# Likewise the executor's draft of a contract (``execution.contract_drafted``): a proposal it holds
-# until the verdict moves it, announced then as ``execution.contract_created`` with its first moves.
+# Event types kept in their owner's store and never published: the executor's draft of a contract
+# (``execution.contract_drafted``), a proposal it holds until the verdict moves it, announced then as
+# ``execution.contract_created`` with its first moves; and, in a firewall store from an older version,
+# the audit chain's entries (``audit.recorded``: the chain is now rows of the firewall's ``fw_audit``,
+# anchored outside it by the heads its verdicts and its ``audit.head_published`` carry).
 KEPT_IN_STORE: frozenset[str] = frozenset({"audit.recorded", "execution.contract_drafted"})
 
 # Event types that are sent and never stored: published on core NATS after the commit that derives

@@ -1,8 +1,10 @@
-"""``fw_audit``: the hash chain, one row per ``audit.recorded``; ``fw_anchors``: the heads on the stream.
+"""``fw_audit``: the hash chain, one row per record; ``fw_anchors``: the heads on the stream.
 
-A rebuild restores it from the stored ``audit.recorded`` events. Its end is read on the writer's
-connection (every record appended reads the head before it); whole-chain reads, for ``audit
-list`` and ``audit verify``, go through the read-only reader.
+``fw_audit`` is not a read model: the handlers append its rows in the transaction of what they record,
+and no event holds them (a store from an older version holds ``audit.recorded`` events, whose rows a
+rebuild keeps). A rebuild leaves it as it is and restores ``fw_anchors`` from the heads the firewall's
+events carry. Its end is read on the writer's connection (every record appended reads the head before
+it); whole-chain reads, for ``audit list`` and ``audit verify``, go through the read-only reader.
 """
 
 from __future__ import annotations
@@ -14,18 +16,22 @@ import orjson
 
 from overseer_events.catalogue import AuditHeadPublished, AuditRecorded, VerdictIssued
 from overseer_events.envelope import Envelope
+from overseer_events.errors import ConcurrencyError
 from overseer_firewall.application.anchoring import HEAD_AGGREGATE
-from overseer_firewall.domain.audit import AuditHead, record_text
+from overseer_firewall.domain.audit import AuditEntry, AuditHead, record_text
 from overseer_runtime.projection import SqlProjection
 from overseer_runtime.readers import ReadModelReader
 
+_INSERT_ENTRY = "INSERT INTO fw_audit (idx, prev_hash, hash, record, kind, at) VALUES (?, ?, ?, ?, ?, ?)"
+
 
 class AuditProjection(SqlProjection):
-    """The hash chain, from ``audit.recorded`` events, and the index of every head the firewall put on
-    the stream (``fw_anchors``: its own ``audit.head_published`` and the heads its verdicts carry)."""
+    """The index of every head the firewall put on the stream (``fw_anchors``: its own
+    ``audit.head_published`` and the heads its verdicts carry); and ``fw_audit``, the chain itself,
+    which it creates but never drops (its rows are written by :meth:`SqliteAuditChain.append`)."""
 
     name = "firewall_audit"
-    tables = ("fw_audit", "fw_anchors")
+    tables = ("fw_anchors",)
     ddl = """
     CREATE TABLE IF NOT EXISTS fw_audit (
         idx        INTEGER PRIMARY KEY,
@@ -40,7 +46,7 @@ class AuditProjection(SqlProjection):
 
     def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
         match event.data:
-            case AuditRecorded() as data:
+            case AuditRecorded() as data:  # a record of an older store: its row is there already
                 _recorded(conn, data, event)
             case AuditHeadPublished() as head if event.aggregate_id == HEAD_AGGREGATE:
                 _anchored(conn, head)
@@ -54,7 +60,7 @@ def _anchored(conn: sqlite3.Connection, head: AuditHeadPublished) -> None:
 
 def _recorded(conn: sqlite3.Connection, data: AuditRecorded, event: Envelope) -> None:
     conn.execute(
-        "INSERT OR REPLACE INTO fw_audit (idx, prev_hash, hash, record, kind, at) VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT OR IGNORE INTO fw_audit (idx, prev_hash, hash, record, kind, at) VALUES (?, ?, ?, ?, ?, ?)",
         (
             data.index,
             data.prev_hash,
@@ -78,6 +84,15 @@ class SqliteAuditChain:
     def head(self) -> AuditHead | None:
         row = self.conn.execute("SELECT idx, hash FROM fw_audit ORDER BY idx DESC LIMIT 1").fetchone()
         return AuditHead(int(row[0]), str(row[1])) if row else None
+
+    def append(self, entry: AuditEntry, at: float) -> None:
+        try:
+            self.conn.execute(
+                _INSERT_ENTRY,
+                (entry.index, entry.prev_hash, entry.hash, entry.text, entry.record.get("kind"), at),
+            )
+        except sqlite3.IntegrityError as exc:
+            raise ConcurrencyError(f"audit entry {entry.index} is already written") from exc
 
     def published_through(self) -> int:
         row = self.conn.execute("SELECT MAX(idx) FROM fw_anchors").fetchone()
@@ -121,13 +136,20 @@ class ReaderAuditHistory:
         return [(r["idx"], r["prev_hash"], r["hash"], r["record"]) for r in rows]
 
     async def recorded_head(self) -> AuditHead | None:
+        # The newest of the firewall's own events that carries a head: a verdict usually, or a head of
+        # its own; in a store from an older version, the last audit.recorded (heads only grow).
         row = await self.reader.fetch_one(
-            "SELECT body FROM events WHERE type = 'audit.recorded' AND origin = 'local' ORDER BY position DESC LIMIT 1"
+            "SELECT type, body FROM events WHERE origin = 'local' AND ("
+            "(type = 'firewall.verdict_issued' AND json_extract(body, '$.data.audit_head') IS NOT NULL) "
+            "OR (type = 'audit.head_published' AND aggregate_id = ?) OR type = 'audit.recorded') "
+            "ORDER BY position DESC LIMIT 1",
+            (HEAD_AGGREGATE,),
         )
         if row is None:
             return None
         data = orjson.loads(row["body"])["data"]
-        return AuditHead(int(data["index"]), str(data["hash"]))
+        head = data["audit_head"] if row["type"] == "firewall.verdict_issued" else data
+        return AuditHead(int(head["index"]), str(head["hash"]))
 
     async def hashes(self, after: int, through: int) -> dict[int, str]:
         rows = await self.reader.fetch_all(

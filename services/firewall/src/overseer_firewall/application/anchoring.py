@@ -2,13 +2,12 @@
 
 The hash chain alone proves only that the file agrees with itself: whoever can
 write the file can rewrite a record, re-hash every later entry and rewrite the
-stored ``audit.recorded`` events to match. So the chain's head (index, hash, and
+file's own copies of the heads to match. So the chain's head (index, hash, and
 the hash of every entry since the previous head) goes onto the events stream,
 which denies delete and purge, and :class:`AuditVerifier` reads every head back
 from the stream (Direct Get, no consumer), checks it against the local chain,
 and names the first rewritten entry from the hashes the heads carry. The records
-themselves are kept in the firewall's store and never published
-(:data:`~overseer_events.subjects.KEPT_IN_STORE`).
+themselves are rows of the firewall's store (``fw_audit``), never published.
 
 Heads reach the stream two ways:
 

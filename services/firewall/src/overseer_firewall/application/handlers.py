@@ -19,7 +19,6 @@ from overseer_events.catalogue import (
     AgentModeSet,
     AnswerReceived,
     ApprovalEscalated,
-    AuditRecorded,
     EcsRequested,
     ExecutionProposed,
     ExecutionTransitioned,
@@ -101,16 +100,13 @@ class FirewallHandlers:
         return event
 
     def audit(self, unit: FirewallUnit, event: Envelope, **extra: Any) -> None:
-        """Append the event's record to the hash chain (the unique aggregate version guards the index)."""
+        """Append the event's record to the hash chain, in the unit's transaction (the chain is a table
+        of the firewall's store, not events: a verdict, or a head of its own, anchors it on the stream)."""
         record = audit_record(event, **extra)
         if record is None:
             return
         entry = append_entry(unit.audit.head() or EMPTY_HEAD, record)
-        unit.emit(
-            AuditRecorded(index=entry.index, prev_hash=entry.prev_hash, hash=entry.hash, record=record),
-            aggregate_id="audit",
-            aggregate_version=entry.index,
-        )
+        unit.audit.append(entry, event.occurred_at)
         self.anchor.appended(unit, entry.index)
 
     # -- execution.proposed -------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from overseer_events.catalogue import AnnouncedTool, AuditHeadPublished, AuditRecorded
-from overseer_firewall.domain.audit import AuditHead
+from overseer_firewall.domain.audit import AuditEntry, AuditHead
 from overseer_firewall.domain.budgets import Usage
 from overseer_firewall.domain.gate import PendingApproval, SessionState
 from overseer_firewall.domain.grants import PathGrant, SessionGrants
@@ -147,9 +147,14 @@ class PolicyVersions(Protocol):
 
 
 class AuditChain(Protocol):
-    """``fw_audit``'s end, on the writer's connection: every record appended reads the head before it."""
+    """``fw_audit``, on the writer's connection: every record appended reads the head before it."""
 
     def head(self) -> AuditHead | None: ...
+
+    def append(self, entry: AuditEntry, at: float) -> None:
+        """Write ``entry`` (recorded at ``at``) after the head; an index already written is refused
+        (:class:`~overseer_events.errors.ConcurrencyError`)."""
+        ...
 
     def published_through(self) -> int:
         """The highest index a head was emitted for, on its own (``audit.head_published``) or carried by
@@ -202,7 +207,7 @@ class ProposalHistory(Protocol):
 
 
 class AuditHistory(Protocol):
-    """``fw_audit`` and the stored ``audit.recorded`` events, scanned by the read-only reader.
+    """``fw_audit`` and the heads the firewall's stored events carry, scanned by the read-only reader.
 
     The chain only grows: read the recorded head before the entries, and a record committed
     in between makes the entries longer than the head, never shorter.
@@ -220,7 +225,9 @@ class AuditHistory(Protocol):
         ...
 
     async def recorded_head(self) -> AuditHead | None:
-        """The last ``audit.recorded`` in the append-only events table: what the chain must end with."""
+        """The last head the firewall's own events recorded in its append-only events table (a verdict's
+        ``audit_head``, an ``audit.head_published``; from an older store, an ``audit.recorded``): the
+        chain must reach it, with that hash."""
         ...
 
     async def hashes(self, after: int, through: int) -> dict[int, str]:

@@ -5,16 +5,17 @@ first) and ``hash = SHA-256(prev_hash ‖ canonical JSON of the record)``.
 Changing, deleting or reordering any entry breaks the chain at that entry;
 :func:`verify_chain` reports the first broken index. A deletion at the very
 end leaves a valid but shorter chain, so verification also compares with the
-expected head (the last ``audit.recorded`` event in the append-only store).
+expected head (the last head the firewall's own events recorded in the
+append-only store: each verdict carries one).
 
 Both checks read the firewall's own SQLite file, so someone who rewrites a
-record, re-hashes every later entry and rewrites the stored ``audit.recorded``
-events consistently passes them. The chain is therefore also anchored outside
-that file: after each commit that appended records the firewall publishes the
-head (``audit.head_published``) on the events stream, which denies delete and
-purge. :func:`verify_chain` checks every published head against the local
-chain, and :func:`first_difference` names the first rewritten entry from the
-stream's copies of the records.
+record, re-hashes every later entry and rewrites the file's copies of the heads
+consistently passes them. The chain is therefore also anchored outside that
+file: each verdict carries the head onto the events stream, which denies delete
+and purge, and the records no verdict anchored soon get a head of their own
+(``audit.head_published``). :func:`verify_chain` checks every published head
+against the local chain, and :func:`first_difference` names the first rewritten
+entry from the hashes the heads carry.
 """
 
 from __future__ import annotations
@@ -222,7 +223,7 @@ def first_difference(
 ) -> int:
     """The first index in ``(after, through]`` whose local hash is not the one the stream holds.
 
-    ``published`` are the stream's copies of the entries (index and hash of each ``audit.recorded``);
+    ``published`` are the stream's copies of the entries (index and hash of each, from the heads);
     an entry the stream has no single copy of, or the local chain lacks, cannot be confirmed and
     counts as different. ``through`` when every entry agrees.
     """
