@@ -150,15 +150,20 @@ async def test_calls_that_end_together_are_journaled_in_one_write_and_a_later_on
     assert not any(calls.in_flight(f"exec-{n}") for n in (1, 2, 3, 4))
 
 
-async def test_when_the_shared_write_fails_every_call_that_joined_it_says_so() -> None:
-    async def record(outcomes: Sequence[tuple[str, ToolOutcome]]) -> None:
-        raise OSError("disk full")
+async def test_a_shared_write_that_fails_is_tried_one_outcome_at_a_time_and_only_the_bad_one_fails() -> None:
+    journal: list[list[str]] = []
 
-    calls = ToolCalls(runner(ScriptedPlugin(["a", "b"])), record)
-    ended: tuple[BaseException | None, ...] = await asyncio.gather(
-        calls.run(contract_of("exec-1")), calls.run(contract_of("exec-2")), return_exceptions=True
+    async def record(outcomes: Sequence[tuple[str, ToolOutcome]]) -> None:
+        ids = [execution_id for execution_id, _ in outcomes]
+        if len(ids) > 1 or ids == ["exec-2"]:
+            raise OSError(f"cannot record {ids}")
+        journal.append(ids)
+
+    calls = ToolCalls(runner(ScriptedPlugin(["a", "b", "c"])), record)
+    ended: list[BaseException | None] = await asyncio.gather(
+        *(calls.run(contract_of(f"exec-{n}")) for n in (1, 2, 3)), return_exceptions=True
     )
-    first, second = ended
-    assert isinstance(first, OSError)
-    assert isinstance(second, RuntimeError)
-    assert "exec-2 was not recorded" in str(second)
+    assert journal == [["exec-1"], ["exec-3"]]
+    assert (ended[0], ended[2]) == (None, None)
+    assert isinstance(ended[1], RuntimeError)
+    assert "exec-2 was not recorded" in str(ended[1])

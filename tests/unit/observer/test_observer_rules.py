@@ -11,10 +11,10 @@ from overseer_events.catalogue import ContractCreated, ExecutionTransitioned
 from overseer_events.machines import EXECUTION_MACHINE, ExecutionStatus
 from overseer_events.rendering import build_tool_result_from_consequences
 from overseer_events.summary import default_action_summary
-from overseer_events.views import ExecutionConsequenceView
+from overseer_events.views import CONSEQUENCE_LABELS, ExecutionConsequenceView
 from overseer_observer.domain.contract import ObservedContract, observe_creation, observe_transition
 from overseer_observer.domain.summary import actor_category
-from overseer_observer.domain.views import consequence_label, consequence_view, snapshot, timeline, topology
+from overseer_observer.domain.views import consequence_view, snapshot, timeline, topology
 from tests.unit.observer.observer_folding import FoldedExample
 from tests.unit.observer.observer_seed002 import (
     ANNOUNCED_STEPS,
@@ -61,11 +61,11 @@ def test_actor_category_follows_the_seed_map_and_defaults_to_system(actor: str, 
     ],
 )
 def test_every_status_has_its_consequence_label(status: str, label: str) -> None:
-    assert consequence_label(status) == label
+    assert CONSEQUENCE_LABELS[status] == label
 
 
 def test_the_label_map_covers_every_state_of_the_machine() -> None:
-    assert {consequence_label(s) for s in ExecutionStatus} == {
+    assert {CONSEQUENCE_LABELS[s] for s in ExecutionStatus} == {
         "SUCCESS",
         "FAILED",
         "REJECTED",

@@ -121,17 +121,9 @@ class ExecutorService(Service):
         )
 
         async def record(outcomes: Sequence[tuple[str, ToolOutcome]]) -> None:
-            try:
-                await runtime.execute_in(
-                    self.unit_for, lambda unit: self.execution.record_tool_outcomes(unit, outcomes)
-                )
-            except Exception:
-                if len(outcomes) == 1:
-                    raise
-                # One outcome that cannot be recorded must not hold back the others: each on its own.
-                log.exception("recording %d tool outcomes together failed; one by one", len(outcomes))
-                for outcome in outcomes:
-                    await record([outcome])
+            await runtime.execute_in(
+                self.unit_for, lambda unit: self.execution.record_tool_outcomes(unit, outcomes)
+            )
 
         self.calls = ToolCalls(runner, record)
         # The catalogue as the firewall will judge from it: now, and after every change of the tools.

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from overseer_executor.application.ports import ToolCatalog
@@ -111,9 +111,7 @@ class ToolCalls:
         self.runner = runner
         self.record = record
         self._running: dict[str, asyncio.Task[None] | None] = {}
-        # The outcomes waiting for the next journal write, and the future that says it was written.
-        self._gathering: list[tuple[str, ToolOutcome]] | None = None
-        self._written: asyncio.Future[bool] | None = None
+        self._gathering: _Gathering | None = None  # the outcomes waiting for the next journal write
 
     def in_flight(self, execution_id: str) -> bool:
         """Whether this process runs the contract's call now (recovery must not run it again)."""
@@ -139,27 +137,48 @@ class ToolCalls:
 
         Calls started together (a batch of verdicts) usually end together: the first to end waits one
         turn for the others, then writes them all in one transaction, which the others wait for. The
-        only call in flight does not wait at all. Until the write, a call counts as running
-        (``in_flight``): a crash before it is recovered like one during the call.
+        only call in flight does not wait at all. A shared write that fails is tried again one outcome
+        at a time, so one outcome that cannot be recorded holds back no other. Until the write, a call
+        counts as running (``in_flight``): a crash before it is recovered like one during the call.
         """
-        if self._gathering is not None and self._written is not None:
-            self._gathering.append((execution_id, outcome))
-            if not await self._written:
+        joined = self._gathering
+        if joined is not None:
+            joined.outcomes.append((execution_id, outcome))
+            if execution_id not in await joined.written:
                 raise RuntimeError(f"the outcome of {execution_id} was not recorded (see the log)")
             return
-        batch = self._gathering = [(execution_id, outcome)]
-        written = self._written = asyncio.get_running_loop().create_future()
-        recorded = False
+        gathering = self._gathering = _Gathering([(execution_id, outcome)])
+        recorded: set[str] = set()
         try:
             if len(self._running) > 1:  # only a call with others in flight may have company
                 await asyncio.sleep(0)  # the turn in which the calls that ended with this one join it
-            self._gathering = self._written = None
-            await self.record(batch)
-            recorded = True
+            self._gathering = None
+            recorded = await self._write(gathering.outcomes)
         finally:
-            if self._written is written:  # cancelled while gathering: the next to end starts afresh
-                self._gathering = self._written = None
-            written.set_result(recorded)
+            if self._gathering is gathering:  # cancelled while gathering: the next to end starts afresh
+                self._gathering = None
+            gathering.written.set_result(recorded)
+        if execution_id not in recorded:
+            raise RuntimeError(f"the outcome of {execution_id} was not recorded (see the log)")
+
+    async def _write(self, outcomes: list[tuple[str, ToolOutcome]]) -> set[str]:
+        """The execution ids whose outcomes ``record`` wrote: all in one transaction, else one by one."""
+        try:
+            await self.record(outcomes)
+            return {execution_id for execution_id, _ in outcomes}
+        except Exception:
+            if len(outcomes) == 1:
+                raise
+            log.exception("recording %d tool outcomes together failed; one at a time", len(outcomes))
+        recorded: set[str] = set()
+        for one in outcomes:
+            try:
+                await self.record([one])
+            except Exception:
+                log.exception("%s: recording the tool's outcome failed", one[0])
+            else:
+                recorded.add(one[0])
+        return recorded
 
     async def drain(self, timeout: float) -> None:
         """Let the calls in flight finish and record their outcome, for at most ``timeout`` seconds."""
@@ -167,3 +186,13 @@ class ToolCalls:
         if running:
             log.info("waiting up to %ss for %d tool call(s)", timeout, len(running))
             await asyncio.wait(running, timeout=timeout)
+
+
+@dataclass(slots=True)
+class _Gathering:
+    """Outcomes gathered for one journal write, and the ids it wrote once it is done."""
+
+    outcomes: list[tuple[str, ToolOutcome]]
+    written: asyncio.Future[set[str]] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )

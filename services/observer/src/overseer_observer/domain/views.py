@@ -12,7 +12,6 @@ from functools import cache
 from overseer_events.catalogue import ExecutionFactObserved, ExecutionStateObserved
 from overseer_events.machines import EXECUTION_MACHINE, ExecutionStatus
 from overseer_events.views import (
-    CONSEQUENCE_LABELS,
     ExecutionConsequenceView,
     ExecutionSnapshot,
     ExecutionTimeline,
@@ -27,10 +26,6 @@ SUMMARY_LIMIT = 200  # result and error summaries in memory keep 200 characters
 _TERMINAL = EXECUTION_MACHINE.terminal
 _STABLE = EXECUTION_MACHINE.stable
 _RESUMABLE = EXECUTION_MACHINE.resumable
-
-
-def consequence_label(status: str) -> str:
-    return CONSEQUENCE_LABELS[status]
 
 
 def snapshot(contract: ObservedContract, now: float) -> ExecutionSnapshot:
