@@ -22,6 +22,7 @@ from starlette.websockets import WebSocket
 from overseer_events.catalogue import AnswerReceived, HumanResponded, OutcomeReported
 from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.subjects import SERVICES, NotOwner, Subjects, owns, type_of_subject
+from overseer_gateway.adapters.proposed_sessions import RecentProposals
 from overseer_gateway.application.ports import BadLink, GatewayUnit
 from overseer_gateway.domain.access import Caller
 from overseer_gateway.domain.approvals import card_of
@@ -347,6 +348,7 @@ class FakeGateway:
     sandbox: str = "/srv/overseer/sandbox"
     links: InMemoryLinks = field(default_factory=InMemoryLinks)
     notices: InMemoryNoticeBook = field(default_factory=InMemoryNoticeBook)
+    proposed: RecentProposals = field(default_factory=RecentProposals)
 
     @property
     def live(self) -> InMemoryLiveEvents:

@@ -3,8 +3,13 @@ read again after each commit that touched it, never on a timer."""
 
 from __future__ import annotations
 
+import pytest
+
 from overseer_executor.application.queries import settled_consequence
+from overseer_executor.domain.contract import ExecutionContract
 from overseer_executor.domain.rules import ToolOutcome
+from overseer_executor.entrypoints.rpc import rpc
+from overseer_runtime.rpc import RpcError, RpcMethod
 from tests.fakes.executor import ExecutorHarness, FakeClock, FakeTools
 from tests.fakes.runtime import ChangeFeed
 from tests.unit.executor.executor_builders import EMAIL, FS_LIST, event, proposal, verdict_issued
@@ -79,3 +84,27 @@ async def test_a_held_execution_settles_for_a_caller_that_waits_until_settled_bu
 async def test_an_execution_still_unknown_when_the_wait_runs_out_is_none() -> None:
     ex = running()
     assert await settled_consequence(ex.queries, ChangeFeed(), "exec-404", 0.01, "terminal") is None
+
+
+def consequence_method(ex: ExecutorHarness, changes: ChangeFeed, held: set[str]) -> RpcMethod:
+    """The RPC method ``consequence`` of a replica that holds the sessions in ``held``."""
+
+    async def no_cancel(*_: object) -> ExecutionContract:
+        raise AssertionError("not asked")
+
+    table = rpc(lambda: ex.queries, list, no_cancel, changes, lambda session_id: session_id in held)
+    return table.methods()["consequence"]
+
+
+async def test_a_replica_that_does_not_hold_the_session_answers_at_once_and_the_one_that_does_waits() -> None:
+    ex = running()  # exec-001, in session-abc
+    asked = {"execution_id": "exec-001", "wait": 20, "until": "terminal", "session_id": "session-abc"}
+    elsewhere = ChangeFeed()
+    with pytest.raises(RpcError) as refused:
+        await consequence_method(ex, elsewhere, held={"session-other"})(asked)
+    assert refused.value.status == 404
+    assert elsewhere.waits == []  # it did not wait for an execution it will never hold
+    here = ChangeFeed([lambda: tool_ends(ex)])
+    view = await consequence_method(ex, here, held={"session-abc"})(asked)
+    assert view.consequence_label == "SUCCESS"
+    assert len(here.waits) == 1

@@ -43,6 +43,13 @@ async def test_the_executor_waits_for_the_execution_to_settle_and_is_given_a_lit
     assert asked.timeout > 2.0
 
 
+async def test_the_session_is_told_when_it_is_known() -> None:
+    peers = consequence_of(VIEW)
+    await consequence_when_settled(peers, "e1", wait=2.0, until="settled", session_id="s-1")
+    (asked,) = peers.asked
+    assert asked.payload == {"execution_id": "e1", "wait": 2.0, "until": "settled", "session_id": "s-1"}
+
+
 async def test_an_execution_the_executor_does_not_know_is_no_view() -> None:
     peers = consequence_of(RpcError(404, "no execution e1"))
     assert await consequence_when_settled(peers, "e1", wait=0.0, until="settled") is None

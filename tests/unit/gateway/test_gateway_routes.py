@@ -67,6 +67,22 @@ async def test_an_agents_proposal_is_accepted_and_proposed_in_its_name(
     assert event.actor == "gateway:bot"
 
 
+@pytest.mark.parametrize("path", ["/v1/actions/{id}?wait=5", "/v1/actions/{id}"])
+async def test_waiting_on_a_proposal_tells_the_executor_its_session_and_an_unknown_one_tells_none(
+    client: httpx.AsyncClient, gateway: FakeGateway, path: str
+) -> None:
+    view = {"execution_id": "e", "consequence_label": "SUCCESS"}
+    gateway.peers.methods[("executor", "consequence")] = lambda payload: view
+    body = {"session_id": "s-7", "tool": "fs.list", "args": {"path": "."}}
+    execution_id = (await client.post("/v1/actions", json=body, headers=as_("agent"))).json()["execution_id"]
+    for asked_for in (execution_id, "proposed-elsewhere"):
+        response = await client.get(path.format(id=asked_for), headers=as_("agent"))
+        assert response.status_code == 200, response.text
+    first, second = [a.payload for a in gateway.peers.asked if a.method == "consequence"]
+    assert first["session_id"] == "s-7"  # a replica of the executor that does not hold s-7 answers at once
+    assert "session_id" not in second
+
+
 async def test_an_operators_decision_is_recorded_once_and_a_second_is_409(
     client: httpx.AsyncClient, gateway: FakeGateway
 ) -> None:

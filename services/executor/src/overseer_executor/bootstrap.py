@@ -77,6 +77,7 @@ class ExecutorService(Service):
             lambda: self.registry.specs(),
             self.cancel,
             lambda execution_id, timeout: self.runtime.wait_for_change(execution_id, timeout),
+            lambda session_id: self.runtime.partition.owns(session_id),
         )
 
     async def cancel(

@@ -30,6 +30,7 @@ from overseer_gateway.adapters.known_tools import ExecutorTools
 from overseer_gateway.adapters.live_stream import LiveStream
 from overseer_gateway.adapters.notices import NoticeBook, SqliteNotices
 from overseer_gateway.adapters.peers import Peers
+from overseer_gateway.adapters.proposed_sessions import RecentProposals
 from overseer_gateway.adapters.responses import RecordedResponses, SqliteResponses
 from overseer_gateway.adapters.tokens import TokenRegistry
 from overseer_gateway.application.notices import NoticeSender
@@ -71,6 +72,7 @@ class GatewayService(Service):
         self.tools: ExecutorTools
         self.live: LiveStream
         self.sockets: set[WebSocket] = set()
+        self.proposed = RecentProposals()
         self.max_wait: float
         self.message_limits: MessageLimits
         self.sandbox = ""

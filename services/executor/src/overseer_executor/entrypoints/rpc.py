@@ -5,9 +5,10 @@
 * ``approvals.get`` ``{execution_id}`` → one form with its ``status`` (``pending`` | ``answered``), the
   contract's status and error, so the gateway can answer 404 / 409 / 403 before publishing a response;
 * ``contract.get`` ``{execution_id}`` → the contract with its transitions;
-* ``consequence`` ``{execution_id, wait?, until?}`` → the execution's consequence view (what it did, in one
-  line), once it reaches ``until`` (``settled``: terminal or WAITING for a person; ``terminal``; ``started``:
-  running or ended), else as it is after ``wait`` seconds (0–60); 404 when it is still unknown then;
+* ``consequence`` ``{execution_id, wait?, until?, session_id?}`` → the execution's consequence view (what
+  it did, in one line), once it reaches ``until`` (``settled``: terminal or WAITING for a person;
+  ``terminal``; ``started``: running or ended), else as it is after ``wait`` seconds (0–60); 404 when it
+  is still unknown then, or at once from a replica that does not hold ``session_id``;
 * ``tools.list`` → every tool with its declaration and JSON schema;
 * ``decisions.refused`` ``{execution_id?}`` → decisions the resume alignment check refused, with why;
 * ``execution.cancel`` ``{execution_id, by, reason?, proposer_only?}`` → a person (or, with
@@ -51,6 +52,9 @@ class ConsequenceRequest(RpcRequest):
     execution_id: str = Field(min_length=1)
     wait: StrictInt | StrictFloat = Field(default=0, ge=0, le=MAX_WAIT_SECONDS)
     until: Until = "settled"
+    # The execution's session, when the asker knows it: a replica that does not hold the session
+    # answers 404 at once (the one that does answers for it) instead of waiting out ``wait``.
+    session_id: str | None = Field(default=None, min_length=1)
 
 
 class RefusedRequest(RpcRequest):
@@ -74,9 +78,11 @@ def rpc(
     specs: Callable[[], Sequence[ToolSpec]],
     cancel: Cancel,
     wait_for_change: WaitForChange,
+    holds: Callable[[str], bool],
 ) -> RpcTable:
-    """``queries`` and ``specs`` are asked at call time: the service builds them in its start()."""
-    methods = _Methods(queries, specs, cancel, wait_for_change)
+    """``queries`` and ``specs`` are asked at call time: the service builds them in its start().
+    ``holds(session_id)``: whether this process holds the session's executions (its partition's)."""
+    methods = _Methods(queries, specs, cancel, wait_for_change, holds)
     return (
         RpcTable()
         .method("approvals.pending", ApprovalsRequest, methods.approvals_pending)
@@ -96,11 +102,13 @@ class _Methods:
         specs: Callable[[], Sequence[ToolSpec]],
         cancel: Cancel,
         wait_for_change: WaitForChange,
+        holds: Callable[[str], bool],
     ) -> None:
         self.queries = queries
         self.specs = specs
         self.cancel = cancel
         self.wait_for_change = wait_for_change
+        self.holds = holds
 
     async def approvals_pending(self, request: ApprovalsRequest) -> list[dict[str, Any]]:
         forms = await self.queries().approvals(
@@ -125,6 +133,8 @@ class _Methods:
     async def consequence(self, request: ConsequenceRequest) -> ExecutionConsequenceView:
         """Answers as soon as the execution gets as far as asked, re-reading after each commit that touched it."""
         execution_id = request.execution_id
+        if request.session_id is not None and not self.holds(request.session_id):
+            raise RpcError(404, f"execution {execution_id!r} is not held here: its session is another's")
         view = await settled_consequence(
             self.queries(), self.wait_for_change, execution_id, float(request.wait), request.until
         )

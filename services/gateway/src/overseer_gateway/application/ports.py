@@ -88,6 +88,16 @@ class Peers(Protocol):
         ...
 
 
+class ProposedSessions(Protocol):
+    """The session of each execution this gateway proposed lately (a bounded memory, lost on a
+    restart): told to the executor with a wait, so a replica that does not hold the session answers at
+    once instead of waiting out the caller's time for an execution it will never hold."""
+
+    def remember(self, execution_id: str, session_id: str) -> None: ...
+
+    def session_of(self, execution_id: str) -> str | None: ...
+
+
 class KnownTools(Protocol):
     """The tools the executor has registered (built-in and every MCP server's), by name."""
 

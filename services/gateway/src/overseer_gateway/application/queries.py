@@ -15,16 +15,19 @@ from overseer_runtime.rpc import RpcError
 
 
 async def consequence_when_settled(
-    peers: Peers, execution_id: str, *, wait: float, until: Until
+    peers: Peers, execution_id: str, *, wait: float, until: Until, session_id: str | None = None
 ) -> dict[str, Any] | None:
     """The execution's consequence view as soon as it reaches ``until`` (terminal; or WAITING for a person,
     ``settled``; or running, ``started``), else as it is after ``wait`` seconds.
 
     The executor does the waiting: it commits every move of the execution and answers right after
     the commit that settles it, before the event has reached anyone else. None when it does not know
-    the execution by then.
+    the execution by then. ``session_id``, when known, lets a replica of the executor that does not
+    hold that session say so at once.
     """
-    payload = {"execution_id": execution_id, "wait": wait, "until": until}
+    payload: dict[str, Any] = {"execution_id": execution_id, "wait": wait, "until": until}
+    if session_id is not None:
+        payload["session_id"] = session_id
     try:
         view: dict[str, Any] = await peers.ask("executor", "consequence", payload, timeout=wait + 5.0)
     except RpcError as exc:

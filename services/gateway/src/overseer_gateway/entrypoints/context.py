@@ -14,6 +14,7 @@ from overseer_gateway.application.ports import (
     LiveEvents,
     NoticeBook,
     Peers,
+    ProposedSessions,
     Transactions,
 )
 from overseer_gateway.domain.chat import MessageLimits
@@ -36,6 +37,11 @@ class Gateway(Transactions, Protocol):
 
     @property
     def live(self) -> LiveEvents: ...
+
+    @property
+    def proposed(self) -> ProposedSessions:
+        """The session of each execution this gateway proposed lately."""
+        ...
 
     @property
     def links(self) -> LinkSigner:

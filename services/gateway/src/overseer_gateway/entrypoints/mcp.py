@@ -133,7 +133,9 @@ class GatewayDesk:
         return await self.gateway.execute(lambda unit: propose_action(unit, command, self.caller))
 
     async def settled(self, execution_id: str, wait: float, until: Until) -> dict[str, Any] | None:
-        return await consequence_when_settled(self.gateway.peers, execution_id, wait=wait, until=until)
+        return await consequence_when_settled(
+            self.gateway.peers, execution_id, wait=wait, until=until, session_id=self.session_id
+        )
 
     async def cancel(self, execution_id: str, reason: str) -> None:
         by = self.caller.as_principal("agent").model_dump()

@@ -67,12 +67,17 @@ async def accept_action(gateway: Gateway, body: ActionRequest, caller: Caller) -
         raise ProblemError(422, unknown.detail, closest=unknown.closest)
     command = ProposeAction(**dict(body))
     execution_id = await gateway.execute(lambda unit: propose_action(unit, command, caller))
+    gateway.proposed.remember(execution_id, body.session_id)
     return {"execution_id": execution_id}
 
 
 async def settled_view(gateway: Gateway, execution_id: str, wait: float, until: Until) -> dict[str, Any]:
     view = await consequence_when_settled(
-        gateway.peers, execution_id, wait=min(wait, gateway.max_wait), until=until
+        gateway.peers,
+        execution_id,
+        wait=min(wait, gateway.max_wait),
+        until=until,
+        session_id=gateway.proposed.session_of(execution_id),
     )
     if view is None:
         raise ProblemError(404, f"no execution {execution_id!r} is known (yet)")
@@ -137,7 +142,11 @@ async def permission(
     runs."""
     gateway = gateway_of(request)
     await consequence_when_settled(
-        gateway.peers, execution_id, wait=min(wait, gateway.max_wait), until="started"
+        gateway.peers,
+        execution_id,
+        wait=min(wait, gateway.max_wait),
+        until="started",
+        session_id=gateway.proposed.session_of(execution_id),
     )
     run = await _own_run(gateway, execution_id, caller)
     # The wait above was for the decision; the contract says what was decided, with the arguments.
