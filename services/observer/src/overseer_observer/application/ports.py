@@ -2,9 +2,8 @@
 
 Which connection each adapter reads through:
 
-* :class:`ObservationReader`: point reads of one execution (a snapshot, its transitions, its
-  consequence, waited on by the gateway on the approval path) through the writer's connection,
-  between transactions: no thread hop, and what a commit wrote is there the moment it wakes a waiter.
+* :class:`ObservationReader`: point reads of one execution (a snapshot, its transitions) through
+  the writer's connection, between transactions: an indexed read needs no thread hop.
 * :class:`SessionReader`: a session's contracts and transitions, which may scan, through the
   read-only reader (:mod:`overseer_runtime.readers`), off the event loop.
 * :class:`FoldedObservations`: what the projection folded for the event being handled, in the

@@ -129,7 +129,7 @@ def observe_creation(
     if current is None:
         return contract
     if current.transition_count == 0:
-        return replace(contract, explicit_summary=contract.explicit_summary or current.explicit_summary)
+        return replace(contract, explicit_summary=current.explicit_summary or contract.explicit_summary)
     # Transitions were folded before the contract itself (a skeleton): keep the state they reached.
     return replace(
         current,
