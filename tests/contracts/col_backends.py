@@ -96,6 +96,7 @@ class SqliteCol(ColBackend):
         aggregate_id: str,
         aggregate_version: int | None = None,
         correlation_id: str | None = None,
+        awaited: bool = False,  # the COL marks none of its events awaited
     ) -> Envelope:
         """What the runtime's unit of work does with an emitted event: append it, then project it."""
         envelope = new_event(

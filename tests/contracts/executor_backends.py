@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from overseer_events.envelope import Envelope
-from overseer_events.subjects import Subjects
+from overseer_events.subjects import AWAITED_HEADER, Subjects
 from overseer_executor.adapters.contracts_sql import (
     ContractsProjection,
     RefusedDecisionsProjection,
@@ -73,6 +73,13 @@ class SqliteStore:
 
     def emitted(self) -> list[Envelope]:
         return [stored.envelope() for stored in self.store.read(origin="local")]
+
+    def awaited(self) -> set[str]:
+        return {
+            stored.event_id
+            for stored in self.store.read(origin="local")
+            if AWAITED_HEADER in stored.header_map()
+        }
 
     async def open(self) -> None:
         await self.reader.open()

@@ -63,6 +63,17 @@ def test_a_given_correlation_wins_also_with_no_event_being_handled(side: Store) 
     assert (emitted.correlation_id, emitted.causation_id) == ("session-xyz", None)
 
 
+def test_an_event_emitted_as_awaited_is_marked_so_and_no_other(side: Store) -> None:
+    contract = ExecutionContract.from_created(CREATED)
+    moves = Moves(contract, 101.0).fire("start", TOOL_NODE)
+    with side.transaction():
+        emit = side.emit_for(PROPOSED)
+        created = emit(CREATED, aggregate_id="exec-001", aggregate_version=1)
+        started = emit(moves.events[0], aggregate_id="exec-001", aggregate_version=2, awaited=True)
+    assert started.event_id != created.event_id
+    assert side.awaited() == {started.event_id}
+
+
 def test_the_contracts_read_each_event_back_in_the_same_transaction(side: Store) -> None:
     contract = ExecutionContract.from_created(CREATED)
     moves = Moves(contract, 101.0).fire("start", TOOL_NODE)

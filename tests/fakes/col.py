@@ -63,6 +63,7 @@ class InMemoryCol(CoRepository, CommandLog):
         aggregate_id: str,
         aggregate_version: int | None = None,
         correlation_id: str | None = None,
+        awaited: bool = False,  # the COL marks none of its events awaited
     ) -> Envelope:
         self.emitted.append(Emitted(data, aggregate_id, correlation_id))
         occurred_at = self.clock()

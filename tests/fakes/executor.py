@@ -288,7 +288,7 @@ class InMemoryEvents:
     does and hands it to ``record``. The executor numbers a contract's events itself, so a version is
     always given."""
 
-    def __init__(self, record: Callable[[Envelope], None], incoming: Envelope | None) -> None:
+    def __init__(self, record: Callable[[Envelope, bool], None], incoming: Envelope | None) -> None:
         self.record = record
         self.incoming = incoming
 
@@ -299,6 +299,7 @@ class InMemoryEvents:
         aggregate_id: str,
         aggregate_version: int | None = None,
         correlation_id: str | None = None,
+        awaited: bool = False,
     ) -> Envelope:
         if aggregate_version is None:
             raise AssertionError(f"{data.TYPE} of {aggregate_id} emitted without the contract's version")
@@ -313,7 +314,7 @@ class InMemoryEvents:
             else (incoming.correlation_id if incoming else None),
             causation_id=incoming.event_id if incoming else None,
         )
-        self.record(event)
+        self.record(event, awaited)
         return event
 
 
@@ -378,6 +379,9 @@ class Store(Protocol):
     def emitted(self) -> list[Envelope]:
         """The executor's own events, in order."""
 
+    def awaited(self) -> set[str]:
+        """The ids of its own events marked awaited (someone waits on them to go on)."""
+
 
 class InMemoryStore(Store):
     """The executor's own events in a list, and its read models in memory."""
@@ -385,6 +389,7 @@ class InMemoryStore(Store):
     def __init__(self) -> None:
         self.models = InMemoryReadModels()
         self._own: list[Envelope] = []
+        self._awaited: set[str] = set()
 
     @property
     def contracts(self) -> ContractRepository:
@@ -403,12 +408,17 @@ class InMemoryStore(Store):
     def emit_for(self, incoming: Envelope | None) -> Emit:
         return InMemoryEvents(self._keep, incoming)
 
-    def _keep(self, event: Envelope) -> None:
+    def _keep(self, event: Envelope, awaited: bool) -> None:
         self.models.apply(event, own=True)
         self._own.append(event)
+        if awaited:
+            self._awaited.add(event.event_id)
 
     def emitted(self) -> list[Envelope]:
         return list(self._own)
+
+    def awaited(self) -> set[str]:
+        return set(self._awaited)
 
 
 # Retries without waiting: the tests script the failures, they never wait on the clock.

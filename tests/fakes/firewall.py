@@ -501,6 +501,7 @@ class InMemoryOutbox(FakeUnitOfWork):
         aggregate_version: int | None = None,
         correlation_id: str | None = None,
         causation_id: str | None = None,
+        awaited: bool = False,  # the firewall marks none of its events awaited
     ) -> Envelope:
         if not owns(ACTOR, data.TYPE):
             raise AssertionError(f"the firewall does not own {data.TYPE}")

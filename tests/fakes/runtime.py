@@ -30,8 +30,10 @@ def _unused_store() -> EventStore:
 class FakeUnitOfWork(UnitOfWork):
     """A unit of work handling ``incoming`` (if any); what it leaves for after the commit is in :attr:`work`."""
 
-    def __init__(self, incoming: Envelope | None = None, *, service: str = "test") -> None:
-        super().__init__(Emitter(service, _unused_store(), Subjects(), []), incoming)
+    def __init__(
+        self, incoming: Envelope | None = None, *, service: str = "test", awaited: bool = False
+    ) -> None:
+        super().__init__(Emitter(service, _unused_store(), Subjects(), []), incoming, awaited=awaited)
         self.work: list[AfterCommit] = []
 
     def emit(
@@ -43,6 +45,7 @@ class FakeUnitOfWork(UnitOfWork):
         aggregate_version: int | None = None,
         correlation_id: str | None = None,
         causation_id: str | None = None,
+        awaited: bool = False,
     ) -> Envelope:
         raise AssertionError(f"{data.TYPE} emitted on the unit of work: a fake port emits it")
 
@@ -57,6 +60,7 @@ class Recorded:
     data: EventData
     aggregate_id: str
     correlation_id: str | None
+    awaited: bool = False
 
 
 @dataclass
@@ -73,8 +77,9 @@ class RecordingEmit:
         aggregate_id: str,
         aggregate_version: int | None = None,
         correlation_id: str | None = None,
+        awaited: bool = False,
     ) -> Envelope:
-        self.recorded.append(Recorded(data, aggregate_id, correlation_id))
+        self.recorded.append(Recorded(data, aggregate_id, correlation_id, awaited))
         version = aggregate_version or sum(r.aggregate_id == aggregate_id for r in self.recorded)
         return new_event(
             data,

@@ -1,4 +1,5 @@
-"""A forerunner waits for its follower: one batch, no delay for the follower, never lost alone."""
+"""A forerunner waits for its follower: one batch, no delay for the follower, never lost alone; an event
+marked awaited is never a forerunner."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ class ProposalReader(Service):
     def __init__(self, gather: float) -> None:
         self.gather = gather
         self.applied: list[str] = []  # the type of each event applied, in order
+        self.awaited: list[bool] = []  # whether each was marked awaited, as its unit of work says
 
     def subscriptions(self) -> list[Subscription]:
         return [
@@ -40,9 +42,10 @@ class ProposalReader(Service):
 
     def record(self, data: EventData, uow: UnitOfWork, event: Envelope) -> None:
         self.applied.append(event.type)
+        self.awaited.append(uow.awaited)
 
 
-def propose(uow: UnitOfWork, execution_id: str) -> Envelope:
+def propose(uow: UnitOfWork, execution_id: str, *, awaited: bool = False) -> Envelope:
     return uow.emit(
         ExecutionProposed(
             execution_id=execution_id,
@@ -52,6 +55,7 @@ def propose(uow: UnitOfWork, execution_id: str) -> Envelope:
         ),
         aggregate_id=execution_id,
         actor="gateway:test",
+        awaited=awaited,
     )
 
 
@@ -85,3 +89,28 @@ async def test_a_forerunner_without_follower_is_applied_when_the_gather_ends(sta
         await gw.execute(lambda uow: propose(uow, "e1"))
         await eventually(lambda: reader.applied == ["execution.proposed"])
         await eventually(lambda: rs.store.tracking("reasoning@events") > 0)
+
+
+async def test_a_forerunner_marked_awaited_is_applied_at_once_and_its_unit_of_work_knows(
+    stack: Stack,
+) -> None:
+    sender = Sender()
+    reader = ProposalReader(gather=FOREVER)
+    async with stack.runtime(sender) as gw, stack.runtime(reader):
+        await gw.execute(lambda uow: propose(uow, "e1", awaited=True))
+        await eventually(lambda: reader.applied == ["execution.proposed"])
+        assert reader.awaited == [True]
+
+
+async def test_an_awaited_event_ends_the_wait_of_the_forerunner_before_it(stack: Stack) -> None:
+    sender = Sender()
+    reader = ProposalReader(gather=FOREVER)
+    async with stack.runtime(sender) as gw, stack.runtime(reader) as rs:
+        await gw.execute(lambda uow: propose(uow, "e1"))
+        await asyncio.sleep(0.2)  # the proposal is delivered and waits
+        assert reader.applied == []
+        await gw.execute(lambda uow: propose(uow, "e2", awaited=True))
+        await eventually(lambda: len(reader.applied) == 2)
+        assert reader.awaited == [False, True]
+        (consumer,) = rs.consumers
+        assert (consumer.delivered, consumer.batches) == (2, 1)

@@ -41,6 +41,7 @@ def proposal(
     session_id: str = "session-abc",
     timeout_seconds: float | None = None,
     summary: str | None = None,
+    proposer: Principal = AGENT,
 ) -> ExecutionProposed:
     """``args`` default: the invite for ``email.send``, none for another tool."""
     return ExecutionProposed(
@@ -51,7 +52,7 @@ def proposal(
         args=_args_for(tool, args),
         action_detail=action_detail or {},
         irreversible=irreversible,
-        proposer=AGENT,
+        proposer=proposer,
         depends_on=depends_on,
         timeout_seconds=timeout_seconds,
         summary=summary,

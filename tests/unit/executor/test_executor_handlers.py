@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
-from overseer_events.catalogue import ContractCreated, ContractDrafted, EcsRequested, ExecutionTransitioned
+from overseer_events.catalogue import (
+    OWN_AGENT,
+    ContractCreated,
+    ContractDrafted,
+    EcsRequested,
+    ExecutionTransitioned,
+)
 from overseer_events.machines import ExecutionStatus
 from overseer_events.subjects import KEPT_IN_STORE
 from overseer_executor.domain.tools import ToolCall, ToolError
@@ -140,6 +146,24 @@ async def test_a_failed_call_ends_the_contract_failed_with_the_tools_error() -> 
     await ex.settle()
     failed = ex.contract("exec-001")
     assert (failed.status, failed.error_message) == (S.FAILED, "mailbox full")
+
+
+async def test_every_move_of_overseers_own_agents_call_is_marked_awaited_and_an_external_agents_none() -> (
+    None
+):
+    ex = executor("sent")
+    ex.deliver(event(proposal("exec-own", proposer=OWN_AGENT)))
+    ex.deliver(event(verdict_issued("exec-own", "allow", level="APPROVE")))
+    ex.deliver(event(proposal("exec-external", tool="fs.list", args=LISTING)))
+    ex.deliver(event(verdict_issued("exec-external", "allow", LISTING, tool="fs.list")))
+    assert await ex.settle() == 2
+    published = [e for e in ex.emitted if e.type not in KEPT_IN_STORE]
+    own = {e.event_id for e in published if e.aggregate_id == "exec-own"}
+    assert [e.type for e in published if e.aggregate_id == "exec-own"] == [
+        "execution.contract_created",
+        "execution.transitioned",
+    ]
+    assert ex.store.awaited() == own
 
 
 # -- human decisions -------------------------------------------------------------------------------

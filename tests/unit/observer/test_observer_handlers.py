@@ -37,13 +37,16 @@ class Observer:
         self.observations = InMemoryObservations()
         self.stored = RecordingEmit("observer")
         self.sent = RecordingEmit("observer")
-        self.table = handlers(lambda uow: ObserverUnit(self.observations, self.stored, self.sent))
+        self.table = handlers(
+            lambda uow: ObserverUnit(self.observations, self.stored, self.sent, uow.awaited)
+        )
 
-    def consume(self, *steps: Step) -> None:
+    def consume(self, *steps: Step, awaited: bool = False) -> None:
+        """Each step delivered (``awaited``: as its publisher marked it)."""
         for step in steps:
             event = step.delivered()
             self.observations.fold_event(event)
-            self.table.handle(FakeUnitOfWork(event), event)
+            self.table.handle(FakeUnitOfWork(event, awaited=awaited), event)
 
 
 def test_each_transition_is_announced_with_its_contract_and_category() -> None:
@@ -69,6 +72,16 @@ def test_a_terminal_transition_also_stores_the_execution_fact_and_only_that() ->
     fact = observer.stored.recorded[-1]
     assert isinstance(fact.data, ExecutionFactObserved)
     assert (fact.aggregate_id, fact.data.final_status, fact.data.irreversible) == (TOOL_ID, "completed", True)
+
+
+@pytest.mark.parametrize("awaited", [True, False])
+def test_the_fact_of_an_end_marked_awaited_is_awaited_too_and_of_another_end_not(awaited: bool) -> None:
+    observer = Observer()
+    observer.consume(TOOL_PROPOSED, TOOL_CREATED, *TOOL_TRANSITIONS[:-1])
+    observer.consume(TOOL_TRANSITIONS[-1], awaited=awaited)
+    (fact,) = observer.stored.recorded
+    assert isinstance(fact.data, ExecutionFactObserved)
+    assert fact.awaited is awaited
 
 
 def test_proposals_and_contracts_are_folded_but_not_announced() -> None:

@@ -36,6 +36,11 @@ class Principal(EventData):
         return f"{self.kind}:{self.id}"
 
 
+OWN_AGENT = Principal(kind="agent", id="reasoning")
+"""Overseer's own agent (the reasoning service), the proposer of its tool calls: the firewall judges
+them like any agent's; unlike an external agent, which asks the executor, it waits on their events."""
+
+
 # ---------------------------------------------------------------- gateway --
 @event("conversation.message_received", schema_version=2)
 class MessageReceived(EventData):

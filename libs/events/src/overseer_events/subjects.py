@@ -72,6 +72,12 @@ KEPT_IN_STORE: frozenset[str] = frozenset({"audit.recorded", "execution.contract
 # storing it too would double what every action costs the stream.
 EPHEMERAL: frozenset[str] = frozenset({"observation.execution_state"})
 
+# The header a publisher sets on an event someone waits on to go on (Overseer's own agent resumes its
+# turn on the end of its tool call, carried by the executor's transition and then by the observer's
+# fact). A consumer that lets events gather off the critical path never holds such an event back:
+# see ``overseer_runtime.provisioning.Subscription.gather``.
+AWAITED_HEADER = "Overseer-Awaited"
+
 
 class NotOwner(Exception):
     def __init__(self, service: str, event_type: str) -> None:

@@ -26,7 +26,7 @@ from tenacity import RetryCallState, stop_never
 
 from overseer_events.envelope import Envelope, decode
 from overseer_events.errors import EventDecodeError, TransientError, UnknownEventType
-from overseer_events.subjects import owner_of_subject, owns, subject_matches
+from overseer_events.subjects import AWAITED_HEADER, owner_of_subject, owns, subject_matches
 from overseer_runtime import tracing
 from overseer_runtime.consumer import OnBatch, stream_position
 from overseer_runtime.store import EventStore, Projection, is_unwritable
@@ -34,8 +34,9 @@ from overseer_runtime.unit_of_work import UnitOfWork, retry_while_unwritable
 
 log = logging.getLogger("overseer.runtime")
 
-Handle = Callable[[Envelope], UnitOfWork]
-"""Handle an incoming event in a new unit of work (inside the batch's transaction) and return it."""
+Handle = Callable[[Envelope, bool], UnitOfWork]
+"""Handle an incoming event (and whether it was marked awaited) in a new unit of work (inside the
+batch's transaction) and return it."""
 Committed = Callable[[Sequence[UnitOfWork]], Awaitable[None]]
 """What follows the commit of a batch's units of work (publishing, waking waiters, after-commit work)."""
 
@@ -191,7 +192,7 @@ class Inbox:
                 return "duplicate"
             for projection in self.projections:
                 projection.apply(conn, event)
-            return self._handle(event)
+            return self._handle(event, AWAITED_HEADER in headers)
 
     async def _dead_letter(self, msg: Msg, reason: str) -> None:
         meta = msg.metadata

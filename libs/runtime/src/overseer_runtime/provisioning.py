@@ -61,6 +61,11 @@ class Subscription:
     waits for the follower, at most ``gather`` seconds, and applies both together: one
     wake-up and one transaction instead of two, while the service on the critical path
     has the CPU. Order is kept (one consumer), and the follower is never delayed.
+
+    An event its publisher marked awaited (:data:`~overseer_events.subjects.AWAITED_HEADER`: someone
+    waits on it to go on) is never a forerunner: it opens no wait and ends one. So a service whose
+    subscriptions all gather lets everything else gather in bursts, in the same consumer and order,
+    and still applies what someone waits on at once.
     """
 
     owner: str

@@ -32,7 +32,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 from overseer_events.envelope import Envelope
-from overseer_events.subjects import subject_matches
+from overseer_events.subjects import AWAITED_HEADER, subject_matches
 from overseer_runtime import tracing
 from overseer_runtime.bus import connect
 from overseer_runtime.config import LOCAL_NATS_URL, Settings, load_settings
@@ -187,7 +187,7 @@ class Runtime:
                 heartbeat=nats.heartbeat_seconds,
                 linger=plan.linger,
                 gather=plan.gather,
-                gathers=_subject_filter(plan.forerunners) if plan.gather > 0 else None,
+                gathers=_forerunner_filter(plan.forerunners) if plan.gather > 0 else None,
             )
             self.consumers.append(consumer)
 
@@ -199,8 +199,8 @@ class Runtime:
             self.partition.alone or self.partition.owns(service.partition_key(event))
         ) and not service.ignores(event)
 
-    def _handle(self, event: Envelope) -> UnitOfWork:
-        uow = self.transactions.unit(event)
+    def _handle(self, event: Envelope, awaited: bool) -> UnitOfWork:
+        uow = self.transactions.unit(event, awaited=awaited)
         self.handlers.handle(uow, event)
         return uow
 
@@ -354,8 +354,10 @@ class Runtime:
         return "ok" if writes.writable else "degraded"
 
 
-def _subject_filter(patterns: tuple[str, ...]) -> Callable[[Msg], bool]:
-    def matches(msg: Msg) -> bool:
-        return subject_matches(msg.subject, patterns)
+def _forerunner_filter(patterns: tuple[str, ...]) -> Callable[[Msg], bool]:
+    """Whether a message is a forerunner: of the subjects that gather, and not marked awaited."""
 
-    return matches
+    def forerunner(msg: Msg) -> bool:
+        return subject_matches(msg.subject, patterns) and not (msg.headers and AWAITED_HEADER in msg.headers)
+
+    return forerunner

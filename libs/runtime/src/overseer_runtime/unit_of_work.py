@@ -35,7 +35,7 @@ from tenacity import (
 from tenacity.stop import StopBaseT
 
 from overseer_events.envelope import Envelope, EventData, new_event
-from overseer_events.subjects import EPHEMERAL, KEPT_IN_STORE, NotOwner, Subjects, owns
+from overseer_events.subjects import AWAITED_HEADER, EPHEMERAL, KEPT_IN_STORE, NotOwner, Subjects, owns
 from overseer_runtime import tracing
 from overseer_runtime.rpc import StoreUnavailable
 from overseer_runtime.store import EventStore, OutboxEntry, Projection, is_unwritable
@@ -90,7 +90,8 @@ class Emit(Protocol):
     commit); an event type the service does not own is refused (:class:`~overseer_events.subjects.NotOwner`).
 
     :meth:`UnitOfWork.emit_as` makes one: whoever builds the unit binds the actor.
-    ``aggregate_version`` None: the aggregate's next; ``correlation_id`` None: the incoming event's.
+    ``aggregate_version`` None: the aggregate's next; ``correlation_id`` None: the incoming event's;
+    ``awaited``: someone waits on the event to go on (:data:`~overseer_events.subjects.AWAITED_HEADER`).
     """
 
     def __call__(
@@ -100,6 +101,7 @@ class Emit(Protocol):
         aggregate_id: str,
         aggregate_version: int | None = None,
         correlation_id: str | None = None,
+        awaited: bool = False,
     ) -> Envelope: ...
 
 
@@ -170,10 +172,11 @@ class Emitter:
 class UnitOfWork:
     """One SQLite transaction: the incoming event (if any), the events emitted, the work after commit."""
 
-    def __init__(self, emitter: Emitter, incoming: Envelope | None = None) -> None:
+    def __init__(self, emitter: Emitter, incoming: Envelope | None = None, *, awaited: bool = False) -> None:
         self._emitter = emitter
         self.conn: sqlite3.Connection = emitter.store.conn
         self.incoming = incoming
+        self.awaited = awaited  # whether its publisher marked the incoming event awaited
         self.emitted: list[Envelope] = []
         self.appended: list[OutboxEntry] = []  # for the relay, once committed
         self.announced: list[tuple[str, bytes]] = []  # ephemeral events to send, once committed
@@ -189,8 +192,10 @@ class UnitOfWork:
         aggregate_version: int | None = None,
         correlation_id: str | None = None,
         causation_id: str | None = None,
+        awaited: bool = False,
     ) -> Envelope:
-        """Append one of this service's own events to the outbox and apply it to the read models."""
+        """Append one of this service's own events to the outbox and apply it to the read models;
+        ``awaited``: marked as an event someone waits on (:data:`~overseer_events.subjects.AWAITED_HEADER`)."""
         emitter = self._emitter
         service = emitter.service
         if not owns(service, data.TYPE):
@@ -204,6 +209,8 @@ class UnitOfWork:
         event = self._envelope(data, aggregate_id, aggregate_version, actor, correlation_id, causation_id)
         subject = emitter.subjects.event(service, data.TYPE)
         headers = tracing.current_headers()
+        if awaited:
+            headers = {**headers, AWAITED_HEADER: "1"}
         body = event.encode()
         for position in emitter.store.append([event], subjects=[subject], headers=[headers], bodies=[body]):
             if data.TYPE not in KEPT_IN_STORE:  # the others are kept in the store alone, never published
@@ -289,9 +296,9 @@ class TransactionRunner:
         # a commit wakes only the waiters of the aggregates it touched (no thundering herd).
         self.change_waiters = Waiters()
 
-    def unit(self, incoming: Envelope | None = None) -> UnitOfWork:
-        """A new unit of work (of ``incoming``, when it handles an event)."""
-        return UnitOfWork(self.emitter, incoming)
+    def unit(self, incoming: Envelope | None = None, *, awaited: bool = False) -> UnitOfWork:
+        """A new unit of work (of ``incoming``, when it handles an event; ``awaited``: marked so)."""
+        return UnitOfWork(self.emitter, incoming, awaited=awaited)
 
     async def execute(self, fn: Callable[[UnitOfWork], T], *, command_wait: float) -> T:
         """Run ``fn`` in one transaction; after commit, relay what it emitted and run its after-commit work.

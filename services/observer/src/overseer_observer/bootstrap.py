@@ -49,7 +49,12 @@ class ObserverService(Service):
 
     def unit_for(self, uow: UnitOfWork) -> ObserverUnit:
         """What the projection folded (in ``uow``'s transaction), the observer's outbox and its ephemeral events."""
-        return ObserverUnit(folds=self.observations, emit=uow.emit_as(ACTOR), announce=uow.announce_as(ACTOR))
+        return ObserverUnit(
+            folds=self.observations,
+            emit=uow.emit_as(ACTOR),
+            announce=uow.announce_as(ACTOR),
+            awaited=uow.awaited,
+        )
 
     async def start(self, runtime: Host) -> None:
         self.queries = ExecutionObserver(

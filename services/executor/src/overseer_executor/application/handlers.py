@@ -212,6 +212,7 @@ class ExecutionHandlers:
                 aggregate_id=before.execution_id,
                 aggregate_version=version,
                 correlation_id=before.session_id,
+                awaited=before.awaited,
             )
         contract = outcome.contract
         if outcome.run_tool:

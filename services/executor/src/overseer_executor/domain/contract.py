@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from overseer_events.catalogue import (
+    OWN_AGENT,
     ContractCreated,
     EcsRequested,
     ExecutionProposed,
@@ -96,6 +97,12 @@ class ExecutionContract:
     # While nobody has been told of the contract (it waits for its verdict, kept in the executor's store
     # at version 0): the ``execution.contract_created`` that will announce it, with its first moves.
     draft: ContractCreated | None = None
+
+    @property
+    def awaited(self) -> bool:
+        """Whether its proposer waits on its events to go on: Overseer's own agent resumes its turn on the
+        call's end (an external agent asks the executor instead)."""
+        return self.proposer == OWN_AGENT
 
     @property
     def runs_here(self) -> bool:

@@ -16,11 +16,13 @@ class ObserverUnit:
     folds: FoldedObservations
     emit: Emit
     announce: Announce
+    awaited: bool = False  # whether the event handled was marked awaited (its fact is awaited too)
 
 
 def announce_transitions(execution_id: str, unit: ObserverUnit, event_id: str) -> None:
     """Sends the ``execution_state`` of each transition the event held (never stored), and stores the
-    execution fact once the contract has ended (what the agent remembers and answers from)."""
+    execution fact once the contract has ended (what the agent remembers and answers from): awaited when
+    the end was (Overseer's own agent resumes its turn on it)."""
     # What the projection wrote for this event is at hand, with no second read of the rows.
     folded = unit.folds.folded(event_id)
     if folded is None:  # every execution event is folded just before its handler: a bug, not an input
@@ -32,4 +34,9 @@ def announce_transitions(execution_id: str, unit: ObserverUnit, event_id: str) -
             execution_state(contract, record), aggregate_id=contract.execution_id, correlation_id=session
         )
     if any(record.is_terminal_transition for record in records):
-        unit.emit(execution_fact(contract), aggregate_id=contract.execution_id, correlation_id=session)
+        unit.emit(
+            execution_fact(contract),
+            aggregate_id=contract.execution_id,
+            correlation_id=session,
+            awaited=unit.awaited,
+        )

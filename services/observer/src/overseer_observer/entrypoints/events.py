@@ -11,15 +11,16 @@ from overseer_runtime.service import HandlerTable
 from overseer_runtime.unit_of_work import UnitOfWork
 
 PROPOSED = ("execution.proposed",)
-# The contract follows a proposal by two hops (firewall, executor), and an allowed call's end follows
-# its contract by the tool's run; a held or denied one may never be followed.
-GATHER = 0.02
+# The observer is off every critical path but one: Overseer's own agent resumes its turn on the fact of
+# its call's end. Every event gathers (see Subscription.gather) with what follows it for at most this
+# long, so a burst of actions is folded in one transaction and one wake-up, while an event marked
+# awaited (the executor marks the moves of its own agent's calls) opens no wait and ends one.
+GATHER = 0.05
 
 SUBSCRIPTIONS = (
-    # Off the critical path, a forerunner waits for what follows it (see gather): a proposal and its
-    # contract are folded with the call's end, in one transaction, when the tool ran at once.
-    Subscription(owner="executor", types=("execution.contract_created",), gather=GATHER),
-    Subscription(owner="executor", types=("execution.transitioned",)),
+    Subscription(
+        owner="executor", types=("execution.contract_created", "execution.transitioned"), gather=GATHER
+    ),
     # Proposals give the PENDING moment and an explicit summary; both agents' prefixes carry them.
     Subscription(owner="reasoning", types=PROPOSED, gather=GATHER),
     Subscription(owner="gateway", types=PROPOSED, gather=GATHER),

@@ -28,12 +28,12 @@ from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from overseer_events.catalogue import (
+    OWN_AGENT,
     AgentStepTaken,
     ConversationReplied,
     CoSuggested,
     ExecutionFactObserved,
     ExecutionProposed,
-    Principal,
 )
 from overseer_events.rendering import render_consequence
 from overseer_reasoning.application.memory import remember_notes
@@ -81,9 +81,6 @@ from overseer_runtime.unit_of_work import AfterCommit, Emit
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-AGENT = Principal(kind="agent", id="reasoning")
-"""Who proposes the agent's tool calls: the firewall judges them like any agent's."""
 
 # The terminal statuses of a contract, as the outcome of a tool call.
 OUTCOMES: dict[str, ToolOutcomeStatus] = {
@@ -169,7 +166,7 @@ def _propose(unit: ReasoningUnit, session_id: str, pending: PendingToolCall, co_
         action_detail={"tool": call.tool, "args": call.args},
         confidence=call.confidence,
         co_id=co_id,
-        proposer=AGENT,
+        proposer=OWN_AGENT,
         model_tokens=unit.states.tokens_used(session_id),
     )
     unit.emit(proposal, aggregate_id=pending.call_id, aggregate_version=1, correlation_id=session_id)

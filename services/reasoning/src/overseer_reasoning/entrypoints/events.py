@@ -24,11 +24,15 @@ from overseer_runtime.provisioning import Subscription
 from overseer_runtime.service import HandlerTable
 from overseer_runtime.unit_of_work import UnitOfWork
 
+FACTS_GATHER = 0.05
+
 SUBSCRIPTIONS = (
     # The gateway is the only publisher of people's messages and answers.
     Subscription(owner="gateway", types=("conversation.message_received", "conversation.answer_received")),
-    # How the agent's tool calls ended (and every other execution, remembered as a summary).
-    Subscription(owner="observer", types=("observation.execution_fact",)),
+    # How the agent's tool calls ended (and every other execution, remembered as a summary). Only the
+    # agent's own are awaited (see Subscription.gather): the others gather, off every critical path,
+    # for at most FACTS_GATHER, and anything else this consumer reads ends the wait.
+    Subscription(owner="observer", types=("observation.execution_fact",), gather=FACTS_GATHER),
     # The approval forms of its calls that wait for a person: shown as cards in the session.
     Subscription(owner="executor", types=("ecs.requested",)),
     # The Cognitive Objects the person keeps (read at the start of each turn, from the read model).
