@@ -92,8 +92,10 @@ class LeanClient:
         self._idle.put_nowait((reader, writer))
         return LeanResponse(status, data)
 
-    async def post(self, path: str, json: Any) -> LeanResponse:
-        return await self.request("POST", path, orjson.dumps(json))
+    async def post(self, path: str, json: Any, params: dict[str, Any] | None = None) -> LeanResponse:
+        return await self.request(
+            "POST", f"{path}?{urlencode(params)}" if params else path, orjson.dumps(json)
+        )
 
     async def get(self, path: str, params: dict[str, Any] | None = None) -> LeanResponse:
         return await self.request("GET", f"{path}?{urlencode(params)}" if params else path)

@@ -1,9 +1,9 @@
 """Benchmarks ``pipeline_auto`` and ``pipeline_approval``: actions through the gateway's REST API, end to end.
 
 A real stack: an embedded nats-server with JetStream (file storage) and the six services, each its own
-process with its own SQLite file. An external agent (httpx, keep-alive) proposes an action and waits for
-its outcome (``GET /v1/actions/{id}?wait=…``); one action is measured from the POST to the answer that
-says it is done.
+process with its own SQLite file. An external agent (a lean keep-alive client) proposes an action and
+waits for its outcome in the same request (``POST /v1/actions?wait=…``, as a synchronous agent does);
+one action is measured from the POST to the answer that says it is done.
 
 * ``pipeline_auto``: ``fs.list`` (AUTO): proposed, judged, run, observed.
 * ``pipeline_approval``: ``fs.write`` made CONFIRM through ``PUT /v1/policy/admin``; an automatic operator
@@ -190,6 +190,17 @@ def client(stack: LocalStack, role: str, concurrency: int) -> httpx.AsyncClient:
     )
 
 
+async def proposed_and_settled(agent: LeanClient, proposal: dict[str, Any], wait: dict[str, Any]) -> Any:
+    """Propose and wait in one request; should the gateway answer the id alone (202: the outcome was not
+    known in time), ask for the outcome."""
+    response = await agent.post("/v1/actions", json=proposal, params=wait)
+    if response.status_code == 202:
+        response = await agent.get(f"/v1/actions/{response.json()['execution_id']}", params=wait)
+    if response.status_code != 200:
+        raise RuntimeError(f"the proposal was answered {response.status_code}: {response.content!r}")
+    return response.json()
+
+
 class AutoScenario:
     name = "pipeline_auto"
 
@@ -201,11 +212,8 @@ class AutoScenario:
         started = time.perf_counter()
         # One session per action: the firewall's loop detection would (rightly) hold a session that
         # lists the same directory thousands of times.
-        response = await self.agent.post(
-            "/v1/actions", json={"session_id": f"{self.run_id}-{i}", "tool": "fs.list", "args": {"path": "."}}
-        )
-        execution_id = response.json()["execution_id"]
-        view = (await self.agent.get(f"/v1/actions/{execution_id}", params={"wait": 30})).json()
+        proposal = {"session_id": f"{self.run_id}-{i}", "tool": "fs.list", "args": {"path": "."}}
+        view = await proposed_and_settled(self.agent, proposal, {"wait": 30})
         elapsed = time.perf_counter() - started
         if view.get("consequence_label") != "SUCCESS":
             raise RuntimeError(f"fs.list did not succeed: {view}")
@@ -259,18 +267,12 @@ class ApprovalScenario:
 
     async def one(self, i: int) -> float:
         started = time.perf_counter()
-        response = await self.agent.post(
-            "/v1/actions",
-            json={
-                "session_id": f"{self.run_id}-{i}",
-                "tool": "fs.write",
-                "args": {"path": f"bench/{self.run_id}-{i}.txt", "content": f"action {i}\n"},
-            },
-        )
-        execution_id = response.json()["execution_id"]
-        view = (
-            await self.agent.get(f"/v1/actions/{execution_id}", params={"wait": 30, "until": "terminal"})
-        ).json()
+        proposal = {
+            "session_id": f"{self.run_id}-{i}",
+            "tool": "fs.write",
+            "args": {"path": f"bench/{self.run_id}-{i}.txt", "content": f"action {i}\n"},
+        }
+        view = await proposed_and_settled(self.agent, proposal, {"wait": 30, "until": "terminal"})
         elapsed = time.perf_counter() - started
         if view.get("consequence_label") != "SUCCESS" or not view.get("was_suspended"):
             raise RuntimeError(f"fs.write did not succeed after an approval: {view}")

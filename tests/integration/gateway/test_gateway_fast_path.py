@@ -7,6 +7,7 @@ the gateway's FastAPI application alone, served next to it: the fast path must n
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import AsyncIterator
 from typing import Any
@@ -176,6 +177,9 @@ SAME_AS_FASTAPI: list[tuple[str, str, str, str | None, bytes | None, str | None]
     ("not JSON", "POST", "/v1/actions", "agent", GOOD, "text/plain"),
     ("no content type", "POST", "/v1/actions", "agent", GOOD, None),
     ("too large", "POST", "/v1/actions", "agent", b"x" * (MAX_BODY + 1), "application/json"),
+    ("POST wait out of range", "POST", "/v1/actions?wait=61", "agent", GOOD, "application/json"),
+    ("POST wait not a number", "POST", "/v1/actions?wait=soon", "agent", GOOD, "application/json"),
+    ("POST until unknown", "POST", "/v1/actions?wait=1&until=never", "agent", GOOD, "application/json"),
     ("GET no token", "GET", f"/v1/actions/{UNKNOWN_ID}", None, None, None),
     ("GET unknown id", "GET", f"/v1/actions/{UNKNOWN_ID}?wait=0.1", "viewer", None, None),
     ("GET wait out of range", "GET", f"/v1/actions/{UNKNOWN_ID}?wait=61", "viewer", None, None),
@@ -224,6 +228,24 @@ async def test_answers_are_byte_for_byte_what_fastapi_answers(
     assert fast == await exchange(fastapi_only, wait)
 
 
+async def test_a_proposal_that_waits_is_answered_its_view_as_fastapi_answers_it(
+    gateway: LiveGateway, fastapi_only: str
+) -> None:
+    # A session of its own: the firewall holds a session that lists the same directory again and again.
+    body = GOOD.replace(b"fast-1", b"fast-waits")
+    propose = raw_request(gateway, "POST", "/v1/actions?wait=20&until=terminal", "agent", body)
+    fast, reference = await exchange(gateway.url, propose), await exchange(fastapi_only, propose)
+    views = []
+    for answer in (fast, reference):
+        assert answer.startswith(b"HTTP/1.1 200 OK\r\n"), answer
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert b"content-type: application/json" in head.lower()
+        views.append(json.loads(body))
+    assert views[0]["execution_id"] != views[1]["execution_id"]  # two proposals, one through each
+    assert [v["consequence_label"] for v in views] == ["SUCCESS", "SUCCESS"]
+    assert views[0].keys() == views[1].keys()
+
+
 async def test_the_hot_requests_are_answered_by_the_fast_path_and_the_rest_by_fastapi(
     gateway: LiveGateway,
 ) -> None:
@@ -240,6 +262,9 @@ async def test_the_hot_requests_are_answered_by_the_fast_path_and_the_rest_by_fa
     try:
         hot = [
             raw_request(gateway, "POST", "/v1/actions", "agent", GOOD),
+            raw_request(
+                gateway, "POST", "/v1/actions?wait=20", "agent", GOOD.replace(b"fast-1", b"fast-hot")
+            ),
             raw_request(gateway, "POST", "/v1/actions", None, GOOD),
             raw_request(gateway, "POST", "/v1/actions", "viewer", GOOD),
             raw_request(gateway, "POST", "/v1/actions", "agent", b"{"),
@@ -248,7 +273,7 @@ async def test_the_hot_requests_are_answered_by_the_fast_path_and_the_rest_by_fa
             raw_request(gateway, "GET", f"/v1/actions/{UNKNOWN_ID}", None),
         ]
         statuses = [(await exchange(url, request)).split(b" ", 2)[1] for request in hot]
-        assert statuses == [b"202", b"401", b"403", b"400", b"413", b"404", b"401"]
+        assert statuses == [b"202", b"200", b"401", b"403", b"400", b"413", b"404", b"401"]
         assert handed_on == []
         await exchange(url, raw_request(gateway, "POST", "/v1/actions", "agent", b'{"tool": 42}'))
         await exchange(url, raw_request(gateway, "GET", "/v1/policy", "viewer"))

@@ -15,6 +15,7 @@ from overseer_gateway.domain.access import Caller, Role
 from overseer_gateway.entrypoints.http import build_app, build_asgi
 from overseer_gateway.settings import GatewaySettings
 from overseer_runtime.config import load_settings
+from overseer_runtime.rpc import RpcError
 from tests.fakes.gateway import APPROVAL_FORM, FakeGateway, InMemoryCallers, InMemoryPeers
 
 TOKENS = {"agent": Caller("bot", Role.AGENT), "operator": Caller("olga", Role.OPERATOR)}
@@ -81,6 +82,58 @@ async def test_waiting_on_a_proposal_tells_the_executor_its_session_and_an_unkno
     first, second = [a.payload for a in gateway.peers.asked if a.method == "consequence"]
     assert first["session_id"] == "s-7"  # a replica of the executor that does not hold s-7 answers at once
     assert "session_id" not in second
+
+
+async def test_a_proposal_that_waits_is_answered_its_consequence_view_in_the_same_request(
+    client: httpx.AsyncClient, gateway: FakeGateway
+) -> None:
+    view = {"execution_id": "e", "consequence_label": "SUCCESS"}
+    gateway.peers.methods[("executor", "consequence")] = lambda payload: view | payload
+    body = {"session_id": "s-8", "tool": "fs.list", "args": {"path": "."}}
+    response = await client.post(
+        "/v1/actions", params={"wait": 5, "until": "terminal"}, json=body, headers=as_("agent")
+    )
+    assert response.status_code == 200, response.text
+    (event,) = gateway.store.events
+    assert isinstance(event.data, ExecutionProposed)
+    (asked,) = gateway.peers.asked
+    assert asked.payload == {
+        "execution_id": event.data.execution_id,
+        "wait": 5.0,
+        "until": "terminal",
+        "session_id": "s-8",
+    }
+    assert response.json()["consequence_label"] == "SUCCESS"
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [RpcError(503, "executor is not reachable: NoRespondersError"), RpcError(404, "no such execution")],
+)
+async def test_a_proposal_whose_wait_cannot_be_answered_is_still_accepted_with_its_id(
+    client: httpx.AsyncClient, gateway: FakeGateway, refusal: RpcError
+) -> None:
+    def refuse(payload: dict[str, Any]) -> Any:
+        raise refusal
+
+    gateway.peers.methods[("executor", "consequence")] = refuse
+    body = {"session_id": "s-9", "tool": "fs.list", "args": {"path": "."}}
+    response = await client.post("/v1/actions", params={"wait": 5}, json=body, headers=as_("agent"))
+    assert response.status_code == 202, response.text
+    (event,) = gateway.store.events
+    assert isinstance(event.data, ExecutionProposed)
+    assert response.json() == {"execution_id": event.data.execution_id}
+
+
+@pytest.mark.parametrize("query", [{"wait": 61}, {"wait": "soon"}, {"wait": 1, "until": "never"}])
+async def test_a_proposal_with_a_bad_wait_is_422_and_nothing_is_proposed(
+    client: httpx.AsyncClient, gateway: FakeGateway, query: dict[str, Any]
+) -> None:
+    body = {"session_id": "s-10", "tool": "fs.list", "args": {"path": "."}}
+    response = await client.post("/v1/actions", params=query, json=body, headers=as_("agent"))
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"] == PROBLEM
+    assert gateway.store.events == []
 
 
 async def test_an_operators_decision_is_recorded_once_and_a_second_is_409(

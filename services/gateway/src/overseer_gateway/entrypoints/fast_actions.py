@@ -1,13 +1,13 @@
 """A pure-ASGI fast path for the gateway's two hot endpoints, in front of the FastAPI application.
 
 Why it exists: every action an agent takes is one ``POST /v1/actions`` and one
-``GET /v1/actions/{id}?wait=S``. Through FastAPI most of their cost is the middleware chain, routing and
+``GET /v1/actions/{id}?wait=S`` (or one ``POST /v1/actions?wait=S``). Through FastAPI most of their cost is the middleware chain, routing and
 dependency solving, not the work; this path does the work without them.
 
 It answers exactly as the FastAPI routes do, because it does the same things with the same parts:
 the body limit, strict-JSON rules and depth limit (:class:`BodyLimit`), the token check
 (:func:`auth.check`, constant time), the request model (:class:`ActionRequest`), the work
-(:func:`accept_action`, :func:`settled_view`) and the problem documents (``problems.py``). Anything it
+(:func:`accept_action`, :func:`proposal_answer`, :func:`settled_view`) and the problem documents (``problems.py``). Anything it
 is not sure to answer the same way goes to FastAPI unchanged (a body already read is replayed): other
 paths and methods, repeated headers, content types other than ``application/json``, empty bodies or
 bodies the model refuses (FastAPI then writes its 422), malformed execution ids (422 too), query
@@ -37,6 +37,7 @@ from overseer_gateway.entrypoints.routes_actions import (
     MAX_EXECUTION_ID,
     MAX_WAIT,
     accept_action,
+    proposal_answer,
     settled_view,
 )
 from overseer_gateway.entrypoints.schemas import ActionRequest
@@ -75,6 +76,10 @@ class FastActions:
             await self.app(scope, receive, send)
             return
         authorization, content_type, content_length = headers
+        query = _plain_query(scope.get("query_string", b""))
+        if query is None:
+            await self.app(scope, receive, send)
+            return
         body = await self.limit.read(scope, receive, send, content_length)
         if body is None:  # too large: answered 413
             return
@@ -103,7 +108,7 @@ class FastActions:
         except Exception as exc:
             await _failure(exc)(scope, receive, send)
             return
-        await send_json(send, 202, accepted)
+        await send_json(send, *await proposal_answer(self.gateway, accepted, *query))
 
     async def _consequence(self, scope: Scope, receive: Receive, send: Send, execution_id: str) -> None:
         headers = _headers(scope)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
@@ -31,6 +32,7 @@ from overseer_gateway.entrypoints.auth import require
 from overseer_gateway.entrypoints.context import Gateway, gateway_of
 from overseer_gateway.entrypoints.docs import READ, READ_ONE, WRITE, problems
 from overseer_gateway.entrypoints.problems import ProblemError
+from overseer_runtime.rpc import RpcError
 from overseer_gateway.entrypoints.schemas import (
     ActionAccepted,
     ActionRequest,
@@ -44,6 +46,7 @@ from overseer_gateway.entrypoints.schemas import (
 )
 
 router = APIRouter()
+log = logging.getLogger("overseer.gateway.actions")
 
 MAX_EXECUTION_ID = ID_MAX
 MAX_WAIT = 60.0  # the largest ``?wait=``; the gateway's max_wait_seconds may cap it further
@@ -84,21 +87,61 @@ async def settled_view(gateway: Gateway, execution_id: str, wait: float, until: 
     return view
 
 
+async def proposal_answer(
+    gateway: Gateway, accepted: dict[str, str], wait: float, until: Until
+) -> tuple[int, dict[str, Any]]:
+    """What a proposal is answered: with ``wait``, its consequence view (200), as ``settled_view`` gives it;
+    without, or when the view cannot be had, only its id (202). The proposal is committed either way,
+    so a wait that fails is never answered as a failed proposal (the agent would propose it again)."""
+    if wait <= 0:
+        return 202, accepted
+    try:
+        return 200, await settled_view(gateway, accepted["execution_id"], wait, until)
+    except (ProblemError, RpcError) as exc:
+        log.info("proposal %s answered without its view: %s", accepted["execution_id"], exc)
+    except Exception:
+        log.exception("proposal %s answered without its view", accepted["execution_id"])
+    return 202, accepted
+
+
 @router.post(
     "/v1/actions",
     status_code=202,
     response_model=ActionAccepted,
-    responses=problems(*WRITE),
+    responses={
+        200: {
+            "model": ExecutionConsequenceView,
+            "description": "with `wait`: the consequence view, as `GET /v1/actions/{execution_id}` answers it",
+        },
+        **problems(*WRITE),
+    },
     tags=["actions"],
-    summary="Propose a tool call as an external agent",
+    summary="Propose a tool call as an external agent, and with `wait` wait for what became of it",
 )
 async def propose(
-    request: Request, body: ActionRequest, caller: Caller = Depends(require(Role.AGENT))
+    request: Request,
+    body: ActionRequest,
+    wait: float = Query(
+        0.0,
+        ge=0.0,
+        le=MAX_WAIT,
+        description="seconds to wait for the call to settle, answering its consequence view (200) in the "
+        "same request; 0: answer its id at once (202)",
+    ),
+    until: Until = Query("settled", description="with `wait`, as for `GET /v1/actions/{execution_id}`"),
+    caller: Caller = Depends(require(Role.AGENT)),
 ) -> Response:
     """Publishes ``execution.proposed`` with the agent principal as proposer, for the firewall to judge.
     A tool the executor has not registered is refused at once (422, with the registered tools closest
-    to the name given in ``closest``): it could never run."""
-    return json_response(await accept_action(gateway_of(request), body, caller), 202)
+    to the name given in ``closest``): it could never run.
+
+    With ``wait``, the answer is the call's consequence view (200) once it settles (or as it stands when
+    ``wait`` runs out): one request instead of a proposal and ``GET /v1/actions/{execution_id}?wait=``.
+    Should the view not be had (the executor does not answer in time), the answer is the id alone (202):
+    the proposal stands, ask for the view with ``GET``."""
+    gateway = gateway_of(request)
+    status, answer = await proposal_answer(gateway, await accept_action(gateway, body, caller), wait, until)
+    return json_response(answer, status)
 
 
 @router.get(
