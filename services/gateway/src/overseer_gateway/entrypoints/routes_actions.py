@@ -32,7 +32,6 @@ from overseer_gateway.entrypoints.auth import require
 from overseer_gateway.entrypoints.context import Gateway, gateway_of
 from overseer_gateway.entrypoints.docs import READ, READ_ONE, WRITE, problems
 from overseer_gateway.entrypoints.problems import ProblemError
-from overseer_runtime.rpc import RpcError
 from overseer_gateway.entrypoints.schemas import (
     ActionAccepted,
     ActionRequest,
@@ -44,6 +43,7 @@ from overseer_gateway.entrypoints.schemas import (
     Permission,
     ToolView,
 )
+from overseer_runtime.rpc import RpcError
 
 router = APIRouter()
 log = logging.getLogger("overseer.gateway.actions")
