@@ -484,17 +484,16 @@ class EventStore:
         for projection in projections:
             projection.drop(conn)
             projection.create(conn)
-        cursor = conn.execute("SELECT body FROM events ORDER BY position")
-        while rows := cursor.fetchmany(10_000):
-            for (body,) in rows:
-                try:
-                    event = decode(body)
-                except Exception:
-                    skipped += 1
-                    continue
-                for projection in projections:
-                    projection.apply(conn, event)
-                applied += 1
+        applies = [projection.apply for projection in projections]  # bound once: this loop is the replay
+        for (body,) in conn.execute("SELECT body FROM events ORDER BY position"):
+            try:
+                event = decode(body)
+            except Exception:
+                skipped += 1
+                continue
+            for apply in applies:
+                apply(conn, event)
+            applied += 1
         conn.execute(
             "INSERT INTO store_meta (key, value) VALUES ('read_models', ?) "
             "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
