@@ -184,14 +184,13 @@ def decode(raw: bytes | str) -> Envelope:
     :class:`EventDecodeError` for anything else that is not a valid event.
 
     The fast path validates the whole event in one pass of pydantic's compiled
-    validator (a union discriminated by ``type``); anything it rejects — an old
-    schema version, an unknown type, invalid data — takes the careful path,
-    which upcasts or explains what is wrong.
+    validator (a union discriminated by ``type``, each variant taking only its type's
+    current schema version); anything it rejects — an old or newer schema version, an
+    unknown type, invalid data — takes the careful path, which upcasts or explains what
+    is wrong.
     """
     try:
-        event: Envelope = (_fast or _fast_validator())(raw)
-        if event.schema_version == type(event.data).SCHEMA_VERSION:
-            return event
+        return (_fast or _fast_validator())(raw)
     except ValidationError:
         pass
     try:
@@ -207,7 +206,8 @@ _fast: Callable[[bytes | str], Envelope] | None = None
 
 
 def _fast_validator() -> Callable[[bytes | str], Envelope]:
-    """One envelope subclass per registered type, ``type`` as the discriminator."""
+    """One envelope subclass per registered type, ``type`` as the discriminator, its current schema version
+    the only one it takes (an event that names none is version 1)."""
     global _fast
     if _fast is None:
         variants = tuple(
@@ -215,6 +215,10 @@ def _fast_validator() -> Callable[[bytes | str], Envelope]:
                 f"{cls.__name__}Envelope",
                 __base__=Envelope,
                 type=(Literal[type_name], ...),  # type: ignore[arg-type]
+                schema_version=(
+                    Literal[cls.SCHEMA_VERSION],  # type: ignore[arg-type]
+                    1 if cls.SCHEMA_VERSION == 1 else ...,
+                ),
                 data=(cls, ...),
             )
             for type_name, cls in _REGISTRY.items()
