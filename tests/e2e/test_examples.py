@@ -43,6 +43,16 @@ async def executions(operator: httpx.AsyncClient, session: str) -> list[dict[str
     return list((await operator.get("/v1/executions", params={"session": session})).json()["items"])
 
 
+async def ended_executions(operator: httpx.AsyncClient, session: str) -> list[dict[str, Any]] | None:
+    """The session's executions once the observer lists them all ended (it folds in bursts), else None."""
+    listed = await executions(operator, session)
+    return (
+        listed
+        if listed and all(e["status"] not in ("pending", "running", "waiting") for e in listed)
+        else None
+    )
+
+
 async def test_a_langgraph_agent_s_guarded_tool_runs_once_a_person_approves_it(
     stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -68,11 +78,8 @@ async def test_a_langgraph_agent_s_guarded_tool_runs_once_a_person_approves_it(
         assert decided.status_code == 200, decided.text
         final = await running_graph
 
-        async def ended_run() -> dict[str, Any] | None:  # the executor ends it a hop after the report
-            [run] = await executions(operator, "langgraph")
-            return run if run["status"] != "running" else None
-
-        ended = await eventually(ended_run, timeout=20)
+        # The executor ends it a hop after the report.
+        [ended] = await eventually(lambda: ended_executions(operator, "langgraph"), timeout=20)
     assert (tmp_path / "notes" / "plan.md").read_text() == "ship on Friday"
     assert final["messages"][-1].content == "Your plan is saved."
     tool_answer = next(m for m in final["messages"] if m.type == "tool")
@@ -92,7 +99,7 @@ async def test_an_agents_sdk_agent_calls_overseer_s_tools_through_the_mcp_proxy(
         monkeypatch.setenv("OVERSEER_LLM_MODEL", MODEL)
         monkeypatch.setenv("OVERSEER_MCP_ARGS", f"--url {url} --token {tokens['agent']} --session agents-sdk")
         answer = await agents_sdk_agent.ask("What time is it in UTC?", approval_seconds=60)
-        [ended] = await executions(operator, "agents-sdk")
+        [ended] = await eventually(lambda: ended_executions(operator, "agents-sdk"), timeout=20)
     assert answer == "It is noon in UTC."
     offered = {tool["function"]["name"] for tool in model.requests[0]["tools"]}
     assert {"time__get_current_time", "email__send"} <= offered

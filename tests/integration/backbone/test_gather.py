@@ -114,3 +114,17 @@ async def test_an_awaited_event_ends_the_wait_of_the_forerunner_before_it(stack:
         assert reader.awaited == [False, True]
         (consumer,) = rs.consumers
         assert (consumer.delivered, consumer.batches) == (2, 1)
+
+
+async def test_a_reader_that_needs_what_a_gather_holds_back_has_it_applied_at_once(stack: Stack) -> None:
+    sender = Sender()
+    reader = ProposalReader(gather=FOREVER)
+    async with stack.runtime(sender) as gw, stack.runtime(reader) as rs:
+        await rs.caught_up()  # nothing held back: at once
+        await gw.execute(lambda uow: propose(uow, "e1"))
+        await asyncio.sleep(0.2)  # the proposal is delivered and waits for its follower
+        assert reader.applied == []
+        await asyncio.wait_for(rs.caught_up(), timeout=5)
+        assert reader.applied == ["execution.proposed"]  # applied by the time caught_up returns
+        await gw.execute(lambda uow: sender.say(uow, "s", "next"))
+        await eventually(lambda: len(reader.applied) == 2)  # the consumer reads on as before

@@ -17,7 +17,8 @@ pull protocol directly on core NATS:
   time (or, with ``linger``, after waiting that long for a burst to gather;
   or, when ``gathers(first)`` says the first message is usually followed
   closely by another, until a message that is not such a forerunner arrives,
-  at most ``gather`` seconds); ``on_batch`` acks them only after its
+  at most ``gather`` seconds, or until a reader needs what it holds back:
+  :meth:`~DurablePullConsumer.caught_up`); ``on_batch`` acks them only after its
   transaction committed.
 """
 
@@ -100,6 +101,10 @@ class DurablePullConsumer:
         self._outstanding = 0
         self._stopping = False
         self._reset = asyncio.Event()
+        # While a gather holds messages back: done once the batch it gathered is applied. ``_hurried``
+        # ends the gather early (a reader asked for what it holds: ``caught_up``).
+        self._gathered: asyncio.Future[None] | None = None
+        self._hurried = False
         self.last_pending = 0  # the server's count of messages not yet delivered, from the last message
         self.delivered = 0
         self.batches = 0  # how many times on_batch ran (delivered / batches = the mean burst)
@@ -107,6 +112,17 @@ class DurablePullConsumer:
     @property
     def name(self) -> str:
         return f"{self.durable}@{self.stream}"
+
+    async def caught_up(self) -> None:
+        """Apply at once what a gather holds back, and return once it is applied (at once when nothing
+        is held back): a reader of the read models then sees every message delivered so far."""
+        gathered = self._gathered
+        if gathered is None:
+            return
+        self._hurried = True
+        if self._waiter is not None:
+            _settle(self._waiter)
+        await asyncio.shield(gathered)
 
     async def check_consumer(self) -> None:
         """Make sure the durable exists (raises until it does): the provisioner creates it, a service
@@ -192,13 +208,19 @@ class DurablePullConsumer:
                 log.info("consumer %s: heartbeats missed, re-creating the pull", self.name)
                 await self._restart_pull()
             return
-        messages = await self._take_batch(first)
-        if messages:
-            self.delivered += len(messages)
-            self.batches += 1
-            with contextlib.suppress(Exception):
-                self.last_pending = stream_position(messages[-1])[1]
-            await self.on_batch(messages)
+        try:
+            messages = await self._take_batch(first)
+            if messages:
+                self.delivered += len(messages)
+                self.batches += 1
+                with contextlib.suppress(Exception):
+                    self.last_pending = stream_position(messages[-1])[1]
+                await self.on_batch(messages)
+        finally:
+            # Applied (or failed, and redelivered later): whoever waits for the gather reads on.
+            gathered, self._gathered, self._hurried = self._gathered, None, False
+            if gathered is not None and not gathered.done():
+                gathered.set_result(None)
         if self._outstanding <= self.batch // 2:
             await self._pull(self.batch - max(self._outstanding, 0))
 
@@ -209,6 +231,7 @@ class DurablePullConsumer:
             # Off the critical path: let a burst gather so it costs one transaction and one ack write.
             await asyncio.sleep(self.linger)
         elif self.gathers is not None and self.gather > 0 and self.gathers(first):
+            self._gathered = asyncio.get_running_loop().create_future()
             await self._gather_followers(pending)
         messages: list[Msg] = []
         while len(messages) < self.batch:
@@ -237,7 +260,7 @@ class DurablePullConsumer:
         deadline = asyncio.get_running_loop().time() + self.gather
         gathers = self.gathers
         assert gathers is not None
-        while len(pending) < self.batch:
+        while len(pending) < self.batch and not self._hurried:
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:
                 return

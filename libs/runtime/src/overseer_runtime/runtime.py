@@ -273,6 +273,11 @@ class Runtime:
         work.__name__ = getattr(fn, "__name__", "command")
         return await self.execute(work)
 
+    async def caught_up(self) -> None:
+        """Apply at once what the consumers hold back to gather (see ``Subscription.gather``), and return
+        once it is applied: a query answered after this sees every event delivered before it."""
+        await asyncio.gather(*(consumer.caught_up() for consumer in self.consumers))
+
     async def wait_for_change(self, aggregate_id: str, timeout: float) -> bool:
         """Sleep until a commit records or emits an event of ``aggregate_id`` (True) or ``timeout`` (False).
 

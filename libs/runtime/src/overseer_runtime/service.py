@@ -90,6 +90,10 @@ class Host(Protocol):
     async def wait_for_change(self, aggregate_id: str, timeout: float) -> bool:
         """Sleep until a commit touches ``aggregate_id`` (True) or ``timeout`` (False)."""
 
+    async def caught_up(self) -> None:
+        """Apply at once the events the service's consumers hold back to gather, and return once they are
+        applied (see :class:`~overseer_runtime.provisioning.Subscription`, ``gather``)."""
+
     async def request(
         self, service: str, method: str, payload: dict[str, Any] | None = None, timeout: float = 5.0
     ) -> Any:

@@ -34,6 +34,7 @@ class ObserverService(Service):
         self.observations = ExecutionObservations()
         # Set by start(): no RPC is answered before it returned.
         self.queries: ExecutionObserver
+        self.runtime: Host
 
     def projections(self) -> Sequence[Projection]:
         return [self.observations]
@@ -56,7 +57,12 @@ class ObserverService(Service):
             awaited=uow.awaited,
         )
 
+    async def caught_up(self) -> None:
+        """Fold at once what the consumer holds back to gather (see entrypoints/events.py)."""
+        await self.runtime.caught_up()
+
     async def start(self, runtime: Host) -> None:
+        self.runtime = runtime
         self.queries = ExecutionObserver(
             SqliteObservationReader(runtime.store.conn),
             ReaderSessions(runtime.reader),

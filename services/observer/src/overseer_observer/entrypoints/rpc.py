@@ -75,6 +75,10 @@ class RunningObserver(Protocol):
 
     queries: ExecutionObserver
 
+    async def caught_up(self) -> None:
+        """Fold at once the events delivered and held back to gather (the observer folds in bursts), so
+        a question asked right after an execution moved is answered with the move."""
+
 
 def rpc(observer: RunningObserver) -> RpcTable:
     methods = _Methods(observer)
@@ -101,23 +105,29 @@ class _Methods:
     def __init__(self, observer: RunningObserver) -> None:
         self.observer = observer
 
+    # Each question about executions first has what was delivered folded (``caught_up``).
     async def snapshot(self, r: ExecutionRequest) -> ExecutionSnapshot:
+        await self.observer.caught_up()
         with _known():
             return self.observer.queries.snapshot(r.execution_id)
 
     async def transitions(self, r: ExecutionRequest) -> list[TransitionRecord]:
+        await self.observer.caught_up()
         with _known():
             return self.observer.queries.transitions(r.execution_id)
 
     async def timeline(self, r: SessionRequest) -> ExecutionTimeline:
+        await self.observer.caught_up()
         with _known():
             return await self.observer.queries.timeline(r.session_id)
 
     async def consequences(self, r: ConsequencesRequest) -> list[ExecutionConsequenceView]:
+        await self.observer.caught_up()
         return await self.observer.queries.consequences(r.session_id, r.execution_ids)
 
     async def topology(self, _: NoArguments) -> StateMachineTopology:
         return self.observer.queries.topology()
 
     async def executions_list(self, r: ExecutionsRequest) -> ExecutionPage:
+        await self.observer.caught_up()
         return await self.observer.queries.executions_page(r.query())
