@@ -16,6 +16,20 @@ from tests.fakes.reasoning_memory import InMemoryMemory
 class Running:
     def __init__(self) -> None:
         self.memory = InMemoryMemory()
+        self.held_back: list[MemoryStored] = []  # delivered, not yet applied (the consumer gathers)
+
+    async def caught_up(self) -> None:
+        for k, data in enumerate(self.held_back, start=100):
+            self.memory.record(
+                new_event(
+                    data,
+                    aggregate_id=f"memory:{data.memory_id}",
+                    aggregate_version=1,
+                    actor="t",
+                    occurred_at=k,
+                )
+            )
+        self.held_back.clear()
 
 
 @pytest.fixture
@@ -78,3 +92,10 @@ async def test_the_table_keeps_the_methods_it_had(running: Running) -> None:
 
     table = memory_methods(RpcTable().method("ping", NoArguments, ping), running)
     assert set(table.methods()) == {"ping", "memory.search"}
+
+
+async def test_a_search_first_has_what_was_delivered_applied(running: Running, search: RpcMethod) -> None:
+    running.held_back.append(
+        MemoryStored(memory_id="m-late", session_id="s-3", kind="note", content={"text": "invite carol"})
+    )
+    assert [hit["memory_id"] for hit in await search({"q": "carol"})] == ["m-late"]

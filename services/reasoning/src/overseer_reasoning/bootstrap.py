@@ -51,6 +51,7 @@ class ReasoningService(Service):
         self.views: SessionViews
         self.memory: ReaderMemory
         self.driver: TurnDriver
+        self.runtime: Host
 
     def projections(self) -> Sequence[Projection]:
         return [self.conversations, self.states, self.memories, self.objects]
@@ -117,7 +118,12 @@ class ReasoningService(Service):
             col_enabled=self.col_enabled,
         )
 
+    async def caught_up(self) -> None:
+        """Apply at once the facts the consumer holds back to gather (see entrypoints/events.py)."""
+        await self.runtime.caught_up()
+
     async def start(self, runtime: Host) -> None:
+        self.runtime = runtime
         settings = runtime.settings.typed("reasoning", ReasoningSettings)
         self.col_enabled = bool(runtime.settings.section("col")["col_enabled"])  # default: overseer.toml
         self.history = ReaderConversationHistory(runtime.reader)

@@ -53,6 +53,10 @@ class RunningMemory(Protocol):
     @property
     def memory(self) -> MemorySearch: ...
 
+    async def caught_up(self) -> None:
+        """Apply at once the executions' facts delivered and held back to gather (other agents' calls are
+        remembered in bursts), so a search right after a call ended finds it."""
+
 
 class RunningReasoning(RunningMemory, Protocol):
     """What the RPC methods ask of the reasoning service; the runtime calls none before it started."""
@@ -89,6 +93,7 @@ def memory_methods(table: RpcTable, reasoning: RunningMemory) -> RpcTable:
     """``table`` with ``memory.search`` added, answered by ``reasoning.memory``."""
 
     async def search(r: MemorySearchRequest) -> list[dict[str, Any]]:
+        await reasoning.caught_up()
         return [hit.as_dict() for hit in await reasoning.memory.search(r.q, r.session_id, r.limit)]
 
     return table.method("memory.search", MemorySearchRequest, search)
