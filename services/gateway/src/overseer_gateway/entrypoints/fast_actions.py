@@ -1,18 +1,19 @@
 """A pure-ASGI fast path for the gateway's two hot endpoints, in front of the FastAPI application.
 
 Why it exists: every action an agent takes is one ``POST /v1/actions`` and one
-``GET /v1/actions/{id}?wait=S`` (or one ``POST /v1/actions?wait=S``). Through FastAPI most of their cost is the middleware chain, routing and
-dependency solving, not the work; this path does the work without them.
+``GET /v1/actions/{id}?wait=S``, or one ``POST /v1/actions?wait=S``. Through FastAPI most of their cost
+is the middleware chain, routing and dependency solving, not the work; this path does the work without
+them.
 
 It answers exactly as the FastAPI routes do, because it does the same things with the same parts:
 the body limit, strict-JSON rules and depth limit (:class:`BodyLimit`), the token check
 (:func:`auth.check`, constant time), the request model (:class:`ActionRequest`), the work
-(:func:`accept_action`, :func:`proposal_answer`, :func:`settled_view`) and the problem documents (``problems.py``). Anything it
-is not sure to answer the same way goes to FastAPI unchanged (a body already read is replayed): other
-paths and methods, repeated headers, content types other than ``application/json``, empty bodies or
-bodies the model refuses (FastAPI then writes its 422), malformed execution ids (422 too), query
-values other than plain numbers and the two ``until`` words. The FastAPI routes stay declared, so
-``/openapi.json`` does not change.
+(:func:`accept_action`, :func:`proposal_answer`, :func:`settled_view`) and the problem documents
+(``problems.py``). Anything it is not sure to answer the same way goes to FastAPI unchanged (a body
+already read is replayed): other paths and methods, repeated headers, content types other than
+``application/json``, empty bodies or bodies the model refuses (FastAPI then writes its 422), malformed
+execution ids (422 too), query values other than plain numbers and the ``until`` words. The FastAPI
+routes stay declared, so ``/openapi.json`` does not change.
 """
 
 from __future__ import annotations
