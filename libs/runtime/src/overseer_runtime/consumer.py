@@ -36,6 +36,8 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 
+from overseer_events.subjects import AWAITED_HEADER
+
 log = logging.getLogger("overseer.consumer")
 
 OnBatch = Callable[[list[Msg]], Awaitable[None]]
@@ -55,6 +57,11 @@ def stream_position(msg: Msg) -> tuple[int, int]:
         return int(tokens[5]), int(tokens[8])
     sequence = msg.metadata  # v2, or anything unusual: let nats.py parse (and refuse) it
     return sequence.sequence.stream, sequence.num_pending
+
+
+def marked_awaited(msg: Msg) -> bool:
+    """Whether the message's publisher marked it awaited (``AWAITED_HEADER``: someone waits on it to go on)."""
+    return msg.headers is not None and AWAITED_HEADER in msg.headers
 
 
 def _settle(waiter: asyncio.Future[None]) -> None:

@@ -26,9 +26,9 @@ from tenacity import RetryCallState, stop_never
 
 from overseer_events.envelope import Envelope, decode
 from overseer_events.errors import EventDecodeError, TransientError, UnknownEventType
-from overseer_events.subjects import AWAITED_HEADER, owner_of_subject, owns, subject_matches
+from overseer_events.subjects import owner_of_subject, owns, subject_matches
 from overseer_runtime import tracing
-from overseer_runtime.consumer import OnBatch, stream_position
+from overseer_runtime.consumer import OnBatch, marked_awaited, stream_position
 from overseer_runtime.store import EventStore, Projection, is_unwritable
 from overseer_runtime.unit_of_work import UnitOfWork, retry_while_unwritable
 
@@ -192,7 +192,7 @@ class Inbox:
                 return "duplicate"
             for projection in self.projections:
                 projection.apply(conn, event)
-            return self._handle(event, AWAITED_HEADER in headers)
+            return self._handle(event, marked_awaited(msg))
 
     async def _dead_letter(self, msg: Msg, reason: str) -> None:
         meta = msg.metadata

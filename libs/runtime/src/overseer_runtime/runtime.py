@@ -32,11 +32,11 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 from overseer_events.envelope import Envelope
-from overseer_events.subjects import AWAITED_HEADER, subject_matches
+from overseer_events.subjects import subject_matches
 from overseer_runtime import tracing
 from overseer_runtime.bus import connect
 from overseer_runtime.config import LOCAL_NATS_URL, Settings, load_settings
-from overseer_runtime.consumer import DurablePullConsumer
+from overseer_runtime.consumer import DurablePullConsumer, marked_awaited
 from overseer_runtime.credentials import NatsCredential, credentials_for
 from overseer_runtime.inbox import Inbox
 from overseer_runtime.metrics import ServiceMetrics
@@ -363,6 +363,6 @@ def _forerunner_filter(patterns: tuple[str, ...]) -> Callable[[Msg], bool]:
     """Whether a message is a forerunner: of the subjects that gather, and not marked awaited."""
 
     def forerunner(msg: Msg) -> bool:
-        return subject_matches(msg.subject, patterns) and not (msg.headers and AWAITED_HEADER in msg.headers)
+        return subject_matches(msg.subject, patterns) and not marked_awaited(msg)
 
     return forerunner

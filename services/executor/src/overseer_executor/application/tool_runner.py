@@ -144,9 +144,14 @@ class ToolCalls:
         joined = self._gathering
         if joined is not None:
             joined.outcomes.append((execution_id, outcome))
-            if execution_id not in await joined.written:
-                raise RuntimeError(f"the outcome of {execution_id} was not recorded (see the log)")
-            return
+            recorded = await joined.written
+        else:
+            recorded = await self._gather_and_write(execution_id, outcome)
+        if execution_id not in recorded:
+            raise RuntimeError(f"the outcome of {execution_id} was not recorded (see the log)")
+
+    async def _gather_and_write(self, execution_id: str, outcome: ToolOutcome) -> set[str]:
+        """Open a gathering with this outcome, let the calls ending in the same turn join, write them all."""
         gathering = self._gathering = _Gathering([(execution_id, outcome)])
         recorded: set[str] = set()
         try:
@@ -158,8 +163,7 @@ class ToolCalls:
             if self._gathering is gathering:  # cancelled while gathering: the next to end starts afresh
                 self._gathering = None
             gathering.written.set_result(recorded)
-        if execution_id not in recorded:
-            raise RuntimeError(f"the outcome of {execution_id} was not recorded (see the log)")
+        return recorded
 
     async def _write(self, outcomes: list[tuple[str, ToolOutcome]]) -> set[str]:
         """The execution ids whose outcomes ``record`` wrote: all in one transaction, else one by one."""

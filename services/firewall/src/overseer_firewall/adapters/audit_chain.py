@@ -22,7 +22,11 @@ from overseer_firewall.domain.audit import AuditEntry, AuditHead, record_text
 from overseer_runtime.projection import SqlProjection
 from overseer_runtime.readers import ReadModelReader
 
-_INSERT_ENTRY = "INSERT INTO fw_audit (idx, prev_hash, hash, record, kind, at) VALUES (?, ?, ?, ?, ?, ?)"
+_INTO_FW_AUDIT = "INTO fw_audit (idx, prev_hash, hash, record, kind, at) VALUES (?, ?, ?, ?, ?, ?)"
+
+
+def _entry_row(entry: AuditEntry, at: float) -> tuple[int, str, str, str, Any, float]:
+    return (entry.index, entry.prev_hash, entry.hash, entry.text, entry.record.get("kind"), at)
 
 
 class AuditProjection(SqlProjection):
@@ -59,17 +63,8 @@ def _anchored(conn: sqlite3.Connection, head: AuditHeadPublished) -> None:
 
 
 def _recorded(conn: sqlite3.Connection, data: AuditRecorded, event: Envelope) -> None:
-    conn.execute(
-        "INSERT OR IGNORE INTO fw_audit (idx, prev_hash, hash, record, kind, at) VALUES (?, ?, ?, ?, ?, ?)",
-        (
-            data.index,
-            data.prev_hash,
-            data.hash,
-            record_text(data.record),
-            data.record.get("kind"),
-            event.occurred_at,
-        ),
-    )
+    entry = AuditEntry(data.index, data.prev_hash, data.hash, data.record, record_text(data.record))
+    conn.execute("INSERT OR IGNORE " + _INTO_FW_AUDIT, _entry_row(entry, event.occurred_at))
 
 
 _FIRST = -(2**63)  # below any index SQLite can hold: "after" it is from the first entry
@@ -87,10 +82,7 @@ class SqliteAuditChain:
 
     def append(self, entry: AuditEntry, at: float) -> None:
         try:
-            self.conn.execute(
-                _INSERT_ENTRY,
-                (entry.index, entry.prev_hash, entry.hash, entry.text, entry.record.get("kind"), at),
-            )
+            self.conn.execute("INSERT " + _INTO_FW_AUDIT, _entry_row(entry, at))
         except sqlite3.IntegrityError as exc:
             raise ConcurrencyError(f"audit entry {entry.index} is already written") from exc
 
