@@ -5,7 +5,7 @@ Each test saves a screenshot in its tmp folder."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +80,44 @@ async def test_the_gateway_serves_the_console_at_the_root_and_its_modules_under_
     assert module.status_code == 200
     assert "javascript" in module.headers["content-type"]
     assert docs.status_code == 200
+
+
+async def test_a_page_s_refreshes_run_one_at_a_time_in_the_order_asked_so_an_older_answer_never_redraws_a_newer(
+    full_stack: FullStack, page: Page
+) -> None:
+    await page.goto(full_stack.url + "/")
+    runs = await page.evaluate(
+        """async () => {
+          const { refresher } = await import("/console/api.js");
+          const runs = [];
+          let inFlight = 0;
+          let n = 0;
+          // each run answers slower than the next would: overlapping runs would finish out of order
+          const refreshes = refresher(async () => {
+            const mine = ++n;
+            inFlight += 1;
+            runs.push({ run: mine, overlapped: inFlight > 1 });
+            await new Promise((resolve) => setTimeout(resolve, 60 - 20 * mine));
+            inFlight -= 1;
+            runs.push({ done: mine });
+          }, 10);
+          const first = refreshes.now();
+          refreshes.soon();
+          refreshes.soon();  // gathered with the one before
+          await new Promise((resolve) => setTimeout(resolve, 30));
+          await Promise.all([first, refreshes.now()]);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          return runs;
+        }"""
+    )
+    assert runs == [
+        {"run": 1, "overlapped": False},
+        {"done": 1},
+        {"run": 2, "overlapped": False},
+        {"done": 2},
+        {"run": 3, "overlapped": False},
+        {"done": 3},
+    ]
 
 
 async def test_an_operator_signs_in_chats_the_worked_example_approves_its_card_and_sees_the_mail_s_consequence(
@@ -216,15 +254,21 @@ async def test_the_agent_s_question_is_answered_in_place_and_the_turn_goes_on_to
 
 
 class StreamTap:
-    """The page's WebSocket connections, passed through to the gateway: their URLs, the last ``seq``
-    each forwarded to the page, and a way to drop the open one."""
+    """The page's WebSocket connections whose URL ``taps`` picks, passed through to the gateway: their
+    URLs, the last ``seq`` the open one forwarded to the page, and a way to drop it. Other connections
+    pass untouched: a page the console left may still open its stream as it finishes rendering, and
+    the page shown must not lose its frames to that one."""
 
-    def __init__(self) -> None:
+    def __init__(self, taps: Callable[[str], bool]) -> None:
+        self.taps = taps
         self.urls: list[str] = []
         self.last_seq: int | None = None
         self.open: WebSocketRoute | None = None
 
     def __call__(self, page_side: WebSocketRoute) -> None:
+        if not self.taps(page_side.url):
+            page_side.connect_to_server()  # with no handlers of its own, frames pass both ways
+            return
         self.urls.append(page_side.url)
         self.open = page_side
         server = page_side.connect_to_server()
@@ -248,7 +292,7 @@ class StreamTap:
 async def test_the_inbox_resumes_its_stream_from_the_last_seq_after_a_dropped_connection(
     full_stack: FullStack, page: Page, tmp_path: Path
 ) -> None:
-    tap = StreamTap()
+    tap = StreamTap(lambda url: "ecs.requested" in url)  # the inbox's stream, not the chat's
     await page.route_web_socket("**/v1/ws?*", tap)
     await sign_in(page, full_stack, "operator")
     await page.click("#nav a[data-page=approvals]")

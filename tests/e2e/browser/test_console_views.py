@@ -75,9 +75,9 @@ async def test_a_viewer_is_not_offered_the_audit_page(
 async def test_live_events_show_an_event_caused_after_the_page_opened_and_resume_from_the_last_seq_after_a_drop(
     full_stack: FullStack, page: Page, tmp_path: Path
 ) -> None:
-    tap = StreamTap()
-    await page.route_web_socket("**/v1/ws?*", tap)
     session_id = new_session("events-view")
+    tap = StreamTap(lambda url: f"session={session_id}" in url)  # the events page's stream
+    await page.route_web_socket("**/v1/ws?*", tap)
     await sign_in(page, full_stack, "operator")
     await page.click("#nav a[data-page=events]")
     await page.fill("#event-session", session_id)

@@ -57,6 +57,31 @@ export const post = (path, body) => api("POST", path, body);
 export const put = (path, body) => api("PUT", path, body);
 
 /**
+ * `refresh` run one at a time, in the order asked: `soon()` gathers the asks of the next 100 ms into
+ * one run, `now()` runs it after any run under way. Runs never overlap, so an older answer never
+ * redraws over a newer one (an event and the stream's reopening may both ask while a fetch is out).
+ */
+export function refresher(refresh, delay = 100) {
+  let timer = null;
+  let running = Promise.resolve();
+  function now() {
+    running = running.catch(() => {}).then(() => refresh());
+    return running;
+  }
+  return {
+    now,
+    soon() {
+      if (timer) return;
+      timer = setTimeout(() => { timer = null; now(); }, delay);
+    },
+    stop() {
+      clearTimeout(timer);
+      timer = null;
+    },
+  };
+}
+
+/**
  * The live stream: `onEvent({seq, subject, type, event})` for each event matching `subjects` (and
  * `session`). After a dropped connection it reconnects with `since=<last seq>`, so nothing is missed.
  * Returns `close()`.

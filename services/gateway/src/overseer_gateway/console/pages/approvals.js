@@ -2,7 +2,7 @@
 // executor asks, no reload), decided with a comment; j/k move, a approves, r rejects. A question nobody
 // answered in time is escalated to an admin: it comes first, marked, and an admin is told it is theirs.
 
-import { get, live } from "../api.js";
+import { get, live, refresher } from "../api.js";
 import { approvalCard } from "../cards.js";
 import { clear, h } from "../dom.js";
 
@@ -22,7 +22,6 @@ export async function render(root, app) {
   }
   const cards = new Map();
   let focused = 0;
-  let pending = null;
 
   function cardsShown() {
     return [...list.querySelectorAll("article.approval")];
@@ -73,10 +72,8 @@ export async function render(root, app) {
     if (active && list.contains(active)) active.focus();
   }
 
-  function schedule() {
-    if (pending) return;
-    pending = setTimeout(async () => { pending = null; await refresh(); }, 100);
-  }
+  const refreshes = refresher(refresh);
+  const schedule = refreshes.soon;
 
   function onKey(event) {
     if (event.target.closest?.("input, textarea, select") || event.metaKey || event.ctrlKey || event.altKey) return;
@@ -107,6 +104,6 @@ export async function render(root, app) {
     onState: (s) => { if (s === "open") schedule(); },
     onEvent: () => schedule(),
   });
-  await refresh();
-  return () => { stream.close(); document.removeEventListener("keydown", onKey); clearTimeout(pending); };
+  await refreshes.now();
+  return () => { stream.close(); document.removeEventListener("keydown", onKey); refreshes.stop(); };
 }

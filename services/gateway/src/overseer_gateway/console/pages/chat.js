@@ -2,7 +2,7 @@
 // (each step as the agent thinking, the reply), approval cards and questions answered in place, and
 // the cognitive trace folded under the reply.
 
-import { get, live, post } from "../api.js";
+import { get, live, post, refresher } from "../api.js";
 import { approvalCard } from "../cards.js";
 import { clear, h, when } from "../dom.js";
 
@@ -93,7 +93,6 @@ function questionCard(view, app, onAnswered) {
 export async function render(root, app, [selected]) {
   let sessionId = selected || sessionStorage.getItem("overseer.session") || null;
   let stream = null;
-  let refetching = null;
   let shownStatus = null;
   const cards = new Map();
 
@@ -168,10 +167,8 @@ export async function render(root, app, [selected]) {
     thread.scrollTop = thread.scrollHeight;
   }
 
-  function schedule() {
-    if (refetching) return;
-    refetching = setTimeout(async () => { refetching = null; await refresh(); }, 100);
-  }
+  const refreshes = refresher(refresh);
+  const schedule = refreshes.soon;
 
   function follow() {
     stream?.close();
@@ -231,5 +228,5 @@ export async function render(root, app, [selected]) {
 
   await loadSessions();
   if (sessionId) { open(sessionId); } else { open(newSessionId(), true); }
-  return () => { stream?.close(); clearTimeout(refetching); };
+  return () => { stream?.close(); refreshes.stop(); };
 }
