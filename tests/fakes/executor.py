@@ -29,7 +29,7 @@ from overseer_events.catalogue import (
 from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.machines import TOOL_NODE, ExecutionStatus
 from overseer_events.views import ExecutionConsequenceView
-from overseer_executor.application.handlers import ExecutionHandlers, ExecutorUnit
+from overseer_executor.application.handlers import ExecutionHandlers, ExecutorUnit, calls_to_run_ahead
 from overseer_executor.application.ports import (
     ApprovalForm,
     AskedApproval,
@@ -470,6 +470,14 @@ class ExecutorHarness:
             self.store.receive(event)
             self.table.handle(uow, event)
         self.after_commit.extend(uow.work)
+
+    async def deliver_batch(self, *events: Envelope, run_ahead: float = 1.0) -> None:
+        """``events`` consumed as one batch: the read-only calls its verdicts start run ahead of it first,
+        for at most ``run_ahead`` seconds (as the executor's ``prepare``), then each is delivered."""
+        ahead = calls_to_run_ahead(events, self.store.contracts, self.tools, self.clock())
+        async with self.calls.ahead(ahead, run_ahead):
+            for event in events:
+                self.deliver(event)
 
     def execute(self, work: Callable[[ExecutorUnit], T]) -> T:
         """``work`` in a unit of work of its own (as ``Runtime.execute``)."""

@@ -24,6 +24,7 @@ ALICE = Principal(kind="operator", id="alice")
 
 EMAIL = ToolSpec("email.send", irreversible=True, level="APPROVE")
 FS_LIST = ToolSpec("fs.list", idempotent=True, level="AUTO")
+DIR_READ = ToolSpec("dir.read", idempotent=True, level="AUTO", read_only=True)  # says it has no effect
 SPECS = {spec.name: spec for spec in (EMAIL, FS_LIST)}
 
 INVITE = {"to": "bob@example.com", "subject": "Meeting", "body": "Tomorrow at 10?"}

@@ -16,6 +16,7 @@ from overseer_events.subjects import KEPT_IN_STORE
 from overseer_executor.domain.tools import ToolCall, ToolError
 from tests.fakes.executor import Answer, ExecutorHarness, FakeClock, FakeTools
 from tests.unit.executor.executor_builders import (
+    DIR_READ,
     EMAIL,
     FS_LIST,
     INVITE,
@@ -23,6 +24,7 @@ from tests.unit.executor.executor_builders import (
     human,
     proposal,
     session_cancel,
+    verdict,
     verdict_issued,
 )
 
@@ -164,6 +166,96 @@ async def test_every_move_of_overseers_own_agents_call_is_marked_awaited_and_an_
         "execution.transitioned",
     ]
     assert ex.store.awaited() == own
+
+
+# -- calls that can have no effect, run ahead of the transaction that starts them ---------------------
+def reading_executor(*answers: Answer) -> ExecutorHarness:
+    """``dir.read`` declared read-only (it says it has no effect); it answers ``answers`` in order."""
+    return ExecutorHarness(FakeTools([DIR_READ, EMAIL]).answer("dir.read", *answers), FakeClock(1_000.0))
+
+
+async def test_a_read_only_call_its_verdict_starts_runs_ahead_and_starts_and_ends_in_its_commit() -> None:
+    ex = reading_executor("a.txt b.txt")
+    await ex.deliver_batch(
+        event(proposal("exec-001", tool="dir.read", args=LISTING)),
+        event(verdict_issued("exec-001", "allow", LISTING, tool="dir.read")),
+    )
+    done = ex.contract("exec-001")
+    assert (done.status, done.result) == (S.COMPLETED, "a.txt b.txt")
+    assert ex.tools.calls == [ToolCall("dir.read", LISTING, "exec-001", "session-abc", 30.0)]
+    assert ex.after_commit == []  # nothing left to run after the commit, and no second transaction
+    published = [e for e in ex.emitted if e.type not in KEPT_IN_STORE]
+    assert [(e.type, e.aggregate_version) for e in published] == [
+        ("execution.contract_created", 2),
+        ("execution.transitioned", 3),
+    ]
+    assert [(m[0], m[1]) for m in moves(ex, "exec-001")] == [("pending", "running"), ("running", "completed")]
+
+
+async def test_a_read_only_call_whose_proposal_came_in_an_earlier_batch_runs_ahead_too() -> None:
+    ex = reading_executor("a.txt")
+    ex.deliver(event(proposal("exec-001", tool="dir.read", args=LISTING)))
+    await ex.deliver_batch(event(verdict_issued("exec-001", "allow", LISTING, tool="dir.read")))
+    assert (ex.contract("exec-001").status, ex.after_commit) == (S.COMPLETED, [])
+
+
+async def test_only_a_read_only_call_a_verdict_starts_at_once_runs_ahead() -> None:
+    ex = reading_executor("a.txt", "b.txt")
+    held = event(proposal("exec-held", tool="dir.read", args=LISTING))
+    mail = event(proposal("exec-mail", args=INVITE))
+    waits = event(proposal("exec-after", tool="dir.read", args=LISTING, depends_on="exec-mail"))
+    await ex.deliver_batch(
+        held,
+        mail,
+        waits,
+        event(verdict_issued("exec-held", "hold", LISTING, tool="dir.read")),
+        event(verdict_issued("exec-mail", "allow", INVITE, level="APPROVE")),
+        event(verdict_issued("exec-after", "allow", LISTING, tool="dir.read")),
+    )
+    assert ex.tools.calls == []  # held, not read-only, waiting on its dependency: none ran ahead
+    statuses = [ex.contract(e).status for e in ("exec-held", "exec-mail", "exec-after")]
+    assert statuses == [S.WAITING, S.RUNNING, S.PENDING]
+    assert len(ex.after_commit) == 1  # the mail, after its commit
+
+
+async def test_a_read_only_call_slower_than_the_budget_is_cancelled_and_runs_after_the_commit() -> None:
+    async def late(_: ToolCall) -> str:
+        await asyncio.sleep(0.5)
+        return "late"
+
+    ex = reading_executor(late, "on time")
+    await ex.deliver_batch(
+        event(proposal("exec-001", tool="dir.read", args=LISTING)),
+        event(verdict_issued("exec-001", "allow", LISTING, tool="dir.read")),
+        run_ahead=0.05,
+    )
+    assert ex.contract("exec-001").status == S.RUNNING
+    assert await ex.settle() == 1
+    done = ex.contract("exec-001")
+    assert (done.status, done.result) == (S.COMPLETED, "on time")
+
+
+async def test_an_outcome_run_ahead_with_other_arguments_than_the_call_is_to_run_with_is_not_used() -> None:
+    ex = reading_executor("elsewhere", "here")
+    ex.deliver(event(proposal("exec-001", tool="dir.read", args=LISTING)))
+    elsewhere = ex.contract("exec-001").with_verdict(verdict("allow", {"path": "elsewhere"}))
+    async with ex.calls.ahead([elsewhere], 1.0):
+        ex.deliver(event(verdict_issued("exec-001", "allow", LISTING, tool="dir.read")))
+    assert ex.contract("exec-001").status == S.RUNNING
+    await ex.settle()
+    assert ex.contract("exec-001").result == "here"
+
+
+async def test_an_outcome_run_ahead_is_forgotten_once_its_batch_is_applied() -> None:
+    ex = reading_executor("for the batch", "after it")
+    ex.deliver(event(proposal("exec-001", tool="dir.read", args=LISTING)))
+    listing = ex.contract("exec-001").with_verdict(verdict("allow", LISTING))
+    async with ex.calls.ahead([listing], 1.0):
+        pass
+    ex.deliver(event(verdict_issued("exec-001", "allow", LISTING, tool="dir.read")))
+    assert ex.contract("exec-001").status == S.RUNNING
+    await ex.settle()
+    assert ex.contract("exec-001").result == "after it"
 
 
 # -- human decisions -------------------------------------------------------------------------------

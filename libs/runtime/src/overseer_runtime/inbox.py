@@ -18,6 +18,7 @@ import contextlib
 import logging
 import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 
 from nats.aio.msg import Msg
@@ -39,6 +40,11 @@ Handle = Callable[[Envelope, bool], UnitOfWork]
 batch's transaction) and return it."""
 Committed = Callable[[Sequence[UnitOfWork]], Awaitable[None]]
 """What follows the commit of a batch's units of work (publishing, waking waiters, after-commit work)."""
+Prepare = Callable[[Sequence[Envelope]], AbstractAsyncContextManager[object]]
+"""What the service does with a batch's events before its transaction, undone once the batch is
+applied (:meth:`~overseer_runtime.service.Service.prepare`)."""
+Admitted = list[tuple[Msg, Envelope | str]]
+"""A batch's messages, each with its event or why it is not applied (see ``_admit``)."""
 
 
 @dataclass(slots=True)
@@ -67,6 +73,7 @@ class Inbox:
         nak_delay: float,
         dead_lettered: Callable[[], None] = lambda: None,
         applies: Callable[[Envelope], bool] = lambda _: True,
+        prepare: Prepare = lambda _: nullcontext(),
     ) -> None:
         self.service = service
         self.store = store
@@ -78,6 +85,7 @@ class Inbox:
         self._nak_delay = nak_delay
         self._dead_lettered = dead_lettered
         self._applies = applies
+        self._prepare = prepare
 
     def on_batch(self, consumer: str, wanted: tuple[str, ...]) -> OnBatch:
         """The batch callback of ``consumer``, which asked for the subjects ``wanted``."""
@@ -88,12 +96,16 @@ class Inbox:
         return on_batch
 
     async def apply_batch(self, consumer: str, wanted: tuple[str, ...], messages: list[Msg]) -> None:
-        try:
-            applied = self._apply_messages(consumer, wanted, messages)
-        except sqlite3.Error as exc:
-            if not is_unwritable(exc):
-                raise
-            applied = await self._apply_when_writable(consumer, wanted, messages)
+        admitted: Admitted = [(msg, self._admit(msg, wanted)) for msg in messages]
+        applied: Applied | None = None
+        async with self._prepare([event for _, event in admitted if isinstance(event, Envelope)]):
+            try:
+                applied = self._apply_messages(consumer, admitted)
+            except sqlite3.Error as exc:
+                if not is_unwritable(exc):
+                    raise
+        if applied is None:  # what was prepared is dropped: a later try prepares nothing
+            applied = await self._apply_when_writable(consumer, admitted)
         # Ack only after commit: a crash before this line redelivers, and the
         # recorded event_ids make the redelivery a no-op. What the batch emitted is
         # handed to the connection first, so it leaves in the same write as the acks.
@@ -105,15 +117,15 @@ class Inbox:
         for msg, reason in applied.poison:
             await self._dead_letter(msg, reason)
 
-    def _apply_messages(self, consumer: str, wanted: tuple[str, ...], messages: list[Msg]) -> Applied:
+    def _apply_messages(self, consumer: str, admitted: Admitted) -> Applied:
         applied = Applied()
         last_seq = 0
         # One transaction for the whole batch; each message in a savepoint so one bad
         # message rolls back alone while the rest of the batch still commits.
         with self.store.transaction() as conn:
-            for msg in messages:
+            for msg, event in admitted:
                 last_seq = max(last_seq, stream_position(msg)[0])
-                outcome = self._apply_one(conn, msg, wanted)
+                outcome = self._apply_one(conn, msg, event)
                 match outcome:
                     case UnitOfWork():
                         applied.units.append(outcome)
@@ -128,9 +140,7 @@ class Inbox:
                 self.store.advance_tracking(consumer, last_seq)
         return applied
 
-    async def _apply_when_writable(
-        self, consumer: str, wanted: tuple[str, ...], messages: list[Msg]
-    ) -> Applied:
+    async def _apply_when_writable(self, consumer: str, admitted: Admitted) -> Applied:
         """Apply the batch again, after a backoff each time, until the store takes it.
 
         A store that refuses writes (a full disk, an immutable file) is not the events'
@@ -142,26 +152,30 @@ class Inbox:
         """
 
         async def keep_in_progress(_: RetryCallState) -> None:
-            for msg in messages:
+            for msg, _event in admitted:
                 with contextlib.suppress(Exception):
                     await msg.in_progress()
 
         return await retry_while_unwritable(
             self.store,
-            lambda: self._apply_messages(consumer, wanted, messages),
+            lambda: self._apply_messages(consumer, admitted),
             stop=stop_never,
             before_sleep=keep_in_progress,
         )
 
-    def _apply_one(self, conn: sqlite3.Connection, msg: Msg, wanted: tuple[str, ...]) -> UnitOfWork | str:
-        """The message's unit of work, or what became of it: skipped, duplicate, transient, or why it is poison."""
+    def _admit(self, msg: Msg, wanted: tuple[str, ...]) -> Envelope | str:
+        """The message's event, if this process applies it; else why not (see ``_admit``)."""
         event = _admit(msg, wanted)
-        if isinstance(event, str):
-            return event
-        if not self._applies(event):
+        if isinstance(event, Envelope) and not self._applies(event):
             # Another partition's (another replica applies it), or one the service ignores: acknowledged
             # unrecorded, and the tracking row still advances past it with the batch.
             return "skipped"
+        return event
+
+    def _apply_one(self, conn: sqlite3.Connection, msg: Msg, event: Envelope | str) -> UnitOfWork | str:
+        """The message's unit of work, or what became of it: skipped, duplicate, transient, or why it is poison."""
+        if isinstance(event, str):
+            return event
         conn.execute("SAVEPOINT message")
         try:
             outcome = self._record_and_handle(conn, msg, event)

@@ -167,6 +167,7 @@ class Runtime:
             store=self.store,
             projections=self.projections,
             handle=self._handle,
+            prepare=self.service.prepare,
             committed=self.transactions.committed,
             js=self.js,
             dead_letter_subject=self.subjects.dlq(self.service.name),

@@ -9,7 +9,9 @@ for every service. The handler table is keyed by the event's class, so a handler
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Coroutine, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from nats.aio.client import Client
@@ -135,6 +137,13 @@ class Service:
         store keeps only what its read models and handlers need. Nothing is lost: such an event
         changes nothing, now or on a rebuild."""
         return False
+
+    def prepare(self, events: Sequence[Envelope]) -> AbstractAsyncContextManager[object]:
+        """What the service does with a batch's events before the batch's transaction opens, and undoes
+        once it is applied: work that may wait (a call with no effect run ahead, so its outcome is
+        recorded with what started it) and must not hold the store's write lock meanwhile. A handler
+        that finds nothing prepared does the work the usual way. Nothing, unless a service says so."""
+        return contextlib.nullcontext()
 
     def health_details(self) -> dict[str, Any]:
         """What the service adds to its health answer (``details``): how it runs (its planner, say)."""

@@ -15,7 +15,9 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 
+from overseer_events.catalogue import VerdictIssued
 from overseer_events.envelope import Envelope
 from overseer_executor.adapters.contracts_sql import (
     ContractsProjection,
@@ -26,7 +28,7 @@ from overseer_executor.adapters.contracts_sql import (
 from overseer_executor.adapters.path_grants import PathGrantsProjection, SqliteGrantedPaths
 from overseer_executor.adapters.tools.registry import ToolRegistry, build_registry
 from overseer_executor.application.catalogue import CatalogueAnnouncer
-from overseer_executor.application.handlers import ExecutionHandlers, ExecutorUnit
+from overseer_executor.application.handlers import ExecutionHandlers, ExecutorUnit, calls_to_run_ahead
 from overseer_executor.application.tool_runner import RetryPolicy, ToolCalls, ToolRunner
 from overseer_executor.domain.contract import ExecutionContract
 from overseer_executor.domain.rules import ToolOutcome
@@ -70,6 +72,16 @@ class ExecutorService(Service):
 
     def partition_key(self, event: Envelope) -> str | None:
         return events.partition_key(event.data)
+
+    def prepare(self, batch: Sequence[Envelope]) -> AbstractAsyncContextManager[object]:
+        """The calls of read-only tools the batch's verdicts start, run before its transaction opens
+        (``[executor] run_ahead_seconds``; see ``ToolCalls.ahead``)."""
+        budget = self.settings.run_ahead_seconds
+        if budget <= 0 or not any(isinstance(event.data, VerdictIssued) for event in batch):
+            return contextlib.nullcontext()
+        # Read outside any transaction: none is open while this coroutine runs (each is synchronous).
+        contracts = SqliteContractRepository(self.runtime.store.conn)
+        return self.calls.ahead(calls_to_run_ahead(batch, contracts, self.registry, time.time()), budget)
 
     def rpc(self) -> RpcTable:
         return rpc(

@@ -26,6 +26,7 @@ class ExecutorSettings(Section):
     agent_outcome_seconds: float = Field(gt=0)
     max_result_chars: int
     drain_seconds: float
+    run_ahead_seconds: float = Field(ge=0)
 
 
 class EmailSettings(Section):

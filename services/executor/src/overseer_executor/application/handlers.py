@@ -3,7 +3,11 @@
 Handlers are synchronous and run inside the batch's SQLite transaction, on the
 ports of its :class:`ExecutorUnit`. A tool never runs inside one: it is started *after*
 the commit that made the contract RUNNING (crash safety: RUNNING is journaled
-before the call), and its outcome is recorded in a transaction of its own.
+before the call), and its outcome is recorded in a transaction of its own. Except
+a call that can have no effect (its tool says it is read-only): a verdict that
+starts one may find it already run, before its batch's transaction opened
+(:func:`calls_to_run_ahead`, ``ToolCalls.ahead``), and then records the start and
+the end in one commit. A crash in between loses nothing: there was no effect.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from overseer_executor.domain.rules import (
     decide_stale_twin_card,
     decide_tool_outcome,
     decide_verdict,
+    starts_at_once,
 )
 from overseer_runtime.unit_of_work import AfterCommit, Emit
 
@@ -216,11 +221,42 @@ class ExecutionHandlers:
             )
         contract = outcome.contract
         if outcome.run_tool:
-            unit.after_commit(lambda: unit.calls.run(contract))
+            ran = unit.calls.ran_ahead(contract)
+            # A read-only call run before this transaction ends in it too, moving on from the contract
+            # as just recorded (its draft announced, its version the events').
+            running = unit.contracts.get(contract.execution_id) if ran is not None else None
+            if ran is not None and running is not None:
+                self._commit(unit, running, decide_tool_outcome(running, ran, now=unit.clock()))
+            else:
+                unit.after_commit(lambda: unit.calls.run(contract))
         if contract.status in TERMINAL_STATUSES and before.status not in TERMINAL_STATUSES:
             for dependent in unit.contracts.pending_dependents(contract.execution_id):
                 if dependent.verdict is not None:
                     self._apply_verdict(unit, dependent, dependent.verdict)
+
+
+def calls_to_run_ahead(
+    events: Iterable[Envelope], contracts: ContractRepository, tools: ToolSpecs, now: float
+) -> list[ExecutionContract]:
+    """The calls a batch's verdicts will start at once whose tools say they have no effect (read-only),
+    as they will run: these may run before the batch's transaction opens (``ToolCalls.ahead``). The
+    contract comes from the batch's own proposal, else from the store (read outside any transaction)."""
+    drafted: dict[str, ExecutionContract] = {}
+    ahead: list[ExecutionContract] = []
+    for event in events:
+        match event.data:
+            case ExecutionProposed() as proposal:
+                created = open_contract(proposal, tools.spec(proposal.tool), node_id="", now=now)
+                drafted[proposal.execution_id] = ExecutionContract.from_created(created)
+            case VerdictIssued() as issued:
+                contract = drafted.get(issued.execution_id) or contracts.get(issued.execution_id)
+                if contract is None:
+                    continue
+                spec = tools.spec(contract.tool)
+                verdict = Verdict.from_event(issued)
+                if spec is not None and spec.read_only and starts_at_once(contract, verdict):
+                    ahead.append(contract.with_verdict(verdict))
+    return ahead
 
 
 class CancelRefused(Exception):

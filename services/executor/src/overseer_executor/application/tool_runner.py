@@ -13,8 +13,9 @@ same moment.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,6 +113,7 @@ class ToolCalls:
         self.record = record
         self._running: dict[str, asyncio.Task[None] | None] = {}
         self._gathering: _Gathering | None = None  # the outcomes waiting for the next journal write
+        self._ran: dict[str, tuple[ExecutionContract, ToolOutcome]] = {}  # see ``ahead``
 
     def in_flight(self, execution_id: str) -> bool:
         """Whether this process runs the contract's call now (recovery must not run it again)."""
@@ -183,6 +185,39 @@ class ToolCalls:
             else:
                 recorded.add(one[0])
         return recorded
+
+    @contextlib.asynccontextmanager
+    async def ahead(self, contracts: Sequence[ExecutionContract], budget: float) -> AsyncIterator[None]:
+        """Run these calls now, before the transaction that will start them, waiting at most ``budget``
+        seconds; inside the context, that transaction finds each outcome (``ran_ahead``). Only for calls
+        that can have no effect (read-only tools): run ahead, a call's start and end are journaled in
+        one commit, and a crash before it only loses a call nobody can tell from one never made. A call
+        still running at ``budget`` is cancelled and runs after the commit like any other."""
+        runs = {contract.execution_id: contract for contract in contracts}
+        tasks = {execution_id: asyncio.ensure_future(self.runner.run(c)) for execution_id, c in runs.items()}
+        if tasks:
+            await asyncio.wait(tasks.values(), timeout=budget)
+        late = [task for task in tasks.values() if not task.done()]
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
+        for execution_id, task in tasks.items():
+            if not task.cancelled() and task.exception() is None:
+                self._ran[execution_id] = (runs[execution_id], task.result())
+        try:
+            yield
+        finally:
+            for execution_id in tasks:
+                self._ran.pop(execution_id, None)
+
+    def ran_ahead(self, contract: ExecutionContract) -> ToolOutcome | None:
+        """The outcome of the contract's call if it ran ahead (``ahead``) exactly as it is to run now: the
+        same tool with the same arguments. Taken once."""
+        ran = self._ran.pop(contract.execution_id, None)
+        if ran is None:
+            return None
+        call, outcome = ran
+        return outcome if (call.tool, call.run_args) == (contract.tool, contract.run_args) else None
 
     async def drain(self, timeout: float) -> None:
         """Let the calls in flight finish and record their outcome, for at most ``timeout`` seconds."""

@@ -163,6 +163,21 @@ def _fire(moves: Moves, triggers: tuple[str, ...], actor: str, text: str | None)
     return moves
 
 
+def starts_at_once(contract: ExecutionContract, verdict: Verdict) -> bool:
+    """Whether ``verdict`` starts the PENDING contract's call here and at once: an allowed tool call the
+    executor runs, with no dependency to wait for, and not irreversible (whose twin may refuse it).
+    ``decide_verdict`` stays the authority; this only picks calls that may be run ahead of it."""
+    plan = VERDICT_PLANS.get((contract.action_type, verdict.decision))
+    return (
+        plan is not None
+        and plan.run_tool
+        and contract.status == ExecutionStatus.PENDING
+        and contract.depends_on is None
+        and not contract.irreversible
+        and contract.runs_here
+    )
+
+
 def decide_verdict(
     contract: ExecutionContract,
     verdict: Verdict,
