@@ -33,8 +33,9 @@ SUBSCRIPTIONS = (
     # agent's own are awaited (see Subscription.gather): the others gather, off every critical path,
     # for at most FACTS_GATHER, and anything else this consumer reads ends the wait.
     Subscription(owner="observer", types=("observation.execution_fact",), gather=FACTS_GATHER),
-    # The approval forms of its calls that wait for a person: shown as cards in the session.
-    Subscription(owner="executor", types=("ecs.requested",)),
+    # The approval forms of its calls that wait for a person: shown as cards in the session. Its own
+    # agent's are awaited and applied at once; those of external agents' calls gather like the facts.
+    Subscription(owner="executor", types=("ecs.requested",), gather=FACTS_GATHER),
     # The Cognitive Objects the person keeps (read at the start of each turn, from the read model).
     Subscription(owner="col", types=("co.created", "co.updated", "co.transitioned")),
     # A grant a person's answer asked for, recorded or refused: the turn resumes with it.
