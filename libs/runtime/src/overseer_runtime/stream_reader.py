@@ -6,15 +6,23 @@ replica. A server that batches direct gets (2.11 and later) answers up to
 ``batch`` messages and an end-of-batch status per request; an older one answers
 a single message, which the reader notices (no ``Nats-Num-Pending`` header) and
 then asks once per message.
+
+The answers come to one reply subscription per reader (``<inbox>.*``, each request its own token),
+made at the first request and kept until :meth:`StreamReader.close`: subscribing and unsubscribing per
+request would cost the server a change of its subscription table (and of its routing cache) each time.
 """
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import orjson
 from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 from nats.js.api import Header
 
 API_PREFIX = "$JS.API"
@@ -40,6 +48,23 @@ class StreamReader:
         self.batch = batch
         self.timeout = timeout
         self.request_subject = f"{api_prefix}.DIRECT.GET.{stream}"
+        self._replies: Subscription | None = None  # ``<inbox>.*``: every request's answers
+        self._inbox = ""
+        self._subscribing = asyncio.Lock()
+        self._tokens = itertools.count()
+        self._answers: dict[str, asyncio.Queue[Msg]] = {}  # by reply subject, while its request is open
+
+    async def close(self) -> None:
+        """Drop the reply subscription (a later request makes a new one)."""
+        replies, self._replies = self._replies, None
+        if replies is not None:
+            await replies.unsubscribe()
+
+    async def __aenter__(self) -> StreamReader:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()
 
     async def messages(
         self, subject: str, *, after: int = 0, through: int | None = None
@@ -59,14 +84,14 @@ class StreamReader:
     async def _batch(self, subject: str, seq: int) -> tuple[list[StreamMessage], bool]:
         """One direct get from ``seq``: the messages answered, and whether more may follow."""
         request = orjson.dumps({"seq": seq, "next_by_subj": subject, "batch": self.batch})
-        inbox = self.nc.new_inbox()
-        sub = await self.nc.subscribe(inbox)
+        reply, answers = await self._open_request()
         found: list[StreamMessage] = []
         try:
-            await self.nc.publish(self.request_subject, request, reply=inbox)
+            await self.nc.publish(self.request_subject, request, reply=reply)
             while True:
                 try:
-                    msg = await sub.next_msg(timeout=self.timeout)
+                    async with asyncio.timeout(self.timeout):
+                        msg = await answers.get()
                 except TimeoutError as exc:
                     if found:  # an answer without an end-of-batch mark: carry on from the last message
                         return found, True
@@ -92,4 +117,19 @@ class StreamReader:
                 if "Nats-Num-Pending" not in headers:  # a server that does not batch: one message per request
                     return found, True
         finally:
-            await sub.unsubscribe()
+            self._answers.pop(reply, None)  # a late answer to it is dropped
+
+    async def _open_request(self) -> tuple[str, asyncio.Queue[Msg]]:
+        """A reply subject of its own for one request, and the queue its answers arrive in."""
+        async with self._subscribing:  # two first requests at once must not make two subscriptions
+            if self._replies is None:
+                self._inbox = self.nc.new_inbox()
+                self._replies = await self.nc.subscribe(f"{self._inbox}.*", cb=self._answered)
+        reply = f"{self._inbox}.{next(self._tokens)}"
+        answers = self._answers[reply] = asyncio.Queue()
+        return reply, answers
+
+    async def _answered(self, msg: Msg) -> None:
+        answers = self._answers.get(msg.subject)
+        if answers is not None:
+            answers.put_nowait(msg)

@@ -11,10 +11,10 @@ from overseer_runtime.stream_reader import StreamReader, StreamReadError
 
 async def admin_policy_published(nc: Client, subjects: Subjects) -> bool:
     """True once the stream holds a ``policy.admin_replaced`` (False too when it cannot be read now)."""
-    reader = StreamReader(nc, subjects.events_stream, batch=1)
-    try:
-        async for _ in reader.messages(subjects.event("firewall", AdminPolicyReplaced.TYPE)):
-            return True
-    except StreamReadError:
-        return False
+    async with StreamReader(nc, subjects.events_stream, batch=1) as reader:
+        try:
+            async for _ in reader.messages(subjects.event("firewall", AdminPolicyReplaced.TYPE)):
+                return True
+        except StreamReadError:
+            return False
     return False

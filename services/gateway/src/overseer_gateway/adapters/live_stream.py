@@ -355,3 +355,5 @@ class LiveStream:
         self._delta_feeds.clear()
         for feed in list(self._ephemeral_feeds):
             await self._unfollow_ephemerals(feed)
+        with contextlib.suppress(Exception):
+            await self.reader.close()
