@@ -1,4 +1,5 @@
-"""The fast path for ``POST /v1/actions`` and ``GET /v1/actions/{id}`` (entrypoints/fast_actions.py).
+"""The fast path for ``POST /v1/actions``, ``GET /v1/actions/{id}`` and ``POST /v1/approvals/{id}``
+(entrypoints/fast_actions.py).
 
 Over real HTTP against the running gateway, and compared byte for byte with the same requests answered by
 the gateway's FastAPI application alone, served next to it: the fast path must not change any answer.
@@ -23,6 +24,8 @@ PROBLEM = "application/problem+json"
 MAX_BODY = 4096
 GOOD = b'{"session_id": "fast-1", "tool": "fs.list", "args": {"path": "."}}'
 UNKNOWN_ID = "0190aaaa-0000-7000-8000-00000000fa57"
+DECIDE = b'{"decision": "approve", "args_hash": "h"}'
+UNKNOWN_CARD = f"/v1/approvals/{UNKNOWN_ID}"
 
 
 @pytest.fixture(scope="module")
@@ -188,6 +191,16 @@ SAME_AS_FASTAPI: list[tuple[str, str, str, str | None, bytes | None, str | None]
     ("GET id too long", "GET", "/v1/actions/" + "a" * 129, "viewer", None, None),
     ("HEAD", "HEAD", f"/v1/actions/{UNKNOWN_ID}", "viewer", None, None),
     ("PUT", "PUT", "/v1/actions", "agent", GOOD, "application/json"),
+    ("decide no token", "POST", UNKNOWN_CARD, None, DECIDE, "application/json"),
+    ("decide as an agent", "POST", UNKNOWN_CARD, "agent", DECIDE, "application/json"),
+    ("decide malformed JSON", "POST", UNKNOWN_CARD, "operator", b'{"decision": ', "application/json"),
+    ("decide unknown word", "POST", UNKNOWN_CARD, "operator", b'{"decision": "maybe", "args_hash": "h"}', "application/json"),
+    ("decide unknown field", "POST", UNKNOWN_CARD, "operator", b'{"decision": "approve", "args_hash": "h", "x": 1}', "application/json"),
+    ("decide no card", "POST", UNKNOWN_CARD, "operator", DECIDE, "application/json"),
+    ("decide with a query", "POST", UNKNOWN_CARD + "?x=1", "operator", DECIDE, "application/json"),
+    ("decide id too long", "POST", "/v1/approvals/" + "a" * 129, "operator", DECIDE, "application/json"),
+    ("decide too large", "POST", UNKNOWN_CARD, "operator", b"x" * (MAX_BODY + 1), "application/json"),
+    ("decide not JSON", "POST", UNKNOWN_CARD, "operator", DECIDE, "text/plain"),
 ]  # fmt: skip
 
 
@@ -226,6 +239,47 @@ async def test_answers_are_byte_for_byte_what_fastapi_answers(
     fast = await exchange(gateway.url, wait)
     assert fast.startswith(b"HTTP/1.1 200 OK\r\n")
     assert fast == await exchange(fastapi_only, wait)
+
+
+async def test_a_decision_is_answered_byte_for_byte_as_fastapi_answers_it(
+    gateway: LiveGateway, fastapi_only: str
+) -> None:
+    held = []
+    for name in ("fast-decided", "fastapi-decided"):  # two mails (the same one twice would be a twin)
+        mail = {"to": f"{name}@example.com", "subject": "Budget", "body": "Numbers attached."}
+        proposal = {"session_id": name, "tool": "email.send", "args": mail, "irreversible": True}
+        request = raw_request(gateway, "POST", "/v1/actions?wait=20", "agent", json.dumps(proposal).encode())
+        answer = await exchange(gateway.url, request)
+        assert answer.startswith(b"HTTP/1.1 200 OK\r\n"), answer
+        view = json.loads(answer.partition(b"\r\n\r\n")[2])
+        assert view["consequence_label"] == "WAITING", view
+        held.append(view["execution_id"])
+    async with gateway.client("operator") as client:
+        cards = (await client.get("/v1/approvals")).json()
+    hashes = {card["execution_id"]: card["args_hash"] for card in cards}
+    answers = []
+    for url, execution_id in zip((gateway.url, fastapi_only), held, strict=True):
+        body = json.dumps({"decision": "reject", "args_hash": hashes[execution_id], "comment": "not now"})
+        answer = await exchange(
+            url, raw_request(gateway, "POST", f"/v1/approvals/{execution_id}", "operator", body.encode())
+        )
+        answers.append(
+            answer.replace(execution_id.encode(), b"ID").replace(hashes[execution_id].encode(), b"H")
+        )
+    event_id = re.compile(rb'"event_id":"[^"]+"')
+    fast, reference = (event_id.sub(b"EVENT", answer) for answer in answers)
+    assert fast.startswith(b"HTTP/1.1 200 OK\r\n"), fast
+    assert fast == reference
+    again = raw_request(
+        gateway,
+        "POST",
+        f"/v1/approvals/{held[0]}",
+        "operator",
+        json.dumps({"decision": "reject", "args_hash": hashes[held[0]]}).encode(),
+    )
+    fast_again = await exchange(gateway.url, again)
+    assert fast_again == await exchange(fastapi_only, again)  # decided already: the same refusal
+    assert fast_again.split(b" ", 2)[1] == b"409"
 
 
 async def test_a_proposal_that_waits_is_answered_its_view_as_fastapi_answers_it(
@@ -271,9 +325,11 @@ async def test_the_hot_requests_are_answered_by_the_fast_path_and_the_rest_by_fa
             raw_request(gateway, "POST", "/v1/actions", "agent", b"x" * (MAX_BODY + 1)),
             raw_request(gateway, "GET", f"/v1/actions/{UNKNOWN_ID}?wait=0.1&until=terminal", "viewer"),
             raw_request(gateway, "GET", f"/v1/actions/{UNKNOWN_ID}", None),
+            raw_request(gateway, "POST", UNKNOWN_CARD, "operator", DECIDE),
+            raw_request(gateway, "POST", UNKNOWN_CARD, "agent", DECIDE),
         ]
         statuses = [(await exchange(url, request)).split(b" ", 2)[1] for request in hot]
-        assert statuses == [b"202", b"200", b"401", b"403", b"400", b"413", b"404", b"401"]
+        assert statuses == [b"202", b"200", b"401", b"403", b"400", b"413", b"404", b"401", b"404", b"403"]
         assert handed_on == []
         await exchange(url, raw_request(gateway, "POST", "/v1/actions", "agent", b'{"tool": 42}'))
         await exchange(url, raw_request(gateway, "GET", "/v1/policy", "viewer"))

@@ -289,7 +289,13 @@ async def decide(
     """409 when the execution is not WAITING, was already decided, or `args_hash` differs; 403 when the
     deciding principal is the one who requested the execution. Recorded as `human.responded`; the
     firewall's HumanGate checks it again and is the authority."""
-    gateway = gateway_of(request)
+    return json_response(await record_decision(gateway_of(request), execution_id, body, caller))
+
+
+async def record_decision(
+    gateway: Gateway, execution_id: str, body: DecisionRequest, caller: Caller
+) -> dict[str, Any]:
+    """The work of ``POST /v1/approvals/{execution_id}``, shared with its fast path (fast_actions.py)."""
     question = await open_question(gateway.peers, execution_id)
     if question is None:
         raise ProblemError(404, f"execution {execution_id!r} has no open question")
@@ -298,12 +304,10 @@ async def decide(
     if isinstance(outcome, Refusal):
         raise ProblemError(outcome.status, outcome.detail, outcome.title)
     responded = outcome.response
-    return json_response(
-        {
-            "execution_id": execution_id,
-            "decision": responded.response,
-            "args_hash": responded.args_hash,
-            "decided_by": responded.responder.model_dump(),
-            "event_id": outcome.event_id,
-        }
-    )
+    return {
+        "execution_id": execution_id,
+        "decision": responded.response,
+        "args_hash": responded.args_hash,
+        "decided_by": responded.responder.model_dump(),
+        "event_id": outcome.event_id,
+    }
