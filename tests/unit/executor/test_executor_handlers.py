@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from overseer_events.catalogue import (
     OWN_AGENT,
@@ -233,6 +234,33 @@ async def test_a_read_only_call_slower_than_the_budget_is_cancelled_and_runs_aft
     assert await ex.settle() == 1
     done = ex.contract("exec-001")
     assert (done.status, done.result) == (S.COMPLETED, "on time")
+
+
+async def test_a_batch_abandoned_while_its_read_only_call_runs_ahead_leaves_no_call_running() -> None:
+    cancelled = asyncio.Event()
+
+    async def slow(_: ToolCall) -> str:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "late"
+
+    ex = reading_executor(slow)
+    batch = asyncio.ensure_future(
+        ex.deliver_batch(
+            event(proposal("exec-001", tool="dir.read", args=LISTING)),
+            event(verdict_issued("exec-001", "allow", LISTING, tool="dir.read")),
+            run_ahead=60.0,
+        )
+    )
+    await asyncio.sleep(0.05)  # the call runs ahead
+    batch.cancel()  # the service stops: the batch is abandoned before its transaction
+    with contextlib.suppress(asyncio.CancelledError):
+        await batch
+    assert cancelled.is_set()
+    assert ex.contracts.get("exec-001") is None  # nothing of the batch was applied: it is redelivered
 
 
 async def test_an_outcome_run_ahead_with_other_arguments_than_the_call_is_to_run_with_is_not_used() -> None:

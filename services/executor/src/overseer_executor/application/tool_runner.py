@@ -195,12 +195,14 @@ class ToolCalls:
         still running at ``budget`` is cancelled and runs after the commit like any other."""
         runs = {contract.execution_id: contract for contract in contracts}
         tasks = {execution_id: asyncio.ensure_future(self.runner.run(c)) for execution_id, c in runs.items()}
-        if tasks:
-            await asyncio.wait(tasks.values(), timeout=budget)
-        late = [task for task in tasks.values() if not task.done()]
-        for task in late:
-            task.cancel()
-        await asyncio.gather(*late, return_exceptions=True)
+        try:
+            if tasks:
+                await asyncio.wait(tasks.values(), timeout=budget)
+        finally:  # also when the batch is abandoned (the service stops): no call outlives its batch
+            late = [task for task in tasks.values() if not task.done()]
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
         for execution_id, task in tasks.items():
             if not task.cancelled() and task.exception() is None:
                 self._ran[execution_id] = (runs[execution_id], task.result())
