@@ -9,6 +9,7 @@ import orjson
 from overseer_events.catalogue import MessageReceived
 from overseer_events.envelope import new_event
 from overseer_runtime.testing import Stack, eventually
+from overseer_runtime.unit_of_work import Waiters
 from tests.support.toy import Replier, Sender, replies, seen
 
 
@@ -159,6 +160,18 @@ async def test_a_change_waiter_wakes_only_for_its_own_aggregate(stack: Stack) ->
         assert await asyncio.wait_for(waiting, 1.0) is True
         assert await gw.wait_for_change("session:a", timeout=0.05) is False
         assert len(gw.transactions.change_waiters) == 0
+
+
+async def test_a_woken_change_waiter_runs_in_the_very_next_turn_of_the_loop() -> None:
+    # So the executor's answer to a caller waiting on an execution is written with the commit's events,
+    # ahead of the flush their publishing set off (TransactionRunner.committed wakes waiters first).
+    waiters = Waiters()
+    woken = asyncio.create_task(waiters.wait("execution-1", timeout=5.0))
+    await asyncio.sleep(0)  # it waits
+    waiters.wake("execution-1")
+    await asyncio.sleep(0)
+    assert woken.done()
+    assert woken.result() is True
 
 
 async def test_rebuilt_read_models_equal_the_incremental_ones(stack: Stack) -> None:

@@ -133,7 +133,10 @@ class Waiters:
         waiters = self._by_key.setdefault(key, [])
         waiters.append(waiter)
         try:
-            await asyncio.wait_for(waiter, timeout)
+            # Awaited directly (not through wait_for's extra future): the waiter's task runs in the
+            # turn of the loop right after the wake, ahead of what the waker set off after it.
+            async with asyncio.timeout(timeout):
+                await waiter
         except TimeoutError:
             return False
         finally:
@@ -344,7 +347,13 @@ class TransactionRunner:
         return await self.change_waiters.wait(aggregate_id, timeout)
 
     async def committed(self, units: Sequence[UnitOfWork]) -> None:
-        """What follows the commit of ``units``: publish, wake the waiters, start the after-commit work."""
+        """What follows the commit of ``units``: wake the waiters, publish, start the after-commit work."""
+        # The waiters first: each reads the committed state when it next runs, which is before the
+        # connection's flusher, woken by the first publish below. So an answer a waiter sends (the
+        # executor's reply to a caller waiting on an execution) leaves in the same write as the
+        # events, instead of one turn of the loop and one write later.
+        if self.change_waiters:
+            self._wake_changed(units)
         if any(u.emitted for u in units):
             await self._publish([entry for u in units for entry in u.appended])
         if self._send is not None and any(u.announced for u in units):
@@ -353,8 +362,6 @@ class TransactionRunner:
             self._observe(
                 [u.incoming for u in units if u.incoming is not None], [e for u in units for e in u.emitted]
             )
-        if self.change_waiters:
-            self._wake_changed(units)
         for uow in units:
             for fn in uow._after_commit:
                 outcome = fn()
