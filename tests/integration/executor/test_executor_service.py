@@ -20,13 +20,15 @@ from overseer_events.catalogue import (
     ContractCreated,
     ContractDrafted,
     EcsRequested,
+    ExecutionProposed,
     ExecutionTransitioned,
+    VerdictIssued,
 )
 from overseer_events.envelope import Envelope, EventData, decode
 from overseer_executor.adapters.contracts_sql import SqliteContractRepository, SqliteExecutorQueries
 from overseer_executor.adapters.smtp_sink import SmtpSink
 from overseer_executor.bootstrap import ExecutorService
-from overseer_executor.domain.contract import ExecutionContract
+from overseer_executor.domain.contract import ExecutionContract, Verdict, open_contract
 from overseer_runtime.rpc import RpcError
 from overseer_runtime.runtime import Runtime
 from overseer_runtime.testing import Stack, eventually, received_from
@@ -244,6 +246,38 @@ async def test_an_auto_fs_list_runs_at_once_and_completes(stack: Stack, run_exec
         assert result(rt, "e-ls") == [{"name": "a.txt", "type": "file", "size": 1}]
         view = await stack.rpc("executor", "contract.get", {"execution_id": "e-ls"})
         assert [t["trigger"] for t in view["transitions"]] == ["start", "succeed"]
+
+
+async def test_a_batch_runs_the_read_only_call_its_verdict_starts_ahead_of_its_transaction_and_no_other(
+    stack: Stack, run_executor: RunExecutor
+) -> None:
+    async with run_executor() as rt:
+        (stack.home / "sandbox" / "a.txt").write_text("x")
+        service = rt.service
+        assert isinstance(service, ExecutorService)
+        listing, writing = {"path": "."}, {"path": "b.txt", "content": "y"}
+        batch = [
+            proposed("e-read", "fs.list", listing),
+            verdict("e-read", "allow", listing, tool="fs.list"),
+            proposed("e-write", "fs.write", writing),
+            verdict("e-write", "allow", writing, tool="fs.write"),
+        ]
+
+        def as_it_will_run(proposal: Envelope, issued: Envelope) -> ExecutionContract:
+            assert isinstance(proposal.data, ExecutionProposed)
+            assert isinstance(issued.data, VerdictIssued)
+            spec = service.registry.spec(proposal.data.tool)
+            created = open_contract(proposal.data, spec, node_id="reasoning", now=0.0)
+            return ExecutionContract.from_created(created).with_verdict(Verdict.from_event(issued.data))
+
+        async with service.prepare(batch):
+            read = service.calls.ran_ahead(as_it_will_run(batch[0], batch[1]))
+            write = service.calls.ran_ahead(as_it_will_run(batch[2], batch[3]))
+        assert read is not None
+        assert read.kind == "succeeded"
+        assert "a.txt" in read.text
+        assert write is None  # a call with an effect runs after the commit that starts it, never ahead
+        assert not (stack.home / "sandbox" / "b.txt").exists()
 
 
 async def test_a_verdict_that_arrives_before_its_proposal_is_applied_when_it_comes(

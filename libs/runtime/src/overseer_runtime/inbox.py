@@ -96,7 +96,7 @@ class Inbox:
         return on_batch
 
     async def apply_batch(self, consumer: str, wanted: tuple[str, ...], messages: list[Msg]) -> None:
-        admitted: Admitted = [(msg, self._admit(msg, wanted)) for msg in messages]
+        admitted: Admitted = [(msg, self._to_apply(msg, wanted)) for msg in messages]
         applied: Applied | None = None
         async with self._prepare([event for _, event in admitted if isinstance(event, Envelope)]):
             try:
@@ -163,8 +163,8 @@ class Inbox:
             before_sleep=keep_in_progress,
         )
 
-    def _admit(self, msg: Msg, wanted: tuple[str, ...]) -> Envelope | str:
-        """The message's event, if this process applies it; else why not (see ``_admit``)."""
+    def _to_apply(self, msg: Msg, wanted: tuple[str, ...]) -> Envelope | str:
+        """The message's event, if this process applies it; else why not (see :func:`_admit`)."""
         event = _admit(msg, wanted)
         if isinstance(event, Envelope) and not self._applies(event):
             # Another partition's (another replica applies it), or one the service ignores: acknowledged

@@ -240,22 +240,24 @@ def calls_to_run_ahead(
 ) -> list[ExecutionContract]:
     """The calls a batch's verdicts will start at once whose tools say they have no effect (read-only),
     as they will run: these may run before the batch's transaction opens (``ToolCalls.ahead``). The
-    contract comes from the batch's own proposal, else from the store (read outside any transaction)."""
-    drafted: dict[str, ExecutionContract] = {}
+    contract comes from the batch's own proposal, else from the store (read outside any transaction);
+    only a verdict on a read-only tool is looked into at all."""
+    batch = [event.data for event in events]
+    proposed = {data.execution_id: data for data in batch if isinstance(data, ExecutionProposed)}
     ahead: list[ExecutionContract] = []
-    for event in events:
-        match event.data:
-            case ExecutionProposed() as proposal:
-                created = open_contract(proposal, tools.spec(proposal.tool), node_id="", now=now)
-                drafted[proposal.execution_id] = ExecutionContract.from_created(created)
-            case VerdictIssued() as issued:
-                contract = drafted.get(issued.execution_id) or contracts.get(issued.execution_id)
-                if contract is None:
-                    continue
-                spec = tools.spec(contract.tool)
-                verdict = Verdict.from_event(issued)
-                if spec is not None and spec.read_only and starts_at_once(contract, verdict):
-                    ahead.append(contract.with_verdict(verdict))
+    for issued in (data for data in batch if isinstance(data, VerdictIssued)):
+        spec = tools.spec(issued.tool)
+        if spec is None or not spec.read_only:
+            continue
+        proposal = proposed.get(issued.execution_id)
+        contract = (
+            ExecutionContract.from_created(open_contract(proposal, spec, node_id="", now=now))
+            if proposal is not None
+            else contracts.get(issued.execution_id)
+        )
+        verdict = Verdict.from_event(issued)
+        if contract is not None and contract.tool == issued.tool and starts_at_once(contract, verdict):
+            ahead.append(contract.with_verdict(verdict))
     return ahead
 
 
