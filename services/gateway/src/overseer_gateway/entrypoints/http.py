@@ -1,5 +1,5 @@
 """The gateway's FastAPI application (routes, problem documents, body limit, OpenAPI), and what is served:
-the fast path for the two hot endpoints in front of it."""
+the fast path for the hot endpoints in front of it."""
 
 from __future__ import annotations
 

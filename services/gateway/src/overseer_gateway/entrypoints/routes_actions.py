@@ -62,7 +62,7 @@ ExecutionId = Annotated[
 ]
 
 
-# The work of the two hot endpoints, shared with their fast path (fast_actions.py).
+# The work of the hot endpoints, shared with their fast path (fast_actions.py).
 async def accept_action(gateway: Gateway, body: ActionRequest, caller: Caller) -> dict[str, str]:
     # A call the agent runs itself is its own function: it need not be a tool the executor registered.
     unknown = await unregistered_tool(gateway.tools, body.tool) if body.runs_at == "executor" else None
