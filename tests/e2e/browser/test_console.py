@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import Browser, Page, WebSocketRoute, async_playwright, expect
+from playwright.async_api import Browser, Page, Route, WebSocketRoute, async_playwright, expect
 
 from overseer_runtime.testing import eventually
 from tests.e2e.e2e_support import FullStack
@@ -287,6 +287,29 @@ class StreamTap:
         assert dropped is not None
         await dropped.close(code=1011, reason="dropped by the test")
         return self.last_seq
+
+
+async def test_a_chat_left_before_its_sessions_loaded_opens_no_stream(
+    full_stack: FullStack, page: Page
+) -> None:
+    opened: list[str] = []
+
+    def tap(socket: WebSocketRoute) -> None:
+        opened.append(socket.url)
+        socket.connect_to_server()
+
+    held: list[Route] = []
+    await page.route_web_socket("**/v1/ws?*", tap)
+    await page.route("**/v1/sessions?limit=50", lambda route: held.append(route))
+    await sign_in(page, full_stack, "operator")  # the chat is the first page: its sessions wait
+    await eventually(lambda: len(held) == 1)
+    await page.click("#nav a[data-page=approvals]")
+    await expect(page.locator(".approvals h2")).to_be_visible()
+    await eventually(lambda: any("ecs.requested" in url for url in opened))
+    await held[0].continue_()  # the chat's render goes on, on a page it no longer shows
+    await page.wait_for_timeout(500)
+    assert [url for url in opened if "session=" in url] == []
+    assert len(opened) == 1  # the inbox's
 
 
 async def test_the_inbox_resumes_its_stream_from_the_last_seq_after_a_dropped_connection(

@@ -227,6 +227,9 @@ export async function render(root, app, [selected]) {
   }
 
   await loadSessions();
+  // The person went elsewhere while the sessions loaded (a newer page took the view): this render
+  // opens nothing, no stream least of all.
+  if (!thread.isConnected) return undefined;
   if (sessionId) { open(sessionId); } else { open(newSessionId(), true); }
   return () => { stream?.close(); refreshes.stop(); };
 }
