@@ -121,10 +121,11 @@ class StreamReader:
 
     async def _open_request(self) -> tuple[str, asyncio.Queue[Msg]]:
         """A reply subject of its own for one request, and the queue its answers arrive in."""
-        async with self._subscribing:  # two first requests at once must not make two subscriptions
-            if self._replies is None:
-                self._inbox = self.nc.new_inbox()
-                self._replies = await self.nc.subscribe(f"{self._inbox}.*", cb=self._answered)
+        if self._replies is None:
+            async with self._subscribing:  # two first requests at once must not make two subscriptions
+                if self._replies is None:
+                    self._inbox = self.nc.new_inbox()
+                    self._replies = await self.nc.subscribe(f"{self._inbox}.*", cb=self._answered)
         reply = f"{self._inbox}.{next(self._tokens)}"
         answers = self._answers[reply] = asyncio.Queue()
         return reply, answers

@@ -17,7 +17,6 @@ import time
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 
-from overseer_events.catalogue import VerdictIssued
 from overseer_events.envelope import Envelope
 from overseer_executor.adapters.contracts_sql import (
     ContractsProjection,
@@ -77,11 +76,12 @@ class ExecutorService(Service):
         """The calls of read-only tools the batch's verdicts start, run before its transaction opens
         (``[executor] run_ahead_seconds``; see ``ToolCalls.ahead``)."""
         budget = self.settings.run_ahead_seconds
-        if budget <= 0 or not any(isinstance(event.data, VerdictIssued) for event in batch):
+        if budget <= 0:
             return contextlib.nullcontext()
         # Read outside any transaction: none is open while this coroutine runs (each is synchronous).
         contracts = SqliteContractRepository(self.runtime.store.conn)
-        return self.calls.ahead(calls_to_run_ahead(batch, contracts, self.registry, time.time()), budget)
+        ahead = calls_to_run_ahead(batch, contracts, self.registry, time.time())
+        return self.calls.ahead(ahead, budget) if ahead else contextlib.nullcontext()
 
     def rpc(self) -> RpcTable:
         return rpc(
