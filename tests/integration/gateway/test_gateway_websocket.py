@@ -255,3 +255,53 @@ async def test_a_slow_client_is_dropped_with_a_reason_and_others_keep_flowing(
     assert closed.value.rcvd.code == 1013
     assert "slow consumer" in closed.value.rcvd.reason
     await eventually(lambda: len(gateway.service.sockets) == 0)
+
+
+def feed_of(gateway: LiveGateway, session: str) -> tuple[str, Any]:
+    """The subject a session's client listens on and its feed, once the client has read everything."""
+    for subject, (_, feeds) in gateway.service.live._listening.items():
+        for feed in feeds:
+            if feed.session == session:
+                return subject, feed
+    raise AssertionError(f"no feed follows {session!r}")
+
+
+async def test_a_client_of_one_subject_gets_each_new_event_as_announced_without_reading_the_stream(
+    gateway: LiveGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    live = gateway.service.live
+    reads: list[tuple[str, dict[str, Any]]] = []  # every read of the stream: its subject and cursor
+    messages = live.reader.messages
+
+    def counted(subject: str, **kwargs: Any) -> Any:
+        reads.append((subject, kwargs))
+        return messages(subject, **kwargs)
+
+    url = ws_url(gateway, subjects="conversation.message_received", session="ws-announced")
+    async with connect(url, additional_headers=auth(gateway)) as ws:
+        await eventually(lambda: feed_of(gateway, "ws-announced")[1].idle)
+        monkeypatch.setattr(live.reader, "messages", counted)
+        await say(gateway, "ws-announced", ["one", "two", "three"])
+        frames = await receive(ws, 3)
+    assert [f["event"]["data"]["text"] for f in frames] == ["one", "two", "three"]
+    assert frames[0]["seq"] < frames[1]["seq"] < frames[2]["seq"]
+    assert reads == []
+
+
+async def test_a_lost_announcement_sends_the_client_back_to_the_stream_and_it_misses_nothing(
+    gateway: LiveGateway,
+) -> None:
+    url = ws_url(gateway, subjects="conversation.message_received", session="ws-lost")
+    async with connect(url, additional_headers=auth(gateway)) as ws:
+        await eventually(lambda: feed_of(gateway, "ws-lost")[1].idle)
+        subject, feed = feed_of(gateway, "ws-lost")
+        listeners = gateway.service.live._listening[subject][1]
+        listeners.discard(feed)  # the announcement of the next event does not reach this client
+        await say(gateway, "ws-lost", ["unannounced"])
+        await asyncio.sleep(0.3)
+        listeners.add(feed)
+        with pytest.raises(TimeoutError):
+            await receive(ws, 1, timeout=0.3)  # nothing told it yet (the poll runs every ten minutes)
+        await say(gateway, "ws-lost", ["announced"])
+        frames = await receive(ws, 2)
+    assert [f["event"]["data"]["text"] for f in frames] == ["unannounced", "announced"]

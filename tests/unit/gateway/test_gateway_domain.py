@@ -218,6 +218,23 @@ def test_narrowing_asks_the_server_for_only_what_a_type_pattern_names() -> None:
     assert SubjectFilter.parse("firewall.>").server_filters("ns", OWNERS, HEADS) == []
 
 
+def test_a_type_one_service_writes_narrows_to_that_service_s_one_subject() -> None:
+    def writers_of(event_type: str) -> list[str]:
+        return {"ecs.requested": ["executor"], "firewall.alert": ["firewall", "executor"]}.get(event_type, [])
+
+    def narrowed(pattern: str) -> list[str]:
+        return SubjectFilter.parse(pattern).server_filters("ns", OWNERS, HEADS, writers_of)
+
+    assert narrowed("ecs.requested") == ["ns.executor.ecs.requested"]
+    assert narrowed("firewall.alert") == ["ns.*.firewall.alert"]  # two writers
+    assert narrowed("execution.transitioned") == ["ns.*.execution.transitioned"]  # no writer known
+    assert narrowed("ecs.*") == ["ns.*.ecs.*"]
+    assert narrowed("ecs.requested,execution.proposed") == [
+        "ns.executor.ecs.requested",
+        "ns.*.execution.proposed",
+    ]
+
+
 RUN = AgentRun("exec-9", "agent", "agent:alpha", "running", {"path": "a.md"}, "h" * 64)
 ALPHA = Principal(kind="agent", id="alpha")
 

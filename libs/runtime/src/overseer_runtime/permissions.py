@@ -109,8 +109,9 @@ _EXTRA_PUBLISH: dict[str, tuple[str, ...]] = {
 
 
 _EXTRA_SUBSCRIBE: dict[str, tuple[str, ...]] = {
-    # The events stream's announcements of what it stored (headers only, sent by the server, so
-    # with no reply subject to answer): the live stream's wake-up.
+    # The events stream's announcements of what it stored (sent by the server, so with no reply
+    # subject to answer): the live stream's events as they come. Only the gateway, which may read
+    # the whole stream anyway, may listen.
     # Events sent and never stored (the observer's execution states): the live stream passes them on.
     "gateway": ("live.>", "delta.*.reasoning.>", "ephemeral.>"),
 }

@@ -167,9 +167,11 @@ async def provision_streams(
 ) -> None:
     """Create or update every stream (idempotent). Streams deny delete and purge.
 
-    The events stream announces every event it stores on ``live.<namespace>.<subject>``, headers
-    only (its subject and sequence, no body): whoever follows the stream live (the gateway's
-    WebSocket clients) learns at once that there is more to read, without a consumer.
+    The events stream announces every event it stores on ``live.<namespace>.<subject>``, its body
+    with its subject, its sequence and the sequence of the one before it on that subject in headers:
+    whoever follows the stream live (the gateway's WebSocket clients) learns at once that there is
+    more, without a consumer, and a follower of one subject that has the event before it takes it as
+    it comes, without reading it back.
     """
     for spec in subjects.stream_specs():
         config = StreamConfig(
@@ -185,7 +187,7 @@ async def provision_streams(
             num_replicas=replicas,
         )
         if spec.name == subjects.events_stream:
-            config.republish = RePublish(src=">", dest="live.>", headers_only=True)
+            config.republish = RePublish(src=">", dest="live.>", headers_only=False)
         try:
             await js.add_stream(config)
         except BadRequestError as exc:

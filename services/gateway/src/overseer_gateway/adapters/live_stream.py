@@ -10,12 +10,18 @@ durable consumer either) but with JetStream Direct Get, in batches of up to
 ``batch`` messages, from the client's cursor, asking for the narrowest subject
 its pattern allows. A client that has read everything waits for the stream to
 grow. The events stream announces every event it stores on
-``live.<subject>`` (headers only: subject and sequence); the gateway listens
-to the announcements of the subjects its clients read (one subscription per
-subject, while a client reads it) and wakes those clients. An announcement is at most once, like any core NATS
-message; so while clients wait, the gateway also asks for the stream's last
-sequence every ``poll_seconds``, and a lost announcement delays nobody longer
-than that.
+``live.<subject>``, with its body and, in headers, its sequence and the sequence
+of the event stored before it on the same subject (``Nats-Last-Sequence``); the
+gateway listens to the announcements of the subjects its clients read (one
+subscription per subject, while a client reads it). A waiting client whose
+pattern narrows to one exact subject takes the announced event as it is when
+the event before it on that subject is one it already has: nothing can lie in
+between, so no read is needed. Any other waiting client is woken to read. An
+announcement is at most once, like any core NATS message; a lost one shows as a
+gap (the next one names an event the client does not have), which sends the
+client back to reading the stream; and while clients wait, the gateway also asks
+for the stream's last sequence every ``poll_seconds``, so a lost announcement
+delays nobody longer than that.
 
 Events that are sent and never stored (``EPHEMERAL``: the observer's
 ``execution_state`` of each transition) reach the gateway on core NATS; a
@@ -76,6 +82,8 @@ class LiveFeed:
         self._on_close: Callable[[], Awaitable[None]] | None = None
         self._seen = 0  # how far the stream is known to have grown (on this feed's subject)
         self._grown = asyncio.Event()
+        self.cursor = 0  # the stream sequence up to which this client has every event it matches
+        self.idle = False  # its reader has read everything up to ``cursor`` and waits
 
     def grown(self, sequence: int) -> None:
         """The stream holds ``sequence`` (an announcement, or its end as asked for): wake the reader."""
@@ -83,10 +91,36 @@ class LiveFeed:
             self._seen = sequence
             self._grown.set()
 
-    async def wait_beyond(self, sequence: int) -> None:
-        while self._seen <= sequence:
-            self._grown.clear()
-            await self._grown.wait()
+    def took(self, sequence: int, previous: int, subject: str, data: bytes) -> bool:
+        """Take the announced event ``sequence`` on this feed's one exact subject, stored right after
+        ``previous`` on it, without reading the stream; False when it must be read instead.
+
+        Only a waiting feed takes one: while its reader reads, the read brings the event in order. And
+        only when ``previous`` is at or below the cursor: every event of the subject up to the cursor is
+        here, so none lies between the cursor and ``sequence``; a higher ``previous`` is an event whose
+        announcement never came, which only a read brings."""
+        if not self.idle or not previous <= self.cursor < sequence:
+            return False
+        frame = self.frame(sequence, subject, data)
+        if frame is not None:
+            try:
+                self.queue.put_nowait(frame)
+            except asyncio.QueueFull:  # the reader waits for room (and drops a slow client)
+                return False
+        # The reader is asleep in wait_beyond_cursor: moving its cursor with the stream's end wakes nobody.
+        self.cursor = sequence
+        self._seen = max(self._seen, sequence)
+        return True
+
+    async def wait_beyond_cursor(self) -> None:
+        """Wait until the stream is known to hold more than the cursor (taken events move both)."""
+        self.idle = True
+        try:
+            while self._seen <= self.cursor:
+                self._grown.clear()
+                await self._grown.wait()
+        finally:
+            self.idle = False
 
     def frame(self, seq: int | None, subject: str, data: bytes) -> bytes | None:
         """The client's frame for the event ``data`` on ``subject``, or None when it does not match;
@@ -204,8 +238,9 @@ class LiveStream:
         Raises when the stream cannot be read (the route answers 503)."""
         feed = LiveFeed(subject_filter, session, self.queue_size, self.slow_seconds)
         # Let the server skip what the pattern cannot match: a client tailing one event type
-        # should not cost the gateway every event of the stack. The feed still filters exactly.
-        narrowed = subject_filter.server_filters(self.subjects.namespace, SERVICES, TYPE_HEADS)
+        # should not cost the gateway every event of the stack (and one type has one writer, so one
+        # exact subject: see LiveFeed.took). The feed still filters exactly.
+        narrowed = subject_filter.server_filters(self.subjects.namespace, SERVICES, TYPE_HEADS, owners_of)
         subject = narrowed[0] if len(narrowed) == 1 else f"{self.subjects.namespace}.>"
         # Listen before asking for the end: nothing stored after that answer goes unannounced.
         await self._listen(feed, subject)
@@ -230,9 +265,8 @@ class LiveStream:
             await self._unfollow_ephemerals(feed)
 
         feed._on_close = forget
-        feed._reader = asyncio.get_running_loop().create_task(
-            self._deliver(feed, subject, head if since is None else since)
-        )
+        feed.cursor = head if since is None else since
+        feed._reader = asyncio.get_running_loop().create_task(self._deliver(feed, subject))
         return feed
 
     async def _follow_replies(self, feed: LiveFeed, session: str) -> None:
@@ -278,12 +312,24 @@ class LiveStream:
 
     async def _listen(self, feed: LiveFeed, subject: str) -> None:
         if subject not in self._listening:
+            exact = "*" not in subject.split(".") and not subject.endswith(">")
 
             async def announced(msg: Msg) -> None:
-                sequence = (msg.headers or {}).get("Nats-Sequence")
-                if sequence is not None and sequence.isdigit():
-                    for listener in list(self._listening.get(subject, (None, set()))[1]):
-                        listener.grown(int(sequence))
+                headers = msg.headers or {}
+                sequence = headers.get("Nats-Sequence", "")
+                if not sequence.isdigit():
+                    return
+                seq = int(sequence)
+                previous = headers.get("Nats-Last-Sequence", "")
+                # A body can be taken as it is only on an exact subject (on a wildcard, the events of
+                # other subjects in between are not named) and only from an announcement that carries one.
+                takeable = exact and msg.data and previous.isdigit()
+                for listener in list(self._listening.get(subject, (None, set()))[1]):
+                    if not (
+                        takeable
+                        and listener.took(seq, int(previous), headers.get("Nats-Subject", subject), msg.data)
+                    ):
+                        listener.grown(seq)
 
             subscription = await self.nc.subscribe(f"live.{subject}", cb=announced)
             self._listening.setdefault(subject, (subscription, set()))
@@ -298,23 +344,23 @@ class LiveStream:
             with contextlib.suppress(Exception):
                 await subscription.unsubscribe()
 
-    async def _deliver(self, feed: LiveFeed, subject: str, cursor: int) -> None:
-        """Read from ``cursor`` on, in order, into ``feed``; then wait for more, forever."""
+    async def _deliver(self, feed: LiveFeed, subject: str) -> None:
+        """Read from the feed's cursor on, in order, into ``feed``; then wait for more, forever."""
         try:
             while feed.failure is None:
                 # Everything up to what is known now is read by the time the reader runs dry.
                 known = feed._seen
-                async for message in self.reader.messages(subject, after=cursor):
-                    cursor = message.seq
+                async for message in self.reader.messages(subject, after=feed.cursor):
+                    feed.cursor = message.seq
                     frame = feed.frame(message.seq, message.subject, message.data)
                     if frame is not None and not await feed.offer(frame):
                         return
-                cursor = max(cursor, known)
+                feed.cursor = max(feed.cursor, known)
                 self._waiting.add(feed)
                 if self._watcher is None or self._watcher.done():
                     self._watcher = asyncio.get_running_loop().create_task(self._watch())
                 try:
-                    await feed.wait_beyond(cursor)
+                    await feed.wait_beyond_cursor()
                 finally:
                     self._waiting.discard(feed)
         except asyncio.CancelledError:

@@ -10,7 +10,7 @@ write whichever they know.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from overseer_events.subjects import tokens_match
@@ -35,6 +35,15 @@ def _possible(
         if token != "*" and token not in known:
             return False
     return True
+
+
+def _writer(alternative: Sequence[str], writers_of: Callable[[str], Sequence[str]]) -> str:
+    """The one service that writes the event type ``alternative`` names; ``*`` for a pattern, or for a
+    type that several services, or none known, write."""
+    if "*" in alternative or ">" in alternative:
+        return "*"
+    writers = writers_of(".".join(alternative))
+    return writers[0] if len(writers) == 1 else "*"
 
 
 def _overlap(a: Sequence[str], b: Sequence[str]) -> bool:
@@ -82,19 +91,26 @@ class SubjectFilter:
     def matches_everything(self) -> bool:
         return not self.alternatives
 
-    def server_filters(self, namespace: str, owners: Sequence[str], type_heads: Sequence[str]) -> list[str]:
+    def server_filters(
+        self,
+        namespace: str,
+        owners: Sequence[str],
+        type_heads: Sequence[str],
+        writers_of: Callable[[str], Sequence[str]] = lambda _: (),
+    ) -> list[str]:
         """NATS filter subjects that let the server drop what cannot match (``[]``: no narrowing).
 
-        Each alternative read as a type (``<ns>.*.<alt>``), as ``<owner>.<type>`` (``<ns>.<alt>``)
-        and as a full subject (``<alt>``), keeping only readings that can name a real subject. The
-        filter only narrows: :meth:`matches` stays the judge. NATS refuses overlapping filters, so
-        when two readings overlap, no narrowing is asked for at all.
+        Each alternative read as a type (``<ns>.<writer>.<alt>``, ``*`` for the writer unless
+        ``writers_of`` names exactly one service that writes that type), as ``<owner>.<type>``
+        (``<ns>.<alt>``) and as a full subject (``<alt>``), keeping only readings that can name a real
+        subject. The filter only narrows: :meth:`matches` stays the judge. NATS refuses overlapping
+        filters, so when two readings overlap, no narrowing is asked for at all.
         """
         if not self.alternatives:
             return []
         filters: list[tuple[str, ...]] = []
         for alt in self.alternatives:
-            readings = [(namespace, "*", *alt), (namespace, *alt), alt]
+            readings = [(namespace, _writer(alt, writers_of), *alt), (namespace, *alt), alt]
             for reading in readings:
                 if _possible(reading, namespace, owners, type_heads) and reading not in filters:
                     filters.append(reading)
