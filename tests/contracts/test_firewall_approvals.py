@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from overseer_events.catalogue import ApprovalEscalated, HumanDecisionRecorded
+from overseer_events.catalogue import ApprovalEscalated, ContractCreated, HumanDecisionRecorded
 from overseer_firewall.domain.gate import PendingApproval, PendingStatus
 from overseer_firewall.domain.levels import Level
 from tests.contracts.firewall_backends import (
@@ -142,6 +142,30 @@ def test_the_end_of_its_contract_closes_a_pending_request(
 ) -> None:
     held(firewall, "e1")
     firewall.apply(ended("e1", status), version=3)
+    request = firewall.approvals.get("e1")
+    assert request is not None
+    assert request.status is (PendingStatus.CLOSED if closes else PendingStatus.PENDING)
+
+
+@pytest.mark.parametrize(("status", "closes"), [("rejected", True), ("waiting", False)])
+def test_a_contract_announced_with_its_end_closes_a_pending_request(
+    firewall: FirewallBackend, status: str, closes: bool
+) -> None:
+    held(firewall, "e1")
+    moves = [ended("e1", "running").model_copy(update={"from_status": "pending"}), ended("e1", status)]
+    firewall.apply(
+        ContractCreated(
+            execution_id="e1",
+            session_id="s-1",
+            action_type="tool_call",
+            action_detail={},
+            tool="email.send",
+            proposer=ALICE,
+            created_at=0.0,
+            transitions=moves,
+        ),
+        version=3,
+    )
     request = firewall.approvals.get("e1")
     assert request is not None
     assert request.status is (PendingStatus.CLOSED if closes else PendingStatus.PENDING)

@@ -24,6 +24,7 @@ from overseer_events.catalogue import (
     AuditHeadPublished,
     AuditRecorded,
     CatalogueChanged,
+    ContractCreated,
     EcsRequested,
     ExecutionProposed,
     ExecutionTransitioned,
@@ -133,6 +134,13 @@ class InMemoryProposals:
 
 
 # ------------------------------------------------------------------------ approvals ---
+def _ends(data: ExecutionTransitioned | ContractCreated) -> bool:
+    """Whether ``data`` ends its contract: a terminal move, or an announcement carrying one."""
+    if isinstance(data, ExecutionTransitioned):
+        return data.to_status in TERMINAL
+    return any(moved.to_status in TERMINAL for moved in data.transitions)
+
+
 class InMemoryApprovals:
     """``fw_approvals``: :class:`Approvals`. A held verdict asks ``proposals`` for its action type."""
 
@@ -150,7 +158,7 @@ class InMemoryApprovals:
             self._close(data.execution_id, PendingStatus.DECIDED)
         elif isinstance(data, ApprovalEscalated) and data.execution_id in self._rows:
             self._rows[data.execution_id] = replace(self._rows[data.execution_id], escalated=True)
-        elif isinstance(data, ExecutionTransitioned) and data.to_status in TERMINAL:
+        elif isinstance(data, ExecutionTransitioned | ContractCreated) and _ends(data):
             self._close(data.execution_id, PendingStatus.CLOSED)
 
     def _held(self, data: VerdictIssued, event: Envelope) -> None:

@@ -123,15 +123,18 @@ def _observed_fact(out: Text, eid: str, data: dict[str, Any]) -> None:
 
 
 def _contract_created(out: Text, eid: str, data: dict[str, Any]) -> None:
-    """A new contract, PENDING, and the moves it made at once (to RUNNING, or on to WAITING)."""
+    """A new contract, PENDING, and the moves it made at once (to RUNNING, on to WAITING, or to its end)."""
     out.append(f"{eid} ")
     out.append_text(status_text("pending"))
-    for move in data.get("transitions") or []:
+    moves = data.get("transitions") or []
+    for move in moves:
         out.append(" → ")
         out.append_text(status_text(move.get("to_status")))
     out.append(f" {data.get('tool')}")
     if data.get("irreversible"):
         out.append(" irreversible", style="yellow")
+    if moves and moves[-1].get("error_message"):
+        out.append(f"  {compact(moves[-1]['error_message'], 60)}", style="red")
 
 
 def _audit_record(out: Text, eid: str, data: dict[str, Any]) -> None:

@@ -292,6 +292,23 @@ def test_a_new_contract_naming_the_object_is_linked_but_not_reported(unit: ColUn
     assert col.execution_reports("co-1") == []
 
 
+def test_a_contract_announced_with_its_end_is_linked_and_reported(unit: ColUnit, col: InMemoryCol) -> None:
+    create(unit)
+    contract = ContractCreated(
+        execution_id="exec-5",
+        session_id="s",
+        action_type="tool_call",
+        action_detail={},
+        co_id="co-1",
+        proposer=Principal(kind="agent", id="agent"),
+        created_at=1.0,
+        transitions=[terminal("exec-5", "rejected")],
+    )
+    handlers.report_execution_fact(contract, unit)
+    assert col.cos["co-1"].linked_execution_ids == ["exec-5"]
+    assert [(r.execution_id, r.outcome) for r in col.execution_reports("co-1")] == [("exec-5", "rejected")]
+
+
 def test_executions_without_a_co_or_for_an_unknown_co_are_ignored(unit: ColUnit, col: InMemoryCol) -> None:
     create(unit)
     emitted = len(col.emitted)

@@ -10,7 +10,6 @@ from overseer_events.catalogue import (
     ContractCreated,
     ContractDrafted,
     EcsRequested,
-    ExecutionTransitioned,
 )
 from overseer_events.machines import ExecutionStatus
 from overseer_events.subjects import KEPT_IN_STORE
@@ -88,18 +87,19 @@ def test_a_held_contract_is_announced_with_its_moves_to_waiting_then_its_form() 
     assert (ex.contract("exec-001").status, ex.contract("exec-001").version) == (S.WAITING, 4)
 
 
-def test_a_contract_ended_by_its_first_decision_is_announced_and_then_ends_in_an_event_of_its_own() -> None:
+def test_a_contract_ended_by_its_first_decision_is_announced_with_its_end_in_one_event() -> None:
     ex = executor()
     ex.deliver(event(proposal("exec-001")))
     ex.deliver(event(verdict_issued("exec-001", "deny", reasons=["L3: forbidden"])))
     published = [e for e in ex.emitted if e.type not in KEPT_IN_STORE]
-    assert [(e.type, e.aggregate_version) for e in published] == [
-        ("execution.contract_created", 2),
-        ("execution.transitioned", 3),
+    assert [(e.type, e.aggregate_version) for e in published] == [("execution.contract_created", 3)]
+    created = published[0].data
+    assert isinstance(created, ContractCreated)
+    assert [(m.from_status, m.to_status) for m in created.transitions] == [
+        ("pending", "running"),
+        ("running", "rejected"),
     ]
-    ended = published[1].data
-    assert isinstance(ended, ExecutionTransitioned)
-    assert (ended.from_status, ended.to_status) == ("running", "rejected")
+    assert (ex.contract("exec-001").status, ex.contract("exec-001").version) == (S.REJECTED, 3)
 
 
 def test_a_repeated_proposal_changes_nothing() -> None:
@@ -175,7 +175,7 @@ def reading_executor(*answers: Answer) -> ExecutorHarness:
     return ExecutorHarness(FakeTools([DIR_READ, EMAIL]).answer("dir.read", *answers), FakeClock(1_000.0))
 
 
-async def test_a_read_only_call_its_verdict_starts_runs_ahead_and_starts_and_ends_in_its_commit() -> None:
+async def test_a_read_only_call_its_verdict_starts_runs_ahead_and_is_announced_with_its_end() -> None:
     ex = reading_executor("a.txt b.txt")
     await ex.deliver_batch(
         event(proposal("exec-001", tool="dir.read", args=LISTING)),
@@ -186,9 +186,12 @@ async def test_a_read_only_call_its_verdict_starts_runs_ahead_and_starts_and_end
     assert ex.tools.calls == [ToolCall("dir.read", LISTING, "exec-001", "session-abc", 30.0)]
     assert ex.after_commit == []  # nothing left to run after the commit, and no second transaction
     published = [e for e in ex.emitted if e.type not in KEPT_IN_STORE]
-    assert [(e.type, e.aggregate_version) for e in published] == [
-        ("execution.contract_created", 2),
-        ("execution.transitioned", 3),
+    assert [(e.type, e.aggregate_version) for e in published] == [("execution.contract_created", 3)]
+    created = published[0].data
+    assert isinstance(created, ContractCreated)
+    assert [(m.to_status, m.result) for m in created.transitions] == [
+        ("running", None),
+        ("completed", "a.txt b.txt"),
     ]
     assert [(m[0], m[1]) for m in moves(ex, "exec-001")] == [("pending", "running"), ("running", "completed")]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import orjson
 
-from overseer_events.catalogue import EcsRequested, ExecutionTransitioned, Principal
+from overseer_events.catalogue import ContractCreated, EcsRequested, ExecutionTransitioned, Principal
 from overseer_firewall.domain.audit import verify_chain
 from overseer_firewall.domain.gate import PendingStatus
 from overseer_firewall.domain.perception import OutcomeClass
@@ -147,6 +147,46 @@ def test_an_ended_execution_is_perceived_and_audited_with_its_tool_and_outcome()
     [outcome] = [r for r in firewall.audit_records() if r["kind"] == "outcome"]
     assert (outcome["execution_id"], outcome["tool"], outcome["status"], outcome["outcome"]) == (
         listing,
+        "fs.list",
+        "completed",
+        OutcomeClass.SUCCESS.value,
+    )
+    assert dict(firewall.engine.bus.stats().tools["fs.list"].outcomes) == {"success": 1}
+
+
+def announced(execution_id: str, *moves: ExecutionTransitioned) -> ContractCreated:
+    return ContractCreated(
+        execution_id=execution_id,
+        session_id="session-1",
+        action_type="tool_call",
+        action_detail={},
+        tool="fs.list",
+        args={"path": "."},
+        proposer=AGENT,
+        created_at=0.0,
+        transitions=list(moves),
+    )
+
+
+def test_a_contract_announced_with_its_end_is_perceived_and_audited_as_that_end() -> None:
+    firewall = InMemoryFirewall(engine_for())
+    listing = firewall.propose("fs.list", {"path": "."})
+    started = transitioned(listing, "running").model_copy(
+        update={"from_status": "pending", "trigger": "start"}
+    )
+    firewall.deliver(announced(listing, started), owner="executor", version=2)
+    assert audit_kinds(firewall) == ["proposal", "verdict"]  # announced open: no outcome yet
+
+    other = firewall.propose("fs.list", {"path": "notes"})
+    ended = transitioned(other, "completed", "a.txt")
+    firewall.deliver(
+        announced(other, started.model_copy(update={"execution_id": other}), ended),
+        owner="executor",
+        version=3,
+    )
+    [outcome] = [r for r in firewall.audit_records() if r["kind"] == "outcome"]
+    assert (outcome["execution_id"], outcome["tool"], outcome["status"], outcome["outcome"]) == (
+        other,
         "fs.list",
         "completed",
         OutcomeClass.SUCCESS.value,

@@ -587,9 +587,10 @@ class ContractCreated(EventData):
     trace: TraceStep | None = None
     # The moves the contract made the moment it was decided on, in order, each as its own
     # ``execution.transitioned`` would say it (a started call: PENDING→RUNNING; a held one: on to
-    # WAITING). Never one that ends the contract: an end is always an ``execution.transitioned`` of its
-    # own, so whoever waits for ends reads those alone. The event's aggregate version is the one after
-    # its last move (the creation itself is version 1, each move one more).
+    # WAITING; and its end, when it ended in that instant: a refusal, or a read-only call the executor
+    # ran before its commit). Every later move is an ``execution.transitioned`` of its own, so whoever
+    # waits for ends reads those and the ends these carry. The event's aggregate version is the one
+    # after its last move (the creation itself is version 1, each move one more).
     transitions: list[ExecutionTransitioned] = Field(default_factory=list)
 
 

@@ -161,7 +161,11 @@ def link_memory(memory: MemoryStored, unit: ColUnit) -> None:
 def report_execution_fact(fact: ContractCreated | ExecutionTransitioned, unit: ColUnit) -> None:
     if not unit.col_enabled or fact.co_id is None:
         return
-    status = fact.to_status if isinstance(fact, ExecutionTransitioned) else "pending"
+    # A contract's creation carries the moves it made at once (its end too, when it ended then).
+    if isinstance(fact, ExecutionTransitioned):
+        status = fact.to_status
+    else:
+        status = fact.transitions[-1].to_status if fact.transitions else "pending"
     if unit.registry.get(fact.co_id) is None:
         log.warning("execution %s names unknown Cognitive Object %s", fact.execution_id, fact.co_id)
         return

@@ -210,6 +210,12 @@ class ExecutionHandlers:
         """Emit the outcome's events, run the tool after commit, release dependents of a finished contract."""
         if outcome.note and not outcome.events and not outcome.run_tool:
             log.info("%s: %s", before.execution_id, outcome.note)
+        ran = unit.calls.ran_ahead(outcome.contract) if outcome.run_tool else None
+        if ran is not None:
+            # A read-only call run before this transaction: it starts and ends in this commit, its end
+            # recorded with its start (a contract announced now carries both).
+            ended = decide_tool_outcome(outcome.contract, ran, now=unit.clock())
+            outcome = Outcome(ended.contract, outcome.events + ended.events)
         # The session is the correlation, also for work recorded after a tool call (no incoming event).
         for data, version in announced(before, outcome.events):
             unit.emit(
@@ -221,14 +227,7 @@ class ExecutionHandlers:
             )
         contract = outcome.contract
         if outcome.run_tool:
-            ran = unit.calls.ran_ahead(contract)
-            # A read-only call run before this transaction ends in it too, moving on from the contract
-            # as just recorded (its draft announced, its version the events').
-            running = unit.contracts.get(contract.execution_id) if ran is not None else None
-            if ran is not None and running is not None:
-                self._commit(unit, running, decide_tool_outcome(running, ran, now=unit.clock()))
-            else:
-                unit.after_commit(lambda: unit.calls.run(contract))
+            unit.after_commit(lambda: unit.calls.run(contract))
         if contract.status in TERMINAL_STATUSES and before.status not in TERMINAL_STATUSES:
             for dependent in unit.contracts.pending_dependents(contract.execution_id):
                 if dependent.verdict is not None:

@@ -24,7 +24,7 @@ from overseer_events.catalogue import (
     VerdictIssued,
 )
 from overseer_events.envelope import EventData
-from overseer_events.machines import ECS_NODE, TERMINAL_STATUSES, TOOL_NODE, ExecutionStatus
+from overseer_events.machines import ECS_NODE, TOOL_NODE, ExecutionStatus
 from overseer_events.summary import default_action_summary
 from overseer_events.views import ExecutionConsequenceView
 from overseer_executor.domain.idempotency import idempotency_key
@@ -172,8 +172,9 @@ def announced(contract: ExecutionContract, events: Sequence[EventData]) -> list[
     """The events that record a decision on ``contract``, each with its aggregate version.
 
     A drafted contract is announced by its first decision: ``execution.contract_created`` carrying the
-    moves that leave it open (to RUNNING, on to WAITING), then the rest as they are: an end, a form.
-    One event instead of up to three for what happened in one instant, and every end still an
+    moves it made at once (to RUNNING, on to WAITING; and its end, when it ended in the same instant: a
+    refusal, or a read-only call that ran ahead of the commit), then the rest as they are (a form).
+    One event instead of up to four for what happened in one instant; every later move is an
     ``execution.transitioned`` of its own. The creation is version 1 and each move one more, so the
     versions are the same as if each had been an event of its own.
     """
@@ -181,7 +182,7 @@ def announced(contract: ExecutionContract, events: Sequence[EventData]) -> list[
     if contract.draft is not None and rest:
         moves: list[ExecutionTransitioned] = []
         for data in rest:
-            if not isinstance(data, ExecutionTransitioned) or data.to_status in TERMINAL_STATUSES:
+            if not isinstance(data, ExecutionTransitioned):
                 break
             moves.append(data)
         rest[: len(moves)] = [contract.draft.model_copy(update={"transitions": moves})]

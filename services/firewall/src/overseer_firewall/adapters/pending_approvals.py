@@ -11,6 +11,7 @@ from typing import Any
 
 from overseer_events.catalogue import (
     ApprovalEscalated,
+    ContractCreated,
     EcsRequested,
     ExecutionTransitioned,
     HumanDecisionRecorded,
@@ -62,6 +63,9 @@ class ApprovalsProjection(SqlProjection):
                 _escalated(conn, data, event)
             case ExecutionTransitioned() as data:
                 _transitioned(conn, data, event)
+            case ContractCreated() as data:  # the moves it made at once: its end, when it ended then
+                for moved in data.transitions:
+                    _transitioned(conn, moved, event)
 
 
 def _verdict(conn: sqlite3.Connection, data: VerdictIssued, event: Envelope) -> None:

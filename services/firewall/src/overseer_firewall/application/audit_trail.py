@@ -17,6 +17,7 @@ from overseer_events.catalogue import (
     AgentModeSet,
     ApprovalEscalated,
     CatalogueChanged,
+    ContractCreated,
     ExecutionProposed,
     ExecutionTransitioned,
     FirewallAlert,
@@ -31,6 +32,7 @@ from overseer_events.catalogue import (
     VerdictIssued,
 )
 from overseer_events.envelope import Envelope
+from overseer_events.machines import TERMINAL_STATUSES
 
 Record = dict[str, Any]
 
@@ -181,7 +183,19 @@ def _outcome(d: ExecutionTransitioned) -> Record:
     }
 
 
-AUDITED: Mapping[str, Callable[[Any], Record]] = {
+def _outcome_at_creation(d: ContractCreated) -> Record | None:
+    """A contract announced with its end (refused at once, or a read-only call that ran ahead): that end;
+    None for one still open (its end comes in an ``execution.transitioned``)."""
+    ended = terminal_move(d)
+    return None if ended is None else _outcome(ended)
+
+
+def terminal_move(d: ContractCreated) -> ExecutionTransitioned | None:
+    """The end a contract's announcement carries, if it ended in the instant it was announced."""
+    return next((moved for moved in d.transitions if moved.to_status in TERMINAL_STATUSES), None)
+
+
+AUDITED: Mapping[str, Callable[[Any], Record | None]] = {
     "execution.proposed": _proposal,
     "firewall.verdict_issued": _verdict,
     "human.decision_recorded": _decision,
@@ -198,16 +212,18 @@ AUDITED: Mapping[str, Callable[[Any], Record]] = {
     "firewall.session_cancel_requested": _session("cancel_requested"),
     "firewall.session_resumed": _session("resumed"),
     "execution.transitioned": _outcome,
+    "execution.contract_created": _outcome_at_creation,
 }
 
 
 def audit_record(event: Envelope, **extra: Any) -> Record | None:
     """The audit record of ``event`` (None when its type is not audited), with where it came from."""
     build = AUDITED.get(event.type)
-    if build is None:
+    record = None if build is None else build(event.data)
+    if record is None:
         return None
     return {
-        **build(event.data),
+        **record,
         **extra,
         "event_id": event.event_id,
         "actor": event.actor,

@@ -19,6 +19,7 @@ from overseer_events.catalogue import (
     AgentModeSet,
     AnswerReceived,
     ApprovalEscalated,
+    ContractCreated,
     EcsRequested,
     ExecutionProposed,
     ExecutionTransitioned,
@@ -40,7 +41,7 @@ from overseer_events.catalogue import (
 from overseer_events.envelope import Envelope, EventData
 from overseer_events.errors import TransientError
 from overseer_firewall.application.anchoring import AuditAnchor, next_head
-from overseer_firewall.application.audit_trail import audit_record
+from overseer_firewall.application.audit_trail import audit_record, terminal_move
 from overseer_firewall.application.ports import FirewallUnit, Surroundings
 from overseer_firewall.application.state import (
     ABORT_COMMENT,
@@ -348,11 +349,21 @@ class FirewallHandlers:
             )
 
     def on_transitioned(self, data: ExecutionTransitioned, unit: FirewallUnit, event: Envelope) -> None:
-        if data.to_status not in TERMINAL:
-            return
-        stored = unit.proposals.get(data.execution_id)
+        if data.to_status in TERMINAL:
+            self._ended(data, unit, event)
+
+    def on_created(self, data: ContractCreated, unit: FirewallUnit, event: Envelope) -> None:
+        """A contract announced with its end (refused at once, or a read-only call run ahead of the
+        executor's commit): what became of the call, as an ``execution.transitioned`` end is."""
+        ended = terminal_move(data)
+        if ended is not None:
+            self._ended(ended, unit, event)
+
+    def _ended(self, ended: ExecutionTransitioned, unit: FirewallUnit, event: Envelope) -> None:
+        """The call's end: counted by the kernel (outcomes of the session's tools) and audited."""
+        stored = unit.proposals.get(ended.execution_id)
         self.state.apply(event, lambda _id: stored)
-        outcome = classify_result(data.to_status, data.result, data.error_message)
+        outcome = classify_result(ended.to_status, ended.result, ended.error_message)
         self.audit(unit, event, tool=stored.proposal.tool if stored else None, outcome=outcome.value)
 
     # -- what another replica did (a firewall running as several) ------------------------------------

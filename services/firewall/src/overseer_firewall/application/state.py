@@ -28,6 +28,7 @@ from overseer_events.catalogue import (
     AdminPolicyReplaced,
     AgentModeSet,
     CatalogueChanged,
+    ContractCreated,
     ExecutionTransitioned,
     HumanDecisionRecorded,
     PathGranted,
@@ -64,7 +65,12 @@ LOOSENING = frozenset(
         "firewall.session_resumed",
     }
 )
-PERCEPTION = ("firewall.verdict_issued", "human.decision_recorded", "execution.transitioned")
+PERCEPTION = (
+    "firewall.verdict_issued",
+    "human.decision_recorded",
+    "execution.transitioned",
+    "execution.contract_created",  # one that ran, or was refused, as it was announced carries its end
+)
 SYSTEM_PRINCIPAL_KIND = "system"
 
 
@@ -78,6 +84,7 @@ class KernelState:
             VerdictIssued: self._verdict,
             HumanDecisionRecorded: self._decision,
             ExecutionTransitioned: self._transitioned,
+            ContractCreated: self._created,
             AdminPolicyReplaced: self._admin,
             UserLevelChanged: self._user,
             AgentModeSet: self._mode,
@@ -171,6 +178,10 @@ class KernelState:
             self.engine.bus.record_approval(
                 tool, data.decision == "approve", data.latency_ms, str(data.decided_by)
             )
+
+    def _created(self, data: ContractCreated, lookup: Lookup) -> None:
+        for moved in data.transitions:
+            self._transitioned(moved, lookup)
 
     def _transitioned(self, data: ExecutionTransitioned, lookup: Lookup) -> None:
         if data.to_status not in TERMINAL:

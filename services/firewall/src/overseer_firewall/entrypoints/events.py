@@ -9,6 +9,7 @@ from overseer_events.catalogue import (
     AgentModeSet,
     AnswerReceived,
     CatalogueChanged,
+    ContractCreated,
     EcsRequested,
     ExecutionProposed,
     ExecutionTransitioned,
@@ -35,10 +36,15 @@ SUBSCRIPTIONS: tuple[Subscription, ...] = (
     Subscription(
         owner="gateway", types=("execution.proposed", "human.responded", "conversation.answer_received")
     ),
-    # The executor's forms (kind, requester of reconciliations) and the contracts' ends (outcomes).
-    # Off the verdict's path: applied in short bursts (a reconciliation answer that overtakes its
-    # form is retried, see FirewallHandlers.on_responded).
-    Subscription(owner="executor", types=("ecs.requested", "execution.transitioned"), linger=0.02),
+    # The executor's forms (kind, requester of reconciliations) and the contracts' ends (outcomes: a
+    # contract that ended as it was announced carries its end in its creation). Off the verdict's path:
+    # applied in short bursts (a reconciliation answer that overtakes its form is retried, see
+    # FirewallHandlers.on_responded).
+    Subscription(
+        owner="executor",
+        types=("ecs.requested", "execution.contract_created", "execution.transitioned"),
+        linger=0.02,
+    ),
     # The executor's tool catalogue: what there is to judge (schemas, what each tool says of itself).
     Subscription(owner="executor", types=("tools.announced",)),
     # While the firewall runs as several replicas, what they tell each other: the policy partition 0
@@ -58,6 +64,7 @@ def partition_key(event: Envelope) -> str | None:
             | HumanResponded()
             | AnswerReceived()
             | EcsRequested()
+            | ContractCreated()
             | ExecutionTransitioned()
         ):
             return event.data.session_id
@@ -87,6 +94,7 @@ def handlers(
         .on(AnswerReceived, firewall.on_answered)
         .on(EcsRequested, firewall.on_ecs_requested)
         .on(ExecutionTransitioned, firewall.on_transitioned)
+        .on(ContractCreated, firewall.on_created)
         .on(ToolsAnnounced, firewall.on_tools_announced)
         .on(HumanDecisionRecorded, firewall.on_decided_elsewhere)
     )
