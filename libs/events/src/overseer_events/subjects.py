@@ -172,7 +172,8 @@ class Subjects:
 
     @property
     def live(self) -> str:
-        """Where the events stream announces each event it stored (headers only: subject, sequence)."""
+        """Where the events stream announces each event it stored (the event; its subject, sequence and
+        the sequence of the one before it on that subject in headers)."""
         return f"live.{self.namespace}.>"
 
     @property
