@@ -6,7 +6,13 @@ from typing import Any
 
 import orjson
 
-from overseer_events.catalogue import ExecutionProposed, ExecutionTransitioned, HumanResponded, Principal
+from overseer_events.catalogue import (
+    ContractCreated,
+    ExecutionProposed,
+    ExecutionTransitioned,
+    HumanResponded,
+    Principal,
+)
 from overseer_events.envelope import new_event
 from overseer_events.ids import uuid7
 from overseer_runtime.runtime import Runtime
@@ -68,6 +74,42 @@ async def respond(
     )
     await stack.publish_as("gateway", event)
     return event.event_id
+
+
+async def announce(stack: Stack, execution_id: str, *to_statuses: str, session_id: str = "session-1") -> None:
+    """The executor announces the contract with the moves it made at once (to ``to_statuses``)."""
+    moves, before = [], "pending"
+    for status in to_statuses:
+        moves.append(
+            ExecutionTransitioned(
+                execution_id=execution_id,
+                session_id=session_id,
+                from_status=before,
+                to_status=status,
+                trigger={"running": "start", "waiting": "suspend"}.get(status, "succeed"),
+                actor="tool_node",
+                timestamp=0.0,
+            )
+        )
+        before = status
+    data = ContractCreated(
+        execution_id=execution_id,
+        session_id=session_id,
+        action_type="tool_call",
+        action_detail={},
+        tool="fs.read",
+        proposer=AGENT,
+        created_at=0.0,
+        transitions=moves,
+    )
+    event = new_event(
+        data,
+        aggregate_id=execution_id,
+        aggregate_version=1 + len(moves),
+        actor="executor",
+        correlation_id=session_id,
+    )
+    await stack.publish_as("executor", event)
 
 
 async def transition(

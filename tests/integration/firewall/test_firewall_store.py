@@ -15,10 +15,12 @@ from overseer_runtime.runtime import Runtime
 from overseer_runtime.testing import Stack, eventually
 from tests.integration.firewall.fw_harness import (
     MAIL,
+    announce,
     audit_records,
     one,
     propose,
     respond,
+    settled,
     transition,
     verdict,
 )
@@ -185,3 +187,27 @@ def test_the_packaged_default_policy_validates() -> None:
 
     policy = load_policy_file(DEFAULT_POLICY_FILE)
     assert [rule.label for rule in policy.rules] == ["destructive shell commands"]
+
+
+async def test_a_contract_announced_with_its_end_is_kept_and_audited_and_one_announced_open_is_not_kept(
+    stack: Stack,
+) -> None:
+    async with stack.runtime(FirewallService()) as rt:
+        held = await propose(stack, "fs.read", {"path": "held.md"})
+        ran = await propose(stack, "fs.read", {"path": "ran.md"})
+        await verdict(rt, held)
+        await verdict(rt, ran)
+        await announce(stack, held, "running", "waiting")  # open: nothing of the firewall's
+        await announce(stack, ran, "running", "completed")
+        await eventually(lambda: outcome_records(rt, ran))
+        await settled(rt, "executor", 1)
+        kept = {
+            aggregate
+            for (aggregate,) in rt.store.conn.execute(
+                "SELECT aggregate_id FROM events WHERE type = 'execution.contract_created'"
+            )
+        }
+        assert kept == {ran}  # the open one was acknowledged, not kept
+        assert outcome_records(rt, held) == []
+        (outcome,) = outcome_records(rt, ran)
+        assert (outcome["status"], outcome["tool"]) == ("completed", "fs.read")

@@ -99,6 +99,8 @@ class FirewallService(Service):
         return events.partition_key(event)
 
     def ignores(self, event: Envelope) -> bool:
+        if events.announced_open(event):
+            return True
         return not self.firewall.keeper and events.kept_by_partition_zero(event)
 
     def rpc(self) -> RpcTable:

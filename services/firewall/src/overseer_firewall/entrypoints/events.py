@@ -20,6 +20,7 @@ from overseer_events.catalogue import (
     UserLevelChanged,
 )
 from overseer_events.envelope import Envelope
+from overseer_firewall.application.audit_trail import terminal_move
 from overseer_firewall.application.handlers import FirewallHandlers
 from overseer_firewall.application.ports import FirewallUnit
 from overseer_runtime.provisioning import Subscription
@@ -37,7 +38,8 @@ SUBSCRIPTIONS: tuple[Subscription, ...] = (
         owner="gateway", types=("execution.proposed", "human.responded", "conversation.answer_received")
     ),
     # The executor's forms (kind, requester of reconciliations) and the contracts' ends (outcomes: a
-    # contract that ended as it was announced carries its end in its creation). Off the verdict's path:
+    # contract that ended as it was announced carries its end in its creation; one announced open is
+    # acknowledged and not kept, see announced_open). Off the verdict's path:
     # applied in short bursts (a reconciliation answer that overtakes its form is retried, see
     # FirewallHandlers.on_responded).
     Subscription(
@@ -70,6 +72,12 @@ def partition_key(event: Envelope) -> str | None:
             return event.data.session_id
         case _:
             return None
+
+
+def announced_open(event: Envelope) -> bool:
+    """A contract announced without an end (started, or held for a person): nothing of the firewall's
+    (it perceives and audits ends, and a held call's request is opened by its verdict)."""
+    return isinstance(event.data, ContractCreated) and terminal_move(event.data) is None
 
 
 def kept_by_partition_zero(event: Envelope) -> bool:
