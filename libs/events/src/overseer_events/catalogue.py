@@ -14,6 +14,7 @@ from pydantic import AfterValidator, Field, StringConstraints, field_validator
 
 from overseer_events.canonical import MAX_DEPTH, nested_deeper_than
 from overseer_events.envelope import EventData, event, upcaster
+from overseer_events.machines.execution import is_terminal
 from overseer_events.views import ExecutionConsequenceView
 
 JSON = dict[str, Any]
@@ -592,6 +593,10 @@ class ContractCreated(EventData):
     # waits for ends reads those and the ends these carry. The event's aggregate version is the one
     # after its last move (the creation itself is version 1, each move one more).
     transitions: list[ExecutionTransitioned] = Field(default_factory=list)
+
+    def ended(self) -> ExecutionTransitioned | None:
+        """The end among the moves it made at once, if it ended in the instant it was announced."""
+        return next((moved for moved in self.transitions if is_terminal(moved.to_status)), None)
 
 
 @event("execution.contract_drafted")

@@ -32,7 +32,6 @@ from overseer_events.catalogue import (
     VerdictIssued,
 )
 from overseer_events.envelope import Envelope
-from overseer_events.machines import TERMINAL_STATUSES
 
 Record = dict[str, Any]
 
@@ -186,13 +185,8 @@ def _outcome(d: ExecutionTransitioned) -> Record:
 def _outcome_at_creation(d: ContractCreated) -> Record | None:
     """A contract announced with its end (refused at once, or a read-only call that ran ahead): that end;
     None for one still open (its end comes in an ``execution.transitioned``)."""
-    ended = terminal_move(d)
+    ended = d.ended()
     return None if ended is None else _outcome(ended)
-
-
-def terminal_move(d: ContractCreated) -> ExecutionTransitioned | None:
-    """The end a contract's announcement carries, if it ended in the instant it was announced."""
-    return next((moved for moved in d.transitions if moved.to_status in TERMINAL_STATUSES), None)
 
 
 AUDITED: Mapping[str, Callable[[Any], Record | None]] = {

@@ -41,7 +41,7 @@ from overseer_events.catalogue import (
 from overseer_events.envelope import Envelope, EventData
 from overseer_events.errors import TransientError
 from overseer_firewall.application.anchoring import AuditAnchor, next_head
-from overseer_firewall.application.audit_trail import audit_record, terminal_move
+from overseer_firewall.application.audit_trail import audit_record
 from overseer_firewall.application.ports import FirewallUnit, Surroundings
 from overseer_firewall.application.state import (
     ABORT_COMMENT,
@@ -355,7 +355,7 @@ class FirewallHandlers:
     def on_created(self, data: ContractCreated, unit: FirewallUnit, event: Envelope) -> None:
         """A contract announced with its end (refused at once, or a read-only call run ahead of the
         executor's commit): what became of the call, as an ``execution.transitioned`` end is."""
-        ended = terminal_move(data)
+        ended = data.ended()
         if ended is not None:
             self._ended(ended, unit, event)
 

@@ -220,7 +220,6 @@ class LiveStream:
         self.reader = StreamReader(nc, subjects.events_stream, batch=batch)
         # Per subject a feed reads: one subscription to its announcements, and the feeds it wakes.
         self._listening: dict[str, tuple[Subscription, set[LiveFeed]]] = {}
-        self._waiting: set[LiveFeed] = set()  # feeds that have read everything, for the fallback poll
         self._watcher: asyncio.Task[None] | None = None
         # The agent's replies as they are written, by session: one subscription for every feed.
         self._deltas: Subscription | None = None
@@ -336,7 +335,6 @@ class LiveStream:
         self._listening[subject][1].add(feed)
 
     async def _forget(self, feed: LiveFeed, subject: str) -> None:
-        self._waiting.discard(feed)
         subscription, feeds = self._listening.get(subject, (None, set()))
         feeds.discard(feed)
         if subscription is not None and not feeds:
@@ -356,13 +354,9 @@ class LiveStream:
                     if frame is not None and not await feed.offer(frame):
                         return
                 feed.cursor = max(feed.cursor, known)
-                self._waiting.add(feed)
                 if self._watcher is None or self._watcher.done():
                     self._watcher = asyncio.get_running_loop().create_task(self._watch())
-                try:
-                    await feed.wait_beyond_cursor()
-                finally:
-                    self._waiting.discard(feed)
+                await feed.wait_beyond_cursor()  # idle until then: the watcher below polls for it
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -371,15 +365,19 @@ class LiveStream:
 
     async def _watch(self) -> None:
         """While any client waits, ask for the stream's end now and then (an announcement was lost)."""
-        while self._waiting:
+        while self._idle_feeds():
             await asyncio.sleep(self.poll_seconds)
             try:
                 head = await self.last_sequence()
             except Exception as exc:  # the bus is away: the clients wait, the watcher asks again
                 log.debug("live stream: no stream info (%r)", exc)
                 continue
-            for feed in list(self._waiting):
+            for feed in self._idle_feeds():
                 feed.grown(head)
+
+    def _idle_feeds(self) -> list[LiveFeed]:
+        """The feeds that have read everything and wait (``LiveFeed.idle``)."""
+        return [feed for _, feeds in self._listening.values() for feed in feeds if feed.idle]
 
     async def last_sequence(self) -> int:
         info = await self.js.stream_info(self.subjects.events_stream)
