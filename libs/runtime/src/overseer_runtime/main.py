@@ -10,6 +10,7 @@ consumers, as the provisioner (a deployment's one-shot job; ``overseer up`` does
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import signal
@@ -69,9 +70,29 @@ async def serve(service: Service, settings: Settings | None = None) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await runtime.start()
+    settle_heap()
     await stop.wait()
     log.info("%s stopping", service.name)
     await runtime.stop()
+
+
+# Container objects allocated (net of those freed) before the youngest generation is collected. Python's
+# default, 700, collects it several times per action under load: what a request holds for its few
+# milliseconds (futures, messages, models) is scanned and promoted, and scanned again in the older
+# generations. At this threshold most of it is freed by reference counting before a collection.
+YOUNG_GENERATION_THRESHOLD = 10_000
+
+
+def settle_heap() -> None:
+    """Keep the cyclic garbage collector off what start-up built: the modules, the models' validators,
+    the configuration and the warm read models live as long as the process, yet every full collection
+    walked them all (tens of milliseconds each under load, a pause of every request in flight). They
+    are moved to the permanent generation, which no collection scans, and the youngest generation is
+    collected less often (``YOUNG_GENERATION_THRESHOLD``)."""
+    gc.collect()
+    gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(YOUNG_GENERATION_THRESHOLD, older, oldest)
 
 
 def rebuild(service: Service, settings: Settings | None = None) -> dict[str, Any]:
