@@ -72,6 +72,29 @@ def test_too_deep_and_malformed_bodies_are_told_apart() -> None:
 
 
 @pytest.mark.parametrize(
+    ("body", "refused"),
+    [
+        (b'{"n": 123456789012345678901234}', True),
+        (b'{"n": [1, -98765432109876543210]}', True),
+        (b'{"n": 18446744073709551615}', False),  # the largest 64-bit integer fits
+        (b'{"session_id": "d1795793050113795585-300", "n": 1}', False),  # digits inside a string are text
+        (b'{"a": "\\"9223372036854775808\\"", "n": 99999999999999999999}', True),  # escapes do not hide one
+    ],
+)
+def test_only_integers_beyond_64_bits_are_refused_not_long_digits_in_strings(
+    body: bytes, refused: bool
+) -> None:
+    document, refusal = BodyLimit(1 << 20, 8).parse_json(body)
+    if refused:
+        assert refusal is not None
+        assert refusal.status_code == 422
+        assert b"64 bits" in refusal.body
+    else:
+        assert refusal is None
+        assert document == orjson.loads(body)
+
+
+@pytest.mark.parametrize(
     ("tool", "args", "problem"),
     [
         ("fs.write", {"path": "a", "content": "x\x00"}, "contains a NUL character"),

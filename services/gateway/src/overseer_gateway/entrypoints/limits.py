@@ -157,7 +157,9 @@ class BodyLimit:
             return None, problem(400, f"the request body is not valid JSON: {exc}", "Malformed JSON")
         if json_deeper_than(body, self.max_depth):
             return None, self._too_deep()
-        if _LONG_DIGITS.search(body):
+        # Nineteen digits in a row may be an integer beyond 64 bits (which orjson would read as a float);
+        # inside a string (an id, a timestamp) they are text, and the careful reading is not needed.
+        if _LONG_DIGITS.search(body) and _LONG_DIGITS.search(_JSON_STRING.sub(b'""', body)):
             try:
                 json.loads(body, parse_int=_int64)
             except ValueError as exc:
