@@ -9,16 +9,24 @@ one action is measured from the POST to the answer that says it is done.
 * ``pipeline_approval``: ``fs.write`` made CONFIRM through ``PUT /v1/policy/admin``; an automatic operator
   client watches the WebSocket for ``ecs.requested`` and approves each card over REST with its
   ``args_hash``; the agent waits for the terminal state (``until=terminal``).
+* ``pipeline_timeline``: ``pipeline_auto`` at concurrency 1, each action's way through the stack in steps
+  (medians): from the request to the proposal's event, to the stream storing it, to the firewall's
+  verdict, to the stream storing that, to the executor starting the call, the call, its end written
+  into the contract's announcement, to the stream storing that, and on to the answer in the agent's
+  hands. The times are the events' own (``occurred_at``, the moves' ``timestamp``) and the stream's
+  (``Nats-Time-Stamp`` of its announcement of each event), all read from one machine's clock.
 * ``pipeline_replicas``: ``pipeline_auto`` at ``--concurrency`` with one process of each service, with
   two executor replicas sharing the work (``[partitions] executor = 2``) and with two firewall
   replicas (``[partitions] firewall = 2``), alternated; medians, and each against one process.
 
-Each scenario runs at concurrency 1 and at ``--concurrency`` (default 16), printing one JSON line each:
+Each scenario but the timeline runs at concurrency 1 and at ``--concurrency`` (default 32), printing one
+JSON line each:
 ``{"scenario":"pipeline_auto","actions":N,"concurrency":C,"actions_per_s":…,"p50_ms":…,"p99_ms":…}``.
 Then the same scenarios in LangGraph (``bench/peers/langgraph_pipeline.py``) and one ratio line per
 scenario and concurrency.
 
-    python bench/pipeline.py [pipeline_auto] [pipeline_approval] [pipeline_replicas] [--no-peers] [--quick]
+    python bench/pipeline.py [pipeline_auto] [pipeline_approval] [pipeline_timeline] [pipeline_replicas]
+                             [--no-peers] [--quick]
                              [--profile DIR [--profiler pyinstrument|cprofile]]
 """
 
@@ -35,12 +43,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -57,7 +67,7 @@ from overseer_runtime.partitions import instances  # noqa: E402
 from overseer_runtime.permissions import PROVISIONER  # noqa: E402
 
 SERVICES = ("observer", "col", "firewall", "executor", "reasoning", "gateway")
-SCENARIOS = ("pipeline_auto", "pipeline_approval", "pipeline_replicas")
+SCENARIOS = ("pipeline_auto", "pipeline_approval", "pipeline_timeline", "pipeline_replicas")
 PEERED = ("pipeline_auto", "pipeline_approval")  # the scenarios LangGraph runs too
 
 
@@ -420,6 +430,125 @@ async def run_overseer(
     return results
 
 
+def stream_time(stamp: str) -> float:
+    """A JetStream ``Nats-Time-Stamp`` (RFC 3339 in UTC, to the nanosecond) as seconds since the epoch."""
+    whole, _, fraction = stamp.rstrip("Z").partition(".")
+    return datetime.fromisoformat(whole).replace(tzinfo=UTC).timestamp() + float(f"0.{fraction or 0}")
+
+
+# The steps of an AUTO action, each from one point in time to the next (see ``Timeline.points``).
+TIMELINE_STEPS = (
+    "request_to_proposal",  # the gateway read the request and made the proposal's event
+    "proposal_to_stream",  # its commit, the relay's publish, the stream storing it
+    "stream_to_verdict",  # delivery to the firewall, which decoded, recorded and judged it
+    "verdict_to_stream",  # the audit records, the verdict's append and commit, its publish and storage
+    "stream_to_start",  # delivery to the executor, the call run ahead, the transaction up to its start
+    "call",  # the tool's run, as the moves record it
+    "end_to_contract",  # the end written into the contract's announcement
+    "contract_to_stream",  # the executor's commit and publish (the answer leaves in the same write)
+    "stream_to_answer",  # the answer on its way to the gateway, and the HTTP response to the agent
+)
+
+
+class Timeline:
+    """The stream's announcements of each action's events, with the time the stream stored each; over
+    the gateway's credential (only the gateway may follow the announcements)."""
+
+    TYPES = ("execution.proposed", "firewall.verdict_issued", "execution.contract_created")
+
+    def __init__(self, stack: LocalStack) -> None:
+        self.stack = stack
+        self.nc: Client | None = None
+        self.seen: dict[str, dict[str, tuple[dict[str, Any], float]]] = {}
+
+    async def __aenter__(self) -> Timeline:
+        nats = self.stack.nats
+        self.nc = await connect(nats.url, name="bench-timeline", credential=nats.credential("gateway"))
+        await self.nc.subscribe(Subjects().live, cb=self._announced)
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        if self.nc is not None:
+            await self.nc.close()
+
+    async def _announced(self, msg: Msg) -> None:
+        event = orjson.loads(msg.data)
+        stamp = (msg.headers or {}).get("Nats-Time-Stamp")
+        if event.get("type") in self.TYPES and stamp:
+            execution_id = event["data"]["execution_id"]
+            self.seen.setdefault(execution_id, {})[event["type"]] = (event, stream_time(stamp))
+
+    def points(self, execution_id: str, sent: float, answered: float) -> list[float] | None:
+        """The action's points in time, in order (one more than ``TIMELINE_STEPS``), or None while an
+        announcement is missing or the call did not run at once."""
+        seen = self.seen.get(execution_id, {})
+        if any(kind not in seen for kind in self.TYPES):
+            return None
+        (proposal, proposal_stored), (verdict, verdict_stored), (contract, contract_stored) = (
+            seen[kind] for kind in self.TYPES
+        )
+        moves = contract["data"]["transitions"]
+        if len(moves) < 2:
+            return None
+        return [
+            sent,
+            proposal["occurred_at"],
+            proposal_stored,
+            verdict["occurred_at"],
+            verdict_stored,
+            moves[0]["timestamp"],
+            moves[-1]["timestamp"],
+            contract["occurred_at"],
+            contract_stored,
+            answered,
+        ]
+
+
+async def run_timeline(quick: bool) -> None:
+    """``pipeline_timeline``: AUTO actions one at a time, each step's median (see ``TIMELINE_STEPS``)."""
+    count = COUNTS["pipeline_auto"][0] // (5 if quick else 1)
+    home = Path(tempfile.mkdtemp(prefix="overseer-bench-"))
+    stack = LocalStack(home)
+    try:
+        await stack.start()
+        await stack.wait_healthy()
+        agent = lean_client(stack, "agent", 1)
+        run_id = f"pipeline_timeline-{time.time_ns() % 10**9}"
+        answered: list[tuple[str, float, float]] = []
+        try:
+            async with Timeline(stack) as timeline:
+                for i in range(-20, count):  # the first twenty warm the stack up
+                    proposal = {"session_id": f"{run_id}-{i}", "tool": "fs.list", "args": {"path": "."}}
+                    sent = time.time()
+                    view = await proposed_and_settled(agent, proposal, {"wait": 30})
+                    if i >= 0:
+                        answered.append((view["execution_id"], sent, time.time()))
+                await asyncio.sleep(0.5)  # the last announcements
+                timelines = [
+                    points
+                    for execution_id, sent, done in answered
+                    if (points := timeline.points(execution_id, sent, done)) is not None
+                ]
+        finally:
+            await agent.aclose()
+    finally:
+        stack.stop()
+        shutil.rmtree(home, ignore_errors=True)
+    steps = {
+        step: round(statistics.median(points[i + 1] - points[i] for points in timelines) * 1000, 3)
+        for i, step in enumerate(TIMELINE_STEPS)
+    }
+    emit(
+        {
+            "scenario": "pipeline_timeline",
+            "actions": len(timelines),
+            "concurrency": 1,
+            "p50_ms": round(statistics.median(points[-1] - points[0] for points in timelines) * 1000, 2),
+            "steps_ms": steps,
+        }
+    )
+
+
 REPLICA_ROUNDS = 2
 
 
@@ -525,6 +654,8 @@ def main(argv: list[str]) -> int:
             for line in peers:
                 emit(line)
             ratios(ours, peers)
+    if not args.scenarios or "pipeline_timeline" in args.scenarios:
+        runner(run_timeline(args.quick))
     if not args.scenarios or "pipeline_replicas" in args.scenarios:
         runner(run_replicas(args.concurrency, args.quick))
     return 0
