@@ -52,6 +52,7 @@ class SqliteMemories(Memories):
     def record(self, event: Envelope) -> None:
         with self.store.transaction() as conn:
             self.index.apply(conn, event)
+            self.index.settle(conn)
 
     async def close(self) -> None:
         await self.reader.close()
@@ -339,6 +340,7 @@ def receive(store: EventStore, index: MemoryIndex, data: EventData) -> None:
     with store.transaction() as conn:
         if store.record_received(event, event.encode(), "ns.observer.observation.execution_fact", None):
             index.apply(conn, event)
+        index.settle(conn)
 
 
 async def test_an_execution_delivered_twice_stays_one_memory_and_keeps_its_first_text(
@@ -370,4 +372,54 @@ async def test_a_rebuild_gives_the_same_memories(store: EventStore) -> None:
     assert store.conn.execute(
         "SELECT memory_id FROM memories_fts WHERE memories_fts MATCH 'bob'"
     ).fetchall() == [("exec:t-1:3",)]
+    store.close()
+
+
+def test_a_batch_is_indexed_once_settled_and_a_memory_rolled_back_with_its_event_is_not(
+    store: EventStore,
+) -> None:
+    index = MemoryIndex()
+    store.create_projections([index])
+    with store.transaction() as conn:
+        for n, status in ((1, "completed"), (2, "failed"), (3, "completed")):
+            event = new_event(
+                fact(execution_id=f"t-{n}:1", final_status=status),
+                aggregate_id="exec",
+                aggregate_version=n,
+                actor="o",
+            )
+            conn.execute(
+                "SAVEPOINT message"
+            )  # each received event in a savepoint of its own, as the inbox does
+            index.apply(conn, event)
+            conn.execute("ROLLBACK TO message" if n == 2 else "RELEASE message")
+            if n == 2:
+                conn.execute("RELEASE message")
+        assert conn.execute("SELECT COUNT(*) FROM memories_fts").fetchone()[0] == 0  # not before it settles
+        index.settle(conn)
+    indexed = store.conn.execute(
+        "SELECT memory_id FROM memories_fts WHERE memories_fts MATCH 'bob' ORDER BY rowid"
+    ).fetchall()
+    assert indexed == [("exec:t-1:1",), ("exec:t-3:1",)]
+    assert [row[0] for row in store.conn.execute("SELECT memory_id FROM memories ORDER BY memory_id")] == [
+        "exec:t-1:1",
+        "exec:t-3:1",
+    ]
+    store.close()
+
+
+def test_a_memory_left_over_from_a_transaction_rolled_back_whole_is_indexed_once_by_its_retry(
+    store: EventStore,
+) -> None:
+    index = MemoryIndex()
+    store.create_projections([index])
+    event = new_event(fact(), aggregate_id="exec", aggregate_version=1, actor="o")
+    conn = store.conn
+    conn.execute("BEGIN IMMEDIATE")
+    index.apply(conn, event)
+    conn.execute("ROLLBACK")  # the batch abandoned whole before it settled (the store refused it)
+    with store.transaction() as conn:
+        index.apply(conn, event)
+        index.settle(conn)
+    assert store.conn.execute("SELECT memory_id FROM memories_fts").fetchall() == [("exec:t-1:3",)]
     store.close()

@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
@@ -167,6 +167,22 @@ class Projection(Protocol):
     def drop(self, conn: sqlite3.Connection) -> None: ...
 
     def apply(self, conn: sqlite3.Connection, event: Envelope) -> None: ...
+
+
+@runtime_checkable
+class SettlesBatch(Protocol):
+    """A read model with work it does once per transaction, after every event of it was applied (and
+    before the commit), rather than once per event: work that costs far more in a savepoint of its
+    own than in bulk (an FTS5 index writes its pending terms out at every savepoint's end)."""
+
+    def settle(self, conn: sqlite3.Connection) -> None: ...
+
+
+def settle(projections: Sequence[Projection], conn: sqlite3.Connection) -> None:
+    """Let each read model that settles once per transaction do so (see :class:`SettlesBatch`)."""
+    for projection in projections:
+        if isinstance(projection, SettlesBatch):
+            projection.settle(conn)
 
 
 class EventStore:
@@ -494,6 +510,7 @@ class EventStore:
             for apply in applies:
                 apply(conn, event)
             applied += 1
+        settle(projections, conn)
         conn.execute(
             "INSERT INTO store_meta (key, value) VALUES ('read_models', ?) "
             "ON CONFLICT(key) DO UPDATE SET value = excluded.value",

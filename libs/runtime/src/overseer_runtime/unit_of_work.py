@@ -38,7 +38,7 @@ from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.subjects import AWAITED_HEADER, EPHEMERAL, KEPT_IN_STORE, NotOwner, Subjects, owns
 from overseer_runtime import tracing
 from overseer_runtime.rpc import StoreUnavailable
-from overseer_runtime.store import EventStore, OutboxEntry, Projection, is_unwritable
+from overseer_runtime.store import EventStore, OutboxEntry, Projection, is_unwritable, settle
 
 T = TypeVar("T")
 AfterCommit = Callable[[], Awaitable[None] | None]
@@ -315,8 +315,10 @@ class TransactionRunner:
 
         def run() -> tuple[UnitOfWork, T]:
             uow = self.unit()
-            with tracing.span(f"{self.emitter.service} {name}"), self.emitter.store.transaction():
-                return uow, fn(uow)
+            with tracing.span(f"{self.emitter.service} {name}"), self.emitter.store.transaction() as conn:
+                result = fn(uow)
+                settle(self.emitter.projections, conn)
+                return uow, result
 
         try:
             uow, result = run()

@@ -186,6 +186,13 @@ class MemoryIndex(SqlProjection):
     """
     tables = ("memories", "memories_fts")
 
+    def __init__(self) -> None:
+        # The memories added in the open transaction and not yet in the full-text index. FTS5 writes
+        # its pending terms out as a segment of their own at the end of every savepoint, and every
+        # received event is applied in one: five times the cost of indexing them together, so the
+        # index takes them in ``settle``, once per transaction. Kept in order, each id once.
+        self._unindexed: dict[str, None] = {}
+
     def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
         stored = memory_of(event.data)
         if stored is None:
@@ -204,10 +211,20 @@ class MemoryIndex(SqlProjection):
             ),
         )
         if added.rowcount == 1:
-            conn.execute(
-                "INSERT INTO memories_fts (memory_id, session_id, text) VALUES (?, ?, ?)",
-                (stored.memory_id, stored.session_id, text),
-            )
+            self._unindexed[stored.memory_id] = None
+
+    def settle(self, conn: sqlite3.Connection) -> None:
+        """Index in full text the memories the transaction added. Read back from ``memories``: one whose
+        event's savepoint was rolled back is not there and is not indexed; an id left over from a
+        transaction rolled back whole finds no row, or is added again by its retry."""
+        if not self._unindexed:
+            return
+        added, self._unindexed = list(self._unindexed), {}
+        conn.executemany(
+            "INSERT INTO memories_fts (memory_id, session_id, text) "
+            "SELECT memory_id, session_id, text FROM memories WHERE memory_id = ?",
+            [(memory_id,) for memory_id in added],
+        )
 
 
 def _hit(row: Mapping[str, Any]) -> MemoryHit:
