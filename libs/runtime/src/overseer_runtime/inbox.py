@@ -30,7 +30,7 @@ from overseer_events.errors import EventDecodeError, TransientError, UnknownEven
 from overseer_events.subjects import owner_of_subject, owns, subject_matches
 from overseer_runtime import tracing
 from overseer_runtime.consumer import OnBatch, marked_awaited, stream_position
-from overseer_runtime.store import EventStore, Projection, is_unwritable, settle
+from overseer_runtime.store import EventStore, Projection, is_unwritable, settle, settling
 from overseer_runtime.unit_of_work import UnitOfWork, retry_while_unwritable
 
 log = logging.getLogger("overseer.runtime")
@@ -78,6 +78,7 @@ class Inbox:
         self.service = service
         self.store = store
         self.projections = projections
+        self._settling = settling(projections)
         self._handle = handle
         self._committed = committed
         self._js = js
@@ -137,7 +138,7 @@ class Inbox:
                     case str(reason):
                         applied.poison.append((msg, reason))
             # Once for the batch, outside every message's savepoint: what a read model does in bulk.
-            settle(self.projections, conn)
+            settle(self._settling, conn)
             if last_seq:
                 self.store.advance_tracking(consumer, last_seq)
         return applied

@@ -178,11 +178,16 @@ class SettlesBatch(Protocol):
     def settle(self, conn: sqlite3.Connection) -> None: ...
 
 
-def settle(projections: Sequence[Projection], conn: sqlite3.Connection) -> None:
-    """Let each read model that settles once per transaction do so (see :class:`SettlesBatch`)."""
-    for projection in projections:
-        if isinstance(projection, SettlesBatch):
-            projection.settle(conn)
+def settling(projections: Sequence[Projection]) -> list[SettlesBatch]:
+    """The read models that settle once per transaction (see :class:`SettlesBatch`). Found once, when
+    the read models are set up: a protocol's ``isinstance`` costs microseconds, too much per batch."""
+    return [projection for projection in projections if isinstance(projection, SettlesBatch)]
+
+
+def settle(read_models: Sequence[SettlesBatch], conn: sqlite3.Connection) -> None:
+    """Let each of ``read_models`` (:func:`settling`) settle the transaction of ``conn``."""
+    for read_model in read_models:
+        read_model.settle(conn)
 
 
 class EventStore:
@@ -510,7 +515,7 @@ class EventStore:
             for apply in applies:
                 apply(conn, event)
             applied += 1
-        settle(projections, conn)
+        settle(settling(projections), conn)
         conn.execute(
             "INSERT INTO store_meta (key, value) VALUES ('read_models', ?) "
             "ON CONFLICT(key) DO UPDATE SET value = excluded.value",

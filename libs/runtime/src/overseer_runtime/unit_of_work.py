@@ -38,7 +38,7 @@ from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.subjects import AWAITED_HEADER, EPHEMERAL, KEPT_IN_STORE, NotOwner, Subjects, owns
 from overseer_runtime import tracing
 from overseer_runtime.rpc import StoreUnavailable
-from overseer_runtime.store import EventStore, OutboxEntry, Projection, is_unwritable, settle
+from overseer_runtime.store import EventStore, OutboxEntry, Projection, is_unwritable, settle, settling
 
 T = TypeVar("T")
 AfterCommit = Callable[[], Awaitable[None] | None]
@@ -291,6 +291,7 @@ class TransactionRunner:
         send: Send | None = None,
     ) -> None:
         self.emitter = emitter
+        self._settling = settling(emitter.projections)
         self._publish = publish
         self._send = send
         self._spawn = spawn
@@ -317,7 +318,7 @@ class TransactionRunner:
             uow = self.unit()
             with tracing.span(f"{self.emitter.service} {name}"), self.emitter.store.transaction() as conn:
                 result = fn(uow)
-                settle(self.emitter.projections, conn)
+                settle(self._settling, conn)
                 return uow, result
 
         try:
