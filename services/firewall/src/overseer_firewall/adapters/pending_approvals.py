@@ -63,9 +63,8 @@ class ApprovalsProjection(SqlProjection):
                 _escalated(conn, data, event)
             case ExecutionTransitioned() as data:
                 _transitioned(conn, data, event)
-            case ContractCreated() as data:  # the moves it made at once: its end, when it ended then
-                for moved in data.transitions:
-                    _transitioned(conn, moved, event)
+            case ContractCreated() as data if (ended := data.ended()) is not None:  # ended as announced
+                _transitioned(conn, ended, event)
 
 
 def _verdict(conn: sqlite3.Connection, data: VerdictIssued, event: Envelope) -> None:

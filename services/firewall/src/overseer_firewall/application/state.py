@@ -180,8 +180,9 @@ class KernelState:
             )
 
     def _created(self, data: ContractCreated, lookup: Lookup) -> None:
-        for moved in data.transitions:
-            self._transitioned(moved, lookup)
+        ended = data.ended()
+        if ended is not None:
+            self._transitioned(ended, lookup)
 
     def _transitioned(self, data: ExecutionTransitioned, lookup: Lookup) -> None:
         if data.to_status not in TERMINAL:
