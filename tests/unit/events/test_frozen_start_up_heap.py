@@ -9,9 +9,9 @@ import sys
 
 SCRIPT = """
 import gc, json, weakref
-from overseer_runtime.main import YOUNG_GENERATION_THRESHOLD, settle_heap
+from overseer_runtime.main import YOUNG_GENERATION_THRESHOLD, freeze_start_up_heap
 
-settle_heap()
+freeze_start_up_heap()
 frozen = gc.get_freeze_count()
 
 class Node:

@@ -70,7 +70,7 @@ async def serve(service: Service, settings: Settings | None = None) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await runtime.start()
-    settle_heap()
+    freeze_start_up_heap()
     await stop.wait()
     log.info("%s stopping", service.name)
     await runtime.stop()
@@ -83,7 +83,7 @@ async def serve(service: Service, settings: Settings | None = None) -> None:
 YOUNG_GENERATION_THRESHOLD = 10_000
 
 
-def settle_heap() -> None:
+def freeze_start_up_heap() -> None:
     """Keep the cyclic garbage collector off what start-up built: the modules, the models' validators,
     the configuration and the warm read models live as long as the process, yet every full collection
     walked them all (tens of milliseconds each under load, a pause of every request in flight). They
