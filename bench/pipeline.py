@@ -15,17 +15,22 @@ one action is measured from the POST to the answer that says it is done.
   into the contract's announcement, to the stream storing that, and on to the answer in the agent's
   hands. The times are the events' own (``occurred_at``, the moves' ``timestamp``) and the stream's
   (``Nats-Time-Stamp`` of its announcement of each event), all read from one machine's clock.
+* ``pipeline_approval_timeline``: ``pipeline_approval`` at concurrency 1 in steps, the same way: the
+  proposal, the verdict (hold), the executor's approval card, the card reaching the operator over the
+  WebSocket and its decision sent, the gateway's ``human.responded``, the firewall's recorded decision,
+  the executor's start of the call, its end, and the answer.
 * ``pipeline_replicas``: ``pipeline_auto`` at ``--concurrency`` with one process of each service, with
   two executor replicas sharing the work (``[partitions] executor = 2``) and with two firewall
   replicas (``[partitions] firewall = 2``), alternated; medians, and each against one process.
 
-Each scenario but the timeline runs at concurrency 1 and at ``--concurrency`` (default 32), printing one
+Each scenario but the timelines runs at concurrency 1 and at ``--concurrency`` (default 32), printing one
 JSON line each:
 ``{"scenario":"pipeline_auto","actions":N,"concurrency":C,"actions_per_s":…,"p50_ms":…,"p99_ms":…}``.
 Then the same scenarios in LangGraph (``bench/peers/langgraph_pipeline.py``) and one ratio line per
 scenario and concurrency.
 
-    python bench/pipeline.py [pipeline_auto] [pipeline_approval] [pipeline_timeline] [pipeline_replicas]
+    python bench/pipeline.py [pipeline_auto] [pipeline_approval] [pipeline_timeline]
+                             [pipeline_approval_timeline] [pipeline_replicas]
                              [--no-peers] [--quick]
                              [--profile DIR [--profiler pyinstrument|cprofile]]
 """
@@ -67,7 +72,13 @@ from overseer_runtime.partitions import instances  # noqa: E402
 from overseer_runtime.permissions import PROVISIONER  # noqa: E402
 
 SERVICES = ("observer", "col", "firewall", "executor", "reasoning", "gateway")
-SCENARIOS = ("pipeline_auto", "pipeline_approval", "pipeline_timeline", "pipeline_replicas")
+SCENARIOS = (
+    "pipeline_auto",
+    "pipeline_approval",
+    "pipeline_timeline",
+    "pipeline_approval_timeline",
+    "pipeline_replicas",
+)
 PEERED = ("pipeline_auto", "pipeline_approval")  # the scenarios LangGraph runs too
 
 
@@ -244,6 +255,7 @@ class ApprovalScenario:
         self.approver: asyncio.Task[None] | None = None
         self.decisions: set[asyncio.Task[Any]] = set()
         self.approved = 0
+        self.decided: dict[str, float] = {}  # execution id -> when its decision was sent (time.time())
 
     async def start(self) -> None:
         """The automatic operator: every approval card that appears on the stream is approved over REST."""
@@ -254,6 +266,7 @@ class ApprovalScenario:
         ready = asyncio.Event()
 
         async def approve(card: dict[str, Any]) -> None:
+            self.decided[card["execution_id"]] = time.time()
             response = await self.operator.post(
                 f"/v1/approvals/{card['execution_id']}",
                 json={"decision": "approve", "args_hash": card["args_hash"]},
@@ -275,14 +288,16 @@ class ApprovalScenario:
         self.approver = asyncio.create_task(watch())
         await asyncio.wait_for(ready.wait(), 10)
 
-    async def one(self, i: int) -> float:
-        started = time.perf_counter()
-        proposal = {
+    def proposal(self, i: int) -> dict[str, Any]:
+        return {
             "session_id": f"{self.run_id}-{i}",
             "tool": "fs.write",
             "args": {"path": f"bench/{self.run_id}-{i}.txt", "content": f"action {i}\n"},
         }
-        view = await proposed_and_settled(self.agent, proposal, {"wait": 30, "until": "terminal"})
+
+    async def one(self, i: int) -> float:
+        started = time.perf_counter()
+        view = await proposed_and_settled(self.agent, self.proposal(i), {"wait": 30, "until": "terminal"})
         elapsed = time.perf_counter() - started
         if view.get("consequence_label") != "SUCCESS" or not view.get("was_suspended"):
             raise RuntimeError(f"fs.write did not succeed after an approval: {view}")
@@ -436,7 +451,7 @@ def stream_time(stamp: str) -> float:
     return datetime.fromisoformat(whole).replace(tzinfo=UTC).timestamp() + float(f"0.{fraction or 0}")
 
 
-# The steps of an AUTO action, each from one point in time to the next (see ``Timeline.points``).
+# The steps of an AUTO action, each from one point in time to the next (see ``auto_points``).
 TIMELINE_STEPS = (
     "request_to_proposal",  # the gateway read the request and made the proposal's event
     "proposal_to_stream",  # its commit, the relay's publish, the stream storing it
@@ -449,17 +464,38 @@ TIMELINE_STEPS = (
     "stream_to_answer",  # the answer on its way to the gateway, and the HTTP response to the agent
 )
 
+# The steps of an action held for a person and approved (see ``approval_points``).
+APPROVAL_TIMELINE_STEPS = (
+    "request_to_proposal",  # the gateway read the request and made the proposal's event
+    "proposal_to_stream",  # its commit, the relay's publish, the stream storing it
+    "stream_to_verdict",  # delivery to the firewall, which judged it: hold
+    "verdict_to_stream",  # its commit, publish and storage
+    "stream_to_card",  # delivery to the executor, the contract made WAITING with its approval card
+    "card_to_stream",  # the executor's commit, publish and storage
+    "card_to_operator",  # the card over the WebSocket to the operator, whose client sends the decision
+    "operator_to_response",  # the gateway read the decision, checked the card, made human.responded
+    "response_to_stream",  # its commit, publish and storage
+    "stream_to_decision",  # delivery to the firewall, which recorded the decision
+    "decision_to_stream",  # its commit, publish and storage
+    "stream_to_start",  # delivery to the executor, the transaction up to the call's start
+    "start_to_end",  # the start's commit and publish, the call, the transaction up to its end
+    "end_to_stream",  # the executor's commit, publish and storage
+    "stream_to_answer",  # the answer on its way to the gateway, and the HTTP response to the agent
+)
+
+Seen = dict[str, list[tuple[dict[str, Any], float]]]
+"""One action's announced events by type, in the order announced: each event and when the stream stored it."""
+
 
 class Timeline:
     """The stream's announcements of each action's events, with the time the stream stored each; over
     the gateway's credential (only the gateway may follow the announcements)."""
 
-    TYPES = ("execution.proposed", "firewall.verdict_issued", "execution.contract_created")
-
-    def __init__(self, stack: LocalStack) -> None:
+    def __init__(self, stack: LocalStack, types: tuple[str, ...]) -> None:
         self.stack = stack
+        self.types = types
         self.nc: Client | None = None
-        self.seen: dict[str, dict[str, tuple[dict[str, Any], float]]] = {}
+        self.seen: dict[str, Seen] = {}
 
     async def __aenter__(self) -> Timeline:
         nats = self.stack.nats
@@ -474,34 +510,85 @@ class Timeline:
     async def _announced(self, msg: Msg) -> None:
         event = orjson.loads(msg.data)
         stamp = (msg.headers or {}).get("Nats-Time-Stamp")
-        if event.get("type") in self.TYPES and stamp:
+        if event.get("type") in self.types and stamp:
             execution_id = event["data"]["execution_id"]
-            self.seen.setdefault(execution_id, {})[event["type"]] = (event, stream_time(stamp))
+            by_type = self.seen.setdefault(execution_id, {})
+            by_type.setdefault(event["type"], []).append((event, stream_time(stamp)))
 
-    def points(self, execution_id: str, sent: float, answered: float) -> list[float] | None:
-        """The action's points in time, in order (one more than ``TIMELINE_STEPS``), or None while an
-        announcement is missing or the call did not run at once."""
-        seen = self.seen.get(execution_id, {})
-        if any(kind not in seen for kind in self.TYPES):
-            return None
-        (proposal, proposal_stored), (verdict, verdict_stored), (contract, contract_stored) = (
-            seen[kind] for kind in self.TYPES
-        )
-        moves = contract["data"]["transitions"]
-        if len(moves) < 2:
-            return None
-        return [
-            sent,
-            proposal["occurred_at"],
-            proposal_stored,
-            verdict["occurred_at"],
-            verdict_stored,
-            moves[0]["timestamp"],
-            moves[-1]["timestamp"],
-            contract["occurred_at"],
-            contract_stored,
-            answered,
-        ]
+
+AUTO_TYPES = ("execution.proposed", "firewall.verdict_issued", "execution.contract_created")
+
+
+def auto_points(seen: Seen, sent: float, answered: float) -> list[float] | None:
+    """An AUTO action's points in time, in order (one more than ``TIMELINE_STEPS``), or None while an
+    announcement is missing or the call did not run at once."""
+    if any(kind not in seen for kind in AUTO_TYPES):
+        return None
+    (proposal, proposal_stored), (verdict, verdict_stored), (contract, contract_stored) = (
+        seen[kind][0] for kind in AUTO_TYPES
+    )
+    moves = contract["data"]["transitions"]
+    if len(moves) < 2:
+        return None
+    return [
+        sent,
+        proposal["occurred_at"],
+        proposal_stored,
+        verdict["occurred_at"],
+        verdict_stored,
+        moves[0]["timestamp"],
+        moves[-1]["timestamp"],
+        contract["occurred_at"],
+        contract_stored,
+        answered,
+    ]
+
+
+APPROVAL_TYPES = (
+    "execution.proposed",
+    "firewall.verdict_issued",
+    "ecs.requested",
+    "human.responded",
+    "human.decision_recorded",
+    "execution.transitioned",
+)
+
+
+def approval_points(seen: Seen, sent: float, decided: float, answered: float) -> list[float] | None:
+    """A held and approved action's points in time, in order (one more than ``APPROVAL_TIMELINE_STEPS``;
+    ``decided``: when the operator's client sent the decision), or None while an announcement is missing."""
+    if any(kind not in seen for kind in APPROVAL_TYPES) or len(seen["execution.transitioned"]) < 2:
+        return None
+    (proposal, proposal_stored), (verdict, verdict_stored), (card, card_stored) = (
+        seen[kind][0] for kind in APPROVAL_TYPES[:3]
+    )
+    (response, response_stored), (decision, decision_stored) = (seen[kind][0] for kind in APPROVAL_TYPES[3:5])
+    (start, _), (end, end_stored) = seen["execution.transitioned"][:2]
+    return [
+        sent,
+        proposal["occurred_at"],
+        proposal_stored,
+        verdict["occurred_at"],
+        verdict_stored,
+        card["occurred_at"],
+        card_stored,
+        decided,
+        response["occurred_at"],
+        response_stored,
+        decision["occurred_at"],
+        decision_stored,
+        start["occurred_at"],
+        end["occurred_at"],
+        end_stored,
+        answered,
+    ]
+
+
+def step_medians(steps: tuple[str, ...], timelines: list[list[float]]) -> dict[str, float]:
+    return {
+        step: round(statistics.median(points[i + 1] - points[i] for points in timelines) * 1000, 3)
+        for i, step in enumerate(steps)
+    }
 
 
 async def run_timeline(quick: bool) -> None:
@@ -516,7 +603,7 @@ async def run_timeline(quick: bool) -> None:
         run_id = f"pipeline_timeline-{time.time_ns() % 10**9}"
         answered: list[tuple[str, float, float]] = []
         try:
-            async with Timeline(stack) as timeline:
+            async with Timeline(stack, AUTO_TYPES) as timeline:
                 for i in range(-20, count):  # the first twenty warm the stack up
                     proposal = {"session_id": f"{run_id}-{i}", "tool": "fs.list", "args": {"path": "."}}
                     sent = time.time()
@@ -527,24 +614,70 @@ async def run_timeline(quick: bool) -> None:
                 timelines = [
                     points
                     for execution_id, sent, done in answered
-                    if (points := timeline.points(execution_id, sent, done)) is not None
+                    if (points := auto_points(timeline.seen.get(execution_id, {}), sent, done)) is not None
                 ]
         finally:
             await agent.aclose()
     finally:
         stack.stop()
         shutil.rmtree(home, ignore_errors=True)
-    steps = {
-        step: round(statistics.median(points[i + 1] - points[i] for points in timelines) * 1000, 3)
-        for i, step in enumerate(TIMELINE_STEPS)
-    }
     emit(
         {
             "scenario": "pipeline_timeline",
             "actions": len(timelines),
             "concurrency": 1,
             "p50_ms": round(statistics.median(points[-1] - points[0] for points in timelines) * 1000, 2),
-            "steps_ms": steps,
+            "steps_ms": step_medians(TIMELINE_STEPS, timelines),
+        }
+    )
+
+
+async def run_approval_timeline(quick: bool) -> None:
+    """``pipeline_approval_timeline``: held actions approved one at a time, each step's median (see
+    ``APPROVAL_TIMELINE_STEPS``)."""
+    count = COUNTS["pipeline_approval"][0] // (5 if quick else 1)
+    home = Path(tempfile.mkdtemp(prefix="overseer-bench-"))
+    stack = LocalStack(home)
+    try:
+        await stack.start()
+        await stack.wait_healthy()
+        await make_fs_write_confirm(stack)
+        scenario = ApprovalScenario(stack, 1, f"pipeline_approval_timeline-{time.time_ns() % 10**9}")
+        answered: list[tuple[str, float, float]] = []
+        try:
+            await scenario.start()
+            async with Timeline(stack, APPROVAL_TYPES) as timeline:
+                for i in range(-20, count):  # the first twenty warm the stack up
+                    sent = time.time()
+                    view = await proposed_and_settled(
+                        scenario.agent, scenario.proposal(i), {"wait": 30, "until": "terminal"}
+                    )
+                    if i >= 0:
+                        answered.append((view["execution_id"], sent, time.time()))
+                await asyncio.sleep(0.5)  # the last announcements
+                timelines = [
+                    points
+                    for execution_id, sent, done in answered
+                    if execution_id in scenario.decided
+                    and (
+                        points := approval_points(
+                            timeline.seen.get(execution_id, {}), sent, scenario.decided[execution_id], done
+                        )
+                    )
+                    is not None
+                ]
+        finally:
+            await scenario.close()
+    finally:
+        stack.stop()
+        shutil.rmtree(home, ignore_errors=True)
+    emit(
+        {
+            "scenario": "pipeline_approval_timeline",
+            "actions": len(timelines),
+            "concurrency": 1,
+            "p50_ms": round(statistics.median(points[-1] - points[0] for points in timelines) * 1000, 2),
+            "steps_ms": step_medians(APPROVAL_TIMELINE_STEPS, timelines),
         }
     )
 
@@ -656,6 +789,8 @@ def main(argv: list[str]) -> int:
             ratios(ours, peers)
     if not args.scenarios or "pipeline_timeline" in args.scenarios:
         runner(run_timeline(args.quick))
+    if not args.scenarios or "pipeline_approval_timeline" in args.scenarios:
+        runner(run_approval_timeline(args.quick))
     if not args.scenarios or "pipeline_replicas" in args.scenarios:
         runner(run_replicas(args.concurrency, args.quick))
     return 0

@@ -5,7 +5,8 @@
 Scenarios: eventstore_append, replay, bus_roundtrip (bench/backbone.py),
 firewall_evaluate with the Agent Governance Toolkit peer (bench/firewall_evaluate.py, bench/peers/), hop_floor (bench/hop_floor.py),
 pipeline_auto and pipeline_approval with the LangGraph peer (bench/pipeline.py,
-bench/peers/), pipeline_timeline (bench/pipeline.py: an AUTO action's steps at concurrency 1), pipeline_replicas
+bench/peers/), pipeline_timeline and pipeline_approval_timeline (bench/pipeline.py: an AUTO action's steps and
+an approved action's steps at concurrency 1), pipeline_replicas
 (bench/pipeline.py: pipeline_auto with one and two executor replicas), chat_turn with its LangGraph peer (bench/chat.py, bench/peers/), llm_plugin_overhead
 and llm_first_token (bench/llm.py: the model plugin against the raw openai client on a scripted server,
 and the model's first piece of text to a WebSocket client), mcp_proxy (bench/mcp_proxy.py: an allowed MCP call
@@ -32,7 +33,13 @@ SCRIPTS: dict[str, tuple[str, ...]] = {
     "backbone.py": ("eventstore_append", "replay", "bus_roundtrip"),
     "firewall_evaluate.py": ("firewall_evaluate",),
     "hop_floor.py": ("hop_floor",),
-    "pipeline.py": ("pipeline_auto", "pipeline_approval", "pipeline_timeline", "pipeline_replicas"),
+    "pipeline.py": (
+        "pipeline_auto",
+        "pipeline_approval",
+        "pipeline_timeline",
+        "pipeline_approval_timeline",
+        "pipeline_replicas",
+    ),
     "chat.py": ("chat_turn",),
     "llm.py": ("llm_plugin_overhead", "llm_first_token"),
     "mcp_proxy.py": ("mcp_proxy",),
