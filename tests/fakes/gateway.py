@@ -299,6 +299,7 @@ class InMemoryNoticeBook:
 
     def __init__(self) -> None:
         self.cards: dict[str, Card] = {}
+        self.closed: set[str] = set()  # the executions whose card is closed or decided
         self.deliveries: list[Delivery] = []
 
     def due(self, now: float, limit: int = 64) -> list[Delivery]:
@@ -306,6 +307,9 @@ class InMemoryNoticeBook:
 
     def card(self, execution_id: str) -> Card | None:
         return self.cards.get(execution_id)
+
+    def open_card(self, execution_id: str) -> Card | None:
+        return None if execution_id in self.closed else self.cards.get(execution_id)
 
     def attempts(self, execution_id: str) -> list[dict[str, object]]:
         return [
@@ -356,6 +360,10 @@ class FakeGateway:
 
     async def execute(self, command: Callable[[GatewayUnit], T]) -> T:
         return await self.store.execute(command)
+
+    async def card_closed(self, execution_id: str, timeout: float) -> bool:
+        """The in-memory book changes only as a test says: the card is closed once the test closed it."""
+        return self.notices.open_card(execution_id) is None
 
     def bus_connected(self) -> bool:
         return self.connected

@@ -19,10 +19,12 @@ from overseer_events.canonical import args_hash
 from overseer_events.catalogue import (
     ContractCreated,
     ContractDrafted,
+    EcsClosed,
     EcsRequested,
     ExecutionProposed,
     ExecutionTransitioned,
     VerdictIssued,
+    form_aggregate,
 )
 from overseer_events.envelope import Envelope, EventData, decode
 from overseer_executor.adapters.contracts_sql import SqliteContractRepository, SqliteExecutorQueries
@@ -176,16 +178,26 @@ async def test_seed_003_worked_example_end_to_end(
         assert len(journal) == len(SEED_TRACE) + 2  # the two announcements repeat their creation
 
     # On the wire, each contract is announced (created, and its first moves) once its verdict moved it:
-    # the confirmation, its form and its two later moves, then the e-mail and its end.
-    events = await published(stack, 1 + 1 + 2 + 1 + 1)
+    # the confirmation, its form, its two later moves and the form closed by the first, then the e-mail
+    # and its end.
+    events = await published(stack, 1 + 1 + 2 + 1 + 1 + 1)
+    (form_requested,) = (e.data for e in events if isinstance(e.data, EcsRequested))
     assert [(e.type, e.aggregate_id, e.aggregate_version) for e in events] == [
         ("execution.contract_created", "exec-002", 3),
         ("ecs.requested", "exec-002", 4),
         ("execution.transitioned", "exec-002", 5),
         ("execution.transitioned", "exec-002", 6),
+        ("ecs.closed", form_aggregate("exec-002", form_requested.requested_at), 1),
         ("execution.contract_created", "exec-001", 2),
         ("execution.transitioned", "exec-001", 3),
     ]
+    closed = events[4].data
+    assert isinstance(closed, EcsClosed)
+    assert (closed.kind, closed.requested_at, closed.trigger) == (
+        "confirmation",
+        form_requested.requested_at,
+        "resume",
+    )
     on_the_wire = [step for e in events for step in trace_of(e.data)]
     assert sorted(on_the_wire) == sorted(SEED_TRACE)
     for contract in ("exec-001", "exec-002"):

@@ -303,3 +303,47 @@ async def test_concurrent_decisions_on_one_card_record_exactly_one(gateway: Live
         *(decide(gateway, execution_id, decision="reject", args_hash=card["args_hash"]) for _ in range(8))
     )
     assert sorted(r.status_code for r in responses) == [200] + [409] * 7
+
+
+async def test_the_gateway_holds_a_card_open_until_the_executor_closes_it(gateway: LiveGateway) -> None:
+    execution_id = await propose(
+        gateway, session_id="act-held", tool="email.send", args=mail("hal@example.com")
+    )
+    card = await card_for(gateway, execution_id)
+    held = await eventually(lambda: gateway.service.notices.open_card(execution_id))
+    assert (held.args_hash, held.requested_at) == (card["args_hash"], card["requested_at"])
+    response = await decide(gateway, execution_id, decision="reject", args_hash=card["args_hash"])
+    assert response.status_code == 200, response.text
+    await eventually(lambda: gateway.service.notices.open_card(execution_id) is None)
+    assert (await settle(gateway, execution_id, until="terminal"))["consequence_label"] == "REJECTED"
+
+
+async def test_a_decision_after_a_cancellation_is_answered_is_refused_as_not_waiting(
+    gateway: LiveGateway,
+) -> None:
+    execution_id = await propose(
+        gateway, session_id="act-gone", tool="email.send", args=mail("ivy@example.com")
+    )
+    card = await card_for(gateway, execution_id)
+    await eventually(lambda: gateway.service.notices.open_card(execution_id))
+    async with gateway.client("operator") as client:
+        cancelled = await client.post(f"/v1/executions/{execution_id}/cancel", json={"reason": "not today"})
+    assert cancelled.status_code == 200, cancelled.text
+    late = await decide(gateway, execution_id, decision="approve", args_hash=card["args_hash"])
+    assert late.status_code == 409, late.text
+    assert "cancelled, not waiting" in late.json()["detail"]
+
+
+async def test_waiting_for_a_card_to_close_ends_when_the_gateway_hears_of_it_or_at_the_timeout(
+    gateway: LiveGateway,
+) -> None:
+    execution_id = await propose(
+        gateway, session_id="act-wait", tool="email.send", args=mail("jo@example.com")
+    )
+    await eventually(lambda: gateway.service.notices.open_card(execution_id))
+    assert await gateway.service.card_closed(execution_id, 0.05) is False  # nothing closes it meanwhile
+    operator = {"kind": "operator", "id": "operator"}
+    cancel = {"execution_id": execution_id, "by": operator, "reason": "no"}
+    await gateway.stack.rpc("executor", "execution.cancel", cancel)  # straight to the executor
+    assert await gateway.service.card_closed(execution_id, 10.0) is True
+    assert gateway.service.notices.open_card(execution_id) is None

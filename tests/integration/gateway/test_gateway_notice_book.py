@@ -12,6 +12,7 @@ import pytest
 from overseer_events.catalogue import (
     AdminPolicyReplaced,
     ApprovalEscalated,
+    EcsClosed,
     EcsRequested,
     HumanDecisionRecorded,
     NoticeDeliveryAttempted,
@@ -32,7 +33,9 @@ def at(data: EventData, occurred_at: float, aggregate: str = "x") -> Envelope:
     return new_event(data, aggregate_id=aggregate, aggregate_version=1, actor="test", occurred_at=occurred_at)
 
 
-def requested(execution_id: str, tool: str = "email.send", kind: str = "approval") -> EcsRequested:
+def requested(
+    execution_id: str, tool: str = "email.send", kind: str = "approval", requested_at: float = 10.0
+) -> EcsRequested:
     return EcsRequested(
         execution_id=execution_id,
         session_id="s1",
@@ -42,7 +45,7 @@ def requested(execution_id: str, tool: str = "email.send", kind: str = "approval
         args_hash="h1",
         level="APPROVE",
         requested_by=AGENT,
-        requested_at=10.0,
+        requested_at=requested_at,
     )
 
 
@@ -152,3 +155,66 @@ def test_a_decision_closes_the_notices_still_due(conn: sqlite3.Connection) -> No
     apply(conn, at(policy(ROUTES), 1.0), at(requested("e1"), 5.0), at(decided, 5.1))
     assert states(conn, "e1") == {"ops": ("closed", 0)}
     assert SqliteNotices(conn).due(now=100.0) == []
+
+
+def closed(execution_id: str, requested_at: float = 10.0, trigger: str = "cancel") -> EcsClosed:
+    return EcsClosed(
+        execution_id=execution_id,
+        session_id="s1",
+        kind="approval",
+        requested_at=requested_at,
+        trigger=trigger,
+    )
+
+
+def decision(execution_id: str, word: str) -> HumanDecisionRecorded:
+    return HumanDecisionRecorded(
+        execution_id=execution_id,
+        decision=word,
+        args_hash="h1",
+        decided_by=Principal(kind="operator", id="o"),
+    )
+
+
+def test_a_card_is_open_until_the_executor_closes_it_and_its_notices_still_due_close_with_it(
+    conn: sqlite3.Connection,
+) -> None:
+    apply(conn, at(policy(ROUTES), 1.0), at(requested("e1"), 5.0))
+    open_card = SqliteNotices(conn).open_card("e1")
+    assert open_card is not None
+    assert (open_card.args_hash, open_card.requested_at) == ("h1", 10.0)
+    apply(conn, at(closed("e1"), 6.0))
+    assert SqliteNotices(conn).open_card("e1") is None
+    assert SqliteNotices(conn).card("e1") is not None  # still the card the channels were shown
+    assert states(conn, "e1") == {"ops": ("closed", 0)}
+
+
+def test_a_decision_answers_the_card_of_its_kind_not_a_later_card_of_another(
+    conn: sqlite3.Connection,
+) -> None:
+    apply(conn, at(requested("e1"), 5.0), at(decision("e1", "timeout"), 6.0))
+    assert SqliteNotices(conn).open_card("e1") is None
+    # A reconciliation asked later; the approval's decision applied after it (another consumer) leaves it open.
+    apply(conn, at(requested("e2", kind="reconciliation"), 5.0), at(decision("e2", "approve"), 6.0))
+    assert SqliteNotices(conn).open_card("e2") is not None
+    apply(conn, at(decision("e2", "failed"), 7.0))
+    assert SqliteNotices(conn).open_card("e2") is None
+
+
+def test_closing_one_card_leaves_a_later_card_of_the_same_execution_open(conn: sqlite3.Connection) -> None:
+    apply(
+        conn, at(requested("e1", kind="reconciliation", requested_at=20.0), 5.0), at(closed("e1", 10.0), 6.0)
+    )
+    assert SqliteNotices(conn).open_card("e1") is not None
+    apply(conn, at(closed("e1", 20.0, trigger="resume"), 7.0))
+    assert SqliteNotices(conn).open_card("e1") is None
+
+
+def test_a_rebuild_opens_and_closes_the_same_cards(conn: sqlite3.Connection) -> None:
+    events = [at(requested("e1"), 5.0), at(requested("e2"), 5.0), at(closed("e2"), 6.0)]
+    apply(conn, *events)
+    NoticeBook().drop(conn)
+    NoticeBook().create(conn)
+    apply(conn, *events)
+    assert SqliteNotices(conn).open_card("e1") is not None
+    assert SqliteNotices(conn).open_card("e2") is None

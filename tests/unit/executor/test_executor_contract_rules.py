@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from overseer_events.canonical import args_hash
-from overseer_events.catalogue import EcsRequested, ExecutionTransitioned, Principal
+from overseer_events.catalogue import EcsClosed, EcsRequested, ExecutionTransitioned, Principal
 from overseer_events.errors import InvalidTransition
 from overseer_events.machines import ExecutionStatus
 from overseer_executor.domain.claims import Twin
-from overseer_executor.domain.contract import ExecutionContract, Outcome, open_contract
+from overseer_executor.domain.contract import ExecutionContract, Outcome, closed_form, open_contract
 from overseer_executor.domain.idempotency import idempotency_key
 from overseer_executor.domain.rules import (
     Moves,
@@ -364,6 +366,43 @@ def test_a_waiting_approval_times_out_after_its_ttl() -> None:
     out = decide_approval_expiry(contract_, 60, now=62.5)
     assert moves_of(out) == [("waiting", "cancelled", "timeout", "graph_runner")]
     assert out.contract.status == ExecutionStatus.CANCELLED
+
+
+# -- the form a move out of WAITING closes ---------------------------------------------------------
+@pytest.mark.parametrize(
+    ("leave", "trigger"),
+    [
+        (lambda c: decided(decide_human_decision(c, human(), twin=None, now=3)), "resume"),
+        (lambda c: decided(decide_human_decision(c, human(decision="reject"), twin=None, now=3)), "resume"),
+        (lambda c: decide_session_cancel(c, "aborted", now=3), "cancel"),
+        (lambda c: decide_approval_expiry(c, 60, now=62.5), "timeout"),
+    ],
+)
+def test_every_move_out_of_waiting_closes_the_form_it_waited_on(leave: Any, trigger: str) -> None:
+    waiting = held()
+    (form,) = forms_of(waiting)
+    out = leave(waiting.contract)
+    assert closed_form(waiting.contract, out.events) == EcsClosed(
+        execution_id=form.execution_id,
+        session_id=form.session_id,
+        kind="approval",
+        requested_at=form.requested_at,
+        trigger=trigger,
+    )
+
+
+def test_no_form_closes_while_the_contract_waits_on_or_was_never_waiting() -> None:
+    waiting = held()
+    assert closed_form(contract(), waiting.events) is None  # the move into WAITING opens one
+    assert closed_form(waiting.contract, ()) is None
+    started = decide_verdict(contract(), verdict("allow"), dependency=None, twin=None, now=2)
+    assert (
+        closed_form(
+            started.contract,
+            decide_tool_outcome(started.contract, ToolOutcome("succeeded", "ok"), now=3).events,
+        )
+        is None
+    )
 
 
 def test_a_reconciliation_question_never_times_out() -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from overseer_events.catalogue import Principal
+from overseer_events.catalogue import EcsRequested, Principal
 from overseer_events.views import Until
 from overseer_gateway.application.commands import change_policy
 from overseer_gateway.application.queries import (
@@ -16,7 +16,7 @@ from overseer_gateway.application.queries import (
     pending_approvals,
 )
 from overseer_runtime.rpc import RpcError
-from tests.fakes.gateway import APPROVAL_FORM, InMemoryPeers
+from tests.fakes.gateway import APPROVAL_FORM, InMemoryNoticeBook, InMemoryPeers
 
 VIEW = {"execution_id": "e1", "status": "COMPLETED"}
 
@@ -67,8 +67,30 @@ def executor(form: Any) -> InMemoryPeers:
     return InMemoryPeers(methods={("executor", "approvals.get"): lambda payload: form})
 
 
+NO_CARDS = InMemoryNoticeBook()
+
+
+def held(card: EcsRequested, *, closed: bool = False) -> InMemoryNoticeBook:
+    book = InMemoryNoticeBook()
+    book.cards[card.execution_id] = card
+    if closed:
+        book.closed.add(card.execution_id)
+    return book
+
+
+# The card the executor's APPROVAL_FORM is the form of, as its ecs.requested carried it.
+CARD = EcsRequested(
+    execution_id="e1",
+    session_id="s-1",
+    kind="approval",
+    args_hash="h1",
+    requested_by=Principal(kind="agent", id="bot"),
+    requested_at=1763780000.5,
+)
+
+
 async def test_the_executors_form_is_the_card_its_key_and_its_session() -> None:
-    question = await open_question(executor(APPROVAL_FORM), "e1")
+    question = await open_question(NO_CARDS, executor(APPROVAL_FORM), "e1")
     assert question is not None
     assert question.key == "approval@1763780000.5"
     assert question.session_id == "s-1"
@@ -92,21 +114,21 @@ async def test_the_executors_form_is_the_card_its_key_and_its_session() -> None:
 async def test_the_requester_is_read_from_each_form_the_executor_writes(
     requested_by: Any, principal: Principal | None
 ) -> None:
-    question = await open_question(executor(APPROVAL_FORM | {"requested_by": requested_by}), "e1")
+    question = await open_question(NO_CARDS, executor(APPROVAL_FORM | {"requested_by": requested_by}), "e1")
     assert question is not None
     assert question.card.requested_by == principal
 
 
 async def test_an_answered_form_is_a_decided_card_and_a_form_without_a_time_is_keyed_by_its_kind() -> None:
     form = {k: v for k, v in APPROVAL_FORM.items() if k != "requested_at"} | {"status": "answered"}
-    question = await open_question(executor(form), "e1")
+    question = await open_question(NO_CARDS, executor(form), "e1")
     assert question is not None
     assert question.card.decided is True
     assert question.key == "approval"
 
 
 async def test_no_form_is_no_open_question() -> None:
-    assert await open_question(executor(None), "e1") is None
+    assert await open_question(NO_CARDS, executor(None), "e1") is None
 
 
 async def test_an_execution_the_executor_does_not_know_is_its_refusal() -> None:
@@ -115,8 +137,26 @@ async def test_an_execution_the_executor_does_not_know_is_its_refusal() -> None:
 
     peers = InMemoryPeers(methods={("executor", "approvals.get"): unknown})
     with pytest.raises(RpcError) as refused:
-        await open_question(peers, "e1")
+        await open_question(NO_CARDS, peers, "e1")
     assert refused.value.status == 404
+
+
+async def test_an_open_card_the_gateway_holds_is_the_question_the_executor_would_answer_without_asking_it() -> (
+    None
+):
+    peers = executor(APPROVAL_FORM)
+    question = await open_question(held(CARD), peers, "e1")
+    assert peers.asked == []
+    assert question == await open_question(NO_CARDS, executor(APPROVAL_FORM), "e1")
+
+
+async def test_a_card_the_gateway_holds_closed_or_decided_is_asked_of_the_executor() -> None:
+    answered = APPROVAL_FORM | {"status": "answered", "contract_status": "CANCELLED"}
+    peers = executor(answered)
+    question = await open_question(held(CARD, closed=True), peers, "e1")
+    assert [asked.method for asked in peers.asked] == ["approvals.get"]
+    assert question is not None
+    assert (question.card.status, question.card.decided) == ("cancelled", True)
 
 
 def firewall_replicas(told: list[list[dict[str, int]]], partial: list[dict[str, Any]]) -> InMemoryPeers:

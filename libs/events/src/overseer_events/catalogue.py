@@ -625,6 +625,24 @@ class EcsRequested(EventData):
     requested_at: float
 
 
+@event("ecs.closed")
+class EcsClosed(EventData):
+    """An approval form closed: its contract left WAITING (a decision resumed it, or it was cancelled or
+    timed out), so nothing can be decided on that form any more. The form is the ``ecs.requested`` of
+    this execution with this ``requested_at``."""
+
+    execution_id: str
+    session_id: str
+    kind: ApprovalKind
+    requested_at: float
+    trigger: str  # what moved the contract out of WAITING: resume, cancel or timeout
+
+
+def form_aggregate(execution_id: str, requested_at: float) -> str:
+    """The aggregate of a form's ``ecs.closed`` (each form closes once): the execution and the form's time."""
+    return f"form:{execution_id}:{requested_at!r}"
+
+
 @event("tools.announced")
 class ToolsAnnounced(EventData):
     """The executor's whole tool catalogue, announced when it starts and whenever it changes (an MCP

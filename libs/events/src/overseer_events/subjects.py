@@ -41,6 +41,7 @@ OWNERSHIP: dict[str, tuple[str, ...]] = {
         "execution.contract_created",
         "execution.contract_drafted",
         "ecs.requested",
+        "ecs.closed",
         "tools.announced",
     ),
     "col": (

@@ -23,6 +23,7 @@ from overseer_events.catalogue import (
     OutcomeReported,
     SessionCancelRequested,
     VerdictIssued,
+    form_aggregate,
 )
 from overseer_events.envelope import Envelope
 from overseer_events.machines import TERMINAL_STATUSES, ExecutionStatus
@@ -33,6 +34,7 @@ from overseer_executor.domain.contract import (
     Outcome,
     Verdict,
     announced,
+    closed_form,
     open_contract,
 )
 from overseer_executor.domain.rules import (
@@ -224,6 +226,14 @@ class ExecutionHandlers:
                 aggregate_version=version,
                 correlation_id=before.session_id,
                 awaited=before.awaited,
+            )
+        closed = closed_form(before, outcome.events)
+        if closed is not None:  # whoever holds the form's card learns nothing can be decided on it now
+            unit.emit(
+                closed,
+                aggregate_id=form_aggregate(closed.execution_id, closed.requested_at),
+                aggregate_version=1,
+                correlation_id=before.session_id,
             )
         contract = outcome.contract
         if outcome.run_tool:

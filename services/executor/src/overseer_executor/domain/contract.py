@@ -15,6 +15,7 @@ from typing import Any
 from overseer_events.catalogue import (
     OWN_AGENT,
     ContractCreated,
+    EcsClosed,
     EcsRequested,
     ExecutionProposed,
     ExecutionTransitioned,
@@ -192,6 +193,24 @@ def announced(contract: ExecutionContract, events: Sequence[EventData]) -> list[
         version += 1 + (len(data.transitions) if isinstance(data, ContractCreated) else 0)
         numbered.append((data, version))
     return numbered
+
+
+def closed_form(before: ExecutionContract, events: Sequence[EventData]) -> EcsClosed | None:
+    """The form ``events`` close: the open request of a WAITING contract that one of them moves out of
+    WAITING (whatever moved it: a decision that resumed it, a cancellation, a timeout); else None."""
+    form = before.open_request
+    if form is None or before.status != ExecutionStatus.WAITING:
+        return None
+    for data in events:
+        if isinstance(data, ExecutionTransitioned) and data.from_status == ExecutionStatus.WAITING:
+            return EcsClosed(
+                execution_id=before.execution_id,
+                session_id=before.session_id,
+                kind=form.kind,
+                requested_at=form.requested_at,
+                trigger=data.trigger,
+            )
+    return None
 
 
 def tool_of(proposal: ExecutionProposed) -> str | None:

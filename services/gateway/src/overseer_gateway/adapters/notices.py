@@ -1,11 +1,17 @@
 """The gateway's notice book: the approval cards it was shown, the admin policy's ``[[notify]]`` routes,
 and one delivery per notice and channel with its attempts so far.
 
-A projection of the executor's ``ecs.requested``, the firewall's ``firewall.approval_escalated``,
-``policy.admin_replaced`` and ``human.decision_recorded``, and the gateway's own
-``notice.delivery_attempted``: rebuilt from the store's events, it plans the same deliveries and
-knows which were made. A delivery is ``pending`` (due at ``due_at``), ``delivered``, ``failed``
-(its last attempt failed and none follows) or ``closed`` (the call was decided before it went out).
+A projection of the executor's ``ecs.requested`` and ``ecs.closed``, the firewall's
+``firewall.approval_escalated``, ``policy.admin_replaced`` and ``human.decision_recorded``, and the
+gateway's own ``notice.delivery_attempted``: rebuilt from the store's events, it plans the same
+deliveries and knows which were made. A delivery is ``pending`` (due at ``due_at``), ``delivered``,
+``failed`` (its last attempt failed and none follows) or ``closed`` (the call was decided, or its card
+closed, before it went out). A card is *open* from its ``ecs.requested`` until its ``ecs.closed`` or a
+decision of the firewall that answers a card of its kind.
+
+The executor's cards and the firewall's decisions reach the gateway on two consumers, so a decision
+may be applied after a later card of the same execution (a reconciliation asked after an approval):
+a decision closes only the cards its kind answers, and ``ecs.closed`` only the card it names.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from pydantic import ValidationError
 from overseer_events.catalogue import (
     AdminPolicyReplaced,
     ApprovalEscalated,
+    EcsClosed,
     EcsRequested,
     HumanDecisionRecorded,
     NoticeDeliveryAttempted,
@@ -27,6 +34,7 @@ from overseer_events.catalogue import (
 )
 from overseer_events.envelope import Envelope
 from overseer_events.notices import NoticeRoute, channels_for, parse_routes
+from overseer_gateway.domain.approvals import kinds_answered_by
 from overseer_gateway.domain.notices import Card, Delivery, delivery_id
 from overseer_runtime.projection import SqlProjection
 
@@ -79,14 +87,24 @@ class NoticeBook(SqlProjection):
                     (orjson.dumps([r.model_dump() for r in routes]).decode(),),
                 )
             case HumanDecisionRecorded() as data:
-                conn.execute(
-                    "UPDATE notice_cards SET decided = 1 WHERE execution_id = ?", (data.execution_id,)
-                )
-                conn.execute(
-                    "UPDATE notice_deliveries SET state = 'closed', detail = 'decided before it went out' "
-                    "WHERE execution_id = ? AND state = 'pending'",
-                    (data.execution_id,),
-                )
+                kinds = kinds_answered_by(data.decision)
+                closed = conn.execute(
+                    "UPDATE notice_cards SET decided = 1 WHERE execution_id = ? "
+                    f"AND json_extract(card, '$.kind') IN ({', '.join('?' * len(kinds))})",
+                    (data.execution_id, *kinds),
+                ).rowcount
+                if closed:
+                    self._close(conn, data.execution_id, "decided before it went out")
+            case EcsClosed() as data:
+                closed = conn.execute(
+                    "UPDATE notice_cards SET decided = 1 WHERE execution_id = ? "
+                    "AND abs(json_extract(card, '$.requested_at') - ?) < 1e-6",  # the card it names
+                    (data.execution_id, data.requested_at),
+                ).rowcount
+                if closed:
+                    self._close(
+                        conn, data.execution_id, f"its card closed ({data.trigger}) before it went out"
+                    )
             case NoticeDeliveryAttempted() as data:
                 retry = data.outcome == "failed" and data.retry_in is not None
                 state = "pending" if retry else data.outcome
@@ -96,6 +114,13 @@ class NoticeBook(SqlProjection):
                     "ELSE ? END, due_at = ?, detail = ? WHERE delivery_id = ?",
                     (data.attempt, state, due, data.detail, data.delivery_id),
                 )
+
+    @staticmethod
+    def _close(conn: sqlite3.Connection, execution_id: str, why: str) -> None:
+        conn.execute(
+            "UPDATE notice_deliveries SET state = 'closed', detail = ? WHERE execution_id = ? AND state = 'pending'",
+            (why, execution_id),
+        )
 
     @staticmethod
     def _plan(conn: sqlite3.Connection, card: Card, notice: NoticeKind, at: float) -> None:
@@ -129,6 +154,14 @@ def card_of(conn: sqlite3.Connection, execution_id: str) -> Card | None:
     return Card.model_validate_json(row[0]) if row is not None else None
 
 
+def open_card_of(conn: sqlite3.Connection, execution_id: str) -> Card | None:
+    """The card last requested for ``execution_id`` while it is open (neither closed nor decided)."""
+    row = conn.execute(
+        "SELECT card FROM notice_cards WHERE execution_id = ? AND decided = 0", (execution_id,)
+    ).fetchone()
+    return Card.model_validate_json(row[0]) if row is not None else None
+
+
 class SqliteNotices:
     """:class:`~overseer_gateway.application.ports.Notices` on the store's writer connection (point reads)."""
 
@@ -149,6 +182,9 @@ class SqliteNotices:
 
     def card(self, execution_id: str) -> Card | None:
         return card_of(self.conn, execution_id)
+
+    def open_card(self, execution_id: str) -> Card | None:
+        return open_card_of(self.conn, execution_id)
 
     def attempts(self, execution_id: str) -> list[dict[str, object]]:
         rows = self.conn.execute(

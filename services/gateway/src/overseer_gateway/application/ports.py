@@ -139,6 +139,10 @@ class NoticeBook(Protocol):
         """The approval card last requested for the execution, as the gateway was shown it."""
         ...
 
+    def open_card(self, execution_id: str) -> Card | None:
+        """That card while it is open: not closed (``ecs.closed``) nor answered by a recorded decision."""
+        ...
+
     def attempts(self, execution_id: str) -> list[dict[str, object]]:
         """The execution's deliveries: channel, notice, attempts, state and the last attempt's detail."""
         ...

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from overseer_events.catalogue import Principal
+from overseer_events.machines import ExecutionStatus
 from overseer_events.views import Until
-from overseer_gateway.application.ports import KnownTools, Peers
+from overseer_gateway.application.ports import KnownTools, NoticeBook, Peers
 from overseer_gateway.domain.approvals import AgentRun, ApprovalCard
+from overseer_gateway.domain.notices import Card
 from overseer_gateway.domain.tools import closest_tools, unknown_tool
 from overseer_runtime.rpc import RpcError
 
@@ -60,14 +62,39 @@ class OpenQuestion:
     session_id: str | None
 
 
-async def open_question(peers: Peers, execution_id: str) -> OpenQuestion | None:
-    """The executor's open question on ``execution_id`` (``approvals.get``); None when it answers none.
+async def open_question(cards: NoticeBook, peers: Peers, execution_id: str) -> OpenQuestion | None:
+    """The open question on ``execution_id``: the card the gateway holds while it is open (the executor's
+    ``ecs.requested``, not yet closed nor answered: see :class:`NoticeBook`), else as the executor
+    answers it (``approvals.get``); None when it answers none.
 
-    Its refusals (404 for an execution it does not know) raise :class:`RpcError`."""
+    A card the gateway holds open is the executor's form as it was requested: the executor keeps it
+    pending until its contract leaves WAITING, and says so with ``ecs.closed``. Any other case (a card not
+    taken in yet, a closed or decided one) is asked of the executor, which refuses (404 for an execution
+    it does not know) by raising :class:`RpcError`."""
+    card = cards.open_card(execution_id)
+    if card is not None:
+        return question_of_card(card)
     answer = await peers.ask("executor", "approvals.get", {"execution_id": execution_id})
     if not isinstance(answer, dict):
         return None
     return question_from(answer, execution_id)
+
+
+def question_of_card(card: Card) -> OpenQuestion:
+    """An open card as the question the executor would answer for it: WAITING, undecided (same key)."""
+    waiting = ApprovalCard(
+        execution_id=card.execution_id,
+        kind=card.kind,
+        status=ExecutionStatus.WAITING.value,
+        args_hash=card.args_hash,
+        requested_by=card.requested_by,
+    )
+    return OpenQuestion(waiting, question_key(card.kind, card.requested_at), card.session_id)
+
+
+def question_key(kind: str, requested_at: float | None) -> str:
+    """The key of a card: its kind and when it was requested (a second card of one execution, another)."""
+    return f"{kind}@{requested_at}" if requested_at is not None else kind
 
 
 def question_from(answer: dict[str, Any], execution_id: str) -> OpenQuestion:
@@ -93,8 +120,7 @@ def question_from(answer: dict[str, Any], execution_id: str) -> OpenQuestion:
         requested_by=requester,
         decided=answer.get("status") == "answered",
     )
-    key = f"{kind}@{requested_at}" if requested_at is not None else kind
-    return OpenQuestion(card, key, answer.get("session_id"))
+    return OpenQuestion(card, question_key(kind, requested_at), answer.get("session_id"))
 
 
 @dataclass(frozen=True, slots=True)

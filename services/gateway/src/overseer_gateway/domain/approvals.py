@@ -22,6 +22,17 @@ DECISIONS: dict[str, frozenset[str]] = {
 }
 
 
+# The decisions that answer no card a person decides on: the firewall's own, when nobody answered in time.
+_UNANSWERED = {"timeout": ("approval", "confirmation")}
+
+
+def kinds_answered_by(decision: str) -> tuple[str, ...]:
+    """The kinds of card ``decision`` answers (``reject`` an approval or a confirmation, ``failed`` a
+    reconciliation, the firewall's ``timeout`` an approval or a confirmation)."""
+    kinds = tuple(kind for kind, accepted in DECISIONS.items() if decision in accepted)
+    return kinds or _UNANSWERED.get(decision, ())
+
+
 @dataclass(frozen=True, slots=True)
 class ApprovalCard:
     """What the executor says about one execution's open question."""

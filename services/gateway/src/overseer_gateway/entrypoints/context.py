@@ -53,6 +53,10 @@ class Gateway(Transactions, Protocol):
         """The approval notices: the cards the channels were shown, and every delivery's attempts."""
         ...
 
+    async def card_closed(self, execution_id: str, timeout: float) -> bool:
+        """Wait, at most ``timeout`` seconds, until the gateway holds no open card for the execution."""
+        ...
+
     @property
     def sockets(self) -> set[WebSocket]:
         """The open WebSocket connections, closed when the gateway stops."""

@@ -296,7 +296,7 @@ async def record_decision(
     gateway: Gateway, execution_id: str, body: DecisionRequest, caller: Caller
 ) -> dict[str, Any]:
     """The work of ``POST /v1/approvals/{execution_id}``, shared with its fast path (fast_actions.py)."""
-    question = await open_question(gateway.peers, execution_id)
+    question = await open_question(gateway.notices, gateway.peers, execution_id)
     if question is None:
         raise ProblemError(404, f"execution {execution_id!r} has no open question")
     command = DecideApproval(execution_id, body.decision, body.args_hash, body.comment or body.reason)

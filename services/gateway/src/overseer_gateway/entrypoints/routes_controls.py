@@ -17,7 +17,7 @@ from overseer_gateway.domain.access import Caller, Role
 from overseer_gateway.domain.actions import ID, ID_MAX
 from overseer_gateway.entrypoints.answers import json_response, passed_on
 from overseer_gateway.entrypoints.auth import require
-from overseer_gateway.entrypoints.context import gateway_of
+from overseer_gateway.entrypoints.context import Gateway, gateway_of
 from overseer_gateway.entrypoints.docs import READ, WRITE, problems
 from overseer_gateway.entrypoints.schemas import (
     AgentModeRequest,
@@ -179,7 +179,7 @@ async def cancel_execution(
         "by": caller.as_principal("operator").model_dump(),
         "reason": _reason(body),
     }
-    return await passed_on(gateway_of(request).peers, "executor", "execution.cancel", payload)
+    return await cancelled(gateway_of(request), execution_id, payload)
 
 
 @router.post(
@@ -204,7 +204,19 @@ async def cancel_own_action(
         "reason": _reason(body),
         "proposer_only": True,
     }
-    return await passed_on(gateway_of(request).peers, "executor", "execution.cancel", payload)
+    return await cancelled(gateway_of(request), execution_id, payload)
+
+
+# How long a cancellation's answer waits for the gateway to hear that its card closed (milliseconds, as a rule).
+CARD_CLOSE_WAIT = 2.0
+
+
+async def cancelled(gateway: Gateway, execution_id: str, payload: dict[str, Any]) -> Response:
+    """The executor's answer to ``execution.cancel``, once the gateway holds the execution's card closed too:
+    a decision sent after this answer is refused as one on a card that waits no longer."""
+    answer = await passed_on(gateway.peers, "executor", "execution.cancel", payload)
+    await gateway.card_closed(execution_id, CARD_CLOSE_WAIT)
+    return answer
 
 
 # ----------------------------------------------------------- the firewall --

@@ -67,7 +67,7 @@ async def show_link(request: Request, token: LinkToken) -> Response:
     gateway = gateway_of(request)
     claim, _ = claim_of(gateway, token)
     used = await gateway.execute(lambda unit: unit.responses.link_used(claim.link_id))
-    question = await open_question(gateway.peers, claim.execution_id)
+    question = await open_question(gateway.notices, gateway.peers, claim.execution_id)
     waiting = (
         question is not None and question.card.status == ExecutionStatus.WAITING and not question.card.decided
     )
@@ -101,7 +101,7 @@ async def use_link(
     link expired. Recorded as `human.responded` by the link's approver, `via: link:<channel>`."""
     gateway = gateway_of(request)
     claim, approver = claim_of(gateway, token)
-    question = await open_question(gateway.peers, claim.execution_id)
+    question = await open_question(gateway.notices, gateway.peers, claim.execution_id)
     if question is None:
         raise ProblemError(
             409, f"execution {claim.execution_id} has no open question any more", "Not waiting"
