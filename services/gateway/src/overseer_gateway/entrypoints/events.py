@@ -18,10 +18,12 @@ from overseer_runtime.service import HandlerTable
 from overseer_runtime.unit_of_work import UnitOfWork
 
 SUBSCRIPTIONS: tuple[Subscription, ...] = (
-    # The executor's approval cards, opened and closed: on the approval's path (see the docstring).
-    Subscription(owner="executor", types=("ecs.requested", "ecs.closed")),
-    # The firewall's escalations, decisions (a decided call's notices still due are dropped) and admin
-    # policy (its [[notify]] routes). Off every critical path.
+    # The executor's approval cards: on the approval's path (see the docstring).
+    Subscription(owner="executor", types=("ecs.requested",)),
+    # The cards closed (off the path: a close names its card, so it may come after a later card); the
+    # firewall's escalations, decisions (a decided call's notices still due are dropped) and admin policy
+    # (its [[notify]] routes). Off every critical path.
+    Subscription(owner="executor", types=("ecs.closed",), linger=0.02),
     Subscription(
         owner="firewall",
         types=("firewall.approval_escalated", "human.decision_recorded", "policy.admin_replaced"),
