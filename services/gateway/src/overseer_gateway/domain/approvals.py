@@ -22,7 +22,7 @@ DECISIONS: dict[str, frozenset[str]] = {
 }
 
 
-# The decisions that answer no card a person decides on: the firewall's own, when nobody answered in time.
+# A decision no person gives: the firewall's, when nobody answered a card that times out in time.
 _UNANSWERED = {"timeout": ("approval", "confirmation")}
 
 

@@ -173,7 +173,8 @@ async def cancel_execution(
 ) -> Response:
     """The executor moves the contract to CANCELLED through its state machine, once, with who asked and
     why as the transition's reason. 404 for an unknown execution; 409 when it is running (its call has
-    started) or has already ended, with its state named."""
+    started) or has already ended, with its state named. A decision on its approval card sent after
+    this answer is refused (409)."""
     payload = {
         "execution_id": execution_id,
         "by": caller.as_principal("operator").model_dump(),
@@ -197,7 +198,8 @@ async def cancel_own_action(
 ) -> Response:
     """The agent that proposed an execution withdraws it while it is PENDING or WAITING (it gave up
     waiting, its user cancelled): CANCELLED, once, with why. 403 for another agent's execution, 404 for an
-    unknown one, 409 when it runs or has ended."""
+    unknown one, 409 when it runs or has ended. A decision on its approval card sent after this answer
+    is refused (409)."""
     payload = {
         "execution_id": execution_id,
         "by": caller.as_principal("agent").model_dump(),
