@@ -148,17 +148,11 @@ def routes(conn: sqlite3.Connection) -> tuple[NoticeRoute, ...]:
     return parse_routes(orjson.loads(row[0])) if row is not None else ()
 
 
-def card_of(conn: sqlite3.Connection, execution_id: str) -> Card | None:
-    """The approval card last requested for ``execution_id``, as the gateway saw it."""
-    row = conn.execute("SELECT card FROM notice_cards WHERE execution_id = ?", (execution_id,)).fetchone()
-    return Card.model_validate_json(row[0]) if row is not None else None
-
-
-def open_card_of(conn: sqlite3.Connection, execution_id: str) -> Card | None:
-    """The card last requested for ``execution_id`` while it is open (neither closed nor decided)."""
-    row = conn.execute(
-        "SELECT card FROM notice_cards WHERE execution_id = ? AND decided = 0", (execution_id,)
-    ).fetchone()
+def card_of(conn: sqlite3.Connection, execution_id: str, *, open_only: bool = False) -> Card | None:
+    """The approval card last requested for ``execution_id``, as the gateway saw it; ``open_only``: only
+    while it is open (neither closed nor decided)."""
+    where = "execution_id = ? AND decided = 0" if open_only else "execution_id = ?"
+    row = conn.execute(f"SELECT card FROM notice_cards WHERE {where}", (execution_id,)).fetchone()
     return Card.model_validate_json(row[0]) if row is not None else None
 
 
@@ -184,7 +178,7 @@ class SqliteNotices:
         return card_of(self.conn, execution_id)
 
     def open_card(self, execution_id: str) -> Card | None:
-        return open_card_of(self.conn, execution_id)
+        return card_of(self.conn, execution_id, open_only=True)
 
     def attempts(self, execution_id: str) -> list[dict[str, object]]:
         rows = self.conn.execute(
