@@ -361,9 +361,10 @@ class FakeGateway:
     async def execute(self, command: Callable[[GatewayUnit], T]) -> T:
         return await self.store.execute(command)
 
-    async def card_closed(self, execution_id: str, timeout: float) -> bool:
-        """The in-memory book changes only as a test says: the card is closed once the test closed it."""
-        return self.notices.open_card(execution_id) is None
+    async def wait_for_change(self, aggregate_id: str, timeout: float) -> bool:
+        """Nothing commits behind a test's back: the wait runs out."""
+        await asyncio.sleep(timeout)
+        return False
 
     def bus_connected(self) -> bool:
         return self.connected

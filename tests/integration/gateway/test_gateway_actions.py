@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from overseer_events.catalogue import ExecutionProposed
+from overseer_gateway.application.queries import card_closed
 from overseer_runtime.testing import eventually
 from tests.integration.gateway.gateway_support import LiveGateway
 
@@ -341,9 +342,15 @@ async def test_waiting_for_a_card_to_close_ends_when_the_gateway_hears_of_it_or_
         gateway, session_id="act-wait", tool="email.send", args=mail("jo@example.com")
     )
     await eventually(lambda: gateway.service.notices.open_card(execution_id))
-    assert await gateway.service.card_closed(execution_id, 0.05) is False  # nothing closes it meanwhile
+    assert (
+        await card_closed(gateway.service.notices, gateway.service.wait_for_change, execution_id, 0.05)
+        is False
+    )  # nothing closes it meanwhile
     operator = {"kind": "operator", "id": "operator"}
     cancel = {"execution_id": execution_id, "by": operator, "reason": "no"}
     await gateway.stack.rpc("executor", "execution.cancel", cancel)  # straight to the executor
-    assert await gateway.service.card_closed(execution_id, 10.0) is True
+    assert (
+        await card_closed(gateway.service.notices, gateway.service.wait_for_change, execution_id, 10.0)
+        is True
+    )
     assert gateway.service.notices.open_card(execution_id) is None

@@ -48,6 +48,9 @@ Send = Callable[[Sequence[tuple[str, bytes]]], Awaitable[None]]
 Spawn = Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]]
 # A commit's events: those it took in (handled), those it put out (emitted).
 Observe = Callable[[Sequence[Envelope], Sequence[Envelope]], None]
+# Sleeps until a commit touches the aggregate (True) or the timeout passes (False): the service's
+# ``wait_for_change`` (see :class:`Waiters` for how to read and wait without missing a commit).
+WaitForChange = Callable[[str, float], Awaitable[bool]]
 
 # A write the store refuses (is_unwritable) is tried again after a random wait of up to
 # 50 ms, 100 ms, 200 ms … and at most STORE_RETRY_MAX seconds (exponential backoff, full jitter).

@@ -25,7 +25,6 @@ from typing import Any, TypeVar
 import uvicorn
 from fastapi import FastAPI, WebSocket
 
-from overseer_events.catalogue import form_aggregate
 from overseer_gateway.adapters.channels import HttpWebhooks, SignedLinks, SmtpMailer, link_secret
 from overseer_gateway.adapters.known_tools import ExecutorTools
 from overseer_gateway.adapters.live_stream import LiveStream
@@ -104,18 +103,8 @@ class GatewayService(Service):
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    async def card_closed(self, execution_id: str, timeout: float) -> bool:
-        """Wait, at most ``timeout`` seconds, until the gateway holds no open card for ``execution_id``
-        (the executor's ``ecs.closed`` applied); False when one is still open then."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while (card := self.notices.open_card(execution_id)) is not None:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return False
-            # Read, then wait with no await in between: the commit applying the card's close wakes this.
-            await self.runtime.wait_for_change(form_aggregate(execution_id, card.requested_at), remaining)
-        return True
+    async def wait_for_change(self, aggregate_id: str, timeout: float) -> bool:
+        return await self.runtime.wait_for_change(aggregate_id, timeout)
 
     def unit_for(self, uow: UnitOfWork) -> GatewayUnit:
         """The gateway's ports bound to one transaction: its event sink, and the decisions it recorded."""

@@ -7,13 +7,10 @@ other service has even received the event.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
 
 from overseer_events.views import ExecutionConsequenceView, Until, has_reached
 from overseer_executor.application.ports import ExecutorQueries
-
-# Sleeps until a commit touches the aggregate (True) or the timeout passes (False).
-WaitForChange = Callable[[str, float], Awaitable[bool]]
+from overseer_runtime.unit_of_work import WaitForChange
 
 
 async def settled_consequence(

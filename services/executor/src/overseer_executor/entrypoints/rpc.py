@@ -27,10 +27,11 @@ from overseer_events.catalogue import Principal
 from overseer_events.views import ExecutionConsequenceView, Until
 from overseer_executor.application.handlers import CancelRefused
 from overseer_executor.application.ports import ExecutorQueries
-from overseer_executor.application.queries import WaitForChange, settled_consequence
+from overseer_executor.application.queries import settled_consequence
 from overseer_executor.domain.contract import ExecutionContract
 from overseer_executor.domain.tools import ToolSpec
 from overseer_runtime.rpc import NoArguments, RpcError, RpcRequest, RpcTable
+from overseer_runtime.unit_of_work import WaitForChange
 
 
 class ApprovalsRequest(RpcRequest):

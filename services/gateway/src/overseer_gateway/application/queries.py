@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 from typing import Any
 
-from overseer_events.catalogue import Principal
+from overseer_events.catalogue import Principal, form_aggregate
 from overseer_events.machines import ExecutionStatus
 from overseer_events.views import Until
 from overseer_gateway.application.ports import KnownTools, NoticeBook, Peers
@@ -14,6 +15,7 @@ from overseer_gateway.domain.approvals import AgentRun, ApprovalCard
 from overseer_gateway.domain.notices import Card
 from overseer_gateway.domain.tools import closest_tools, unknown_tool
 from overseer_runtime.rpc import RpcError
+from overseer_runtime.unit_of_work import WaitForChange
 
 
 async def consequence_when_settled(
@@ -78,6 +80,21 @@ async def open_question(cards: NoticeBook, peers: Peers, execution_id: str) -> O
     if not isinstance(answer, dict):
         return None
     return question_from(answer, execution_id)
+
+
+async def card_closed(
+    cards: NoticeBook, wait_for_change: WaitForChange, execution_id: str, timeout: float
+) -> bool:
+    """Wait, at most ``timeout`` seconds, until the gateway holds no open card for ``execution_id`` (the
+    executor's ``ecs.closed`` applied); False when one is still open then."""
+    deadline = time.monotonic() + timeout
+    while (card := cards.open_card(execution_id)) is not None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        # No await between the read above and this wait: the commit applying the close wakes this.
+        await wait_for_change(form_aggregate(execution_id, card.requested_at), remaining)
+    return True
 
 
 def question_of_card(card: Card) -> OpenQuestion:

@@ -53,8 +53,8 @@ class Gateway(Transactions, Protocol):
         """The approval notices: the cards the channels were shown, and every delivery's attempts."""
         ...
 
-    async def card_closed(self, execution_id: str, timeout: float) -> bool:
-        """Wait, at most ``timeout`` seconds, until the gateway holds no open card for the execution."""
+    async def wait_for_change(self, aggregate_id: str, timeout: float) -> bool:
+        """Sleep until a commit of the gateway's touches ``aggregate_id`` (True) or ``timeout`` (False)."""
         ...
 
     @property

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Body, Depends, Path, Request
 from fastapi.responses import Response
 
 from overseer_gateway.application.commands import change_policy
+from overseer_gateway.application.queries import card_closed
 from overseer_gateway.domain.access import Caller, Role
 from overseer_gateway.domain.actions import ID, ID_MAX
 from overseer_gateway.entrypoints.answers import json_response, passed_on
@@ -217,7 +218,7 @@ async def cancelled(gateway: Gateway, execution_id: str, payload: dict[str, Any]
     """The executor's answer to ``execution.cancel``, once the gateway holds the execution's card closed too:
     a decision sent after this answer is refused as one on a card that waits no longer."""
     answer = await passed_on(gateway.peers, "executor", "execution.cancel", payload)
-    await gateway.card_closed(execution_id, CARD_CLOSE_WAIT)
+    await card_closed(gateway.notices, gateway.wait_for_change, execution_id, CARD_CLOSE_WAIT)
     return answer
 
 
