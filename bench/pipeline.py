@@ -48,6 +48,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -224,17 +225,20 @@ async def proposed_and_settled(agent: LeanClient, proposal: dict[str, Any], wait
 
 class AutoScenario:
     name = "pipeline_auto"
+    wait: dict[str, Any] = {"wait": 30}  # the agent proposes and waits in one request
 
     def __init__(self, stack: LocalStack, concurrency: int, run_id: str) -> None:
         self.agent = lean_client(stack, "agent", concurrency)
         self.run_id = run_id
 
-    async def one(self, i: int) -> float:
-        started = time.perf_counter()
+    def proposal(self, i: int) -> dict[str, Any]:
         # One session per action: the firewall's loop detection would (rightly) hold a session that
         # lists the same directory thousands of times.
-        proposal = {"session_id": f"{self.run_id}-{i}", "tool": "fs.list", "args": {"path": "."}}
-        view = await proposed_and_settled(self.agent, proposal, {"wait": 30})
+        return {"session_id": f"{self.run_id}-{i}", "tool": "fs.list", "args": {"path": "."}}
+
+    async def one(self, i: int) -> float:
+        started = time.perf_counter()
+        view = await proposed_and_settled(self.agent, self.proposal(i), self.wait)
         elapsed = time.perf_counter() - started
         if view.get("consequence_label") != "SUCCESS":
             raise RuntimeError(f"fs.list did not succeed: {view}")
@@ -246,6 +250,7 @@ class AutoScenario:
 
 class ApprovalScenario:
     name = "pipeline_approval"
+    wait: dict[str, Any] = {"wait": 30, "until": "terminal"}  # past the approval, to the call's end
 
     def __init__(self, stack: LocalStack, concurrency: int, run_id: str) -> None:
         self.stack = stack
@@ -297,7 +302,7 @@ class ApprovalScenario:
 
     async def one(self, i: int) -> float:
         started = time.perf_counter()
-        view = await proposed_and_settled(self.agent, self.proposal(i), {"wait": 30, "until": "terminal"})
+        view = await proposed_and_settled(self.agent, self.proposal(i), self.wait)
         elapsed = time.perf_counter() - started
         if view.get("consequence_label") != "SUCCESS" or not view.get("was_suspended"):
             raise RuntimeError(f"fs.write did not succeed after an approval: {view}")
@@ -591,77 +596,77 @@ def step_medians(steps: tuple[str, ...], timelines: list[list[float]]) -> dict[s
     }
 
 
-async def run_timeline(quick: bool) -> None:
-    """``pipeline_timeline``: AUTO actions one at a time, each step's median (see ``TIMELINE_STEPS``)."""
-    count = COUNTS["pipeline_auto"][0] // (5 if quick else 1)
-    home = Path(tempfile.mkdtemp(prefix="overseer-bench-"))
-    stack = LocalStack(home)
-    try:
-        await stack.start()
-        await stack.wait_healthy()
-        agent = lean_client(stack, "agent", 1)
-        run_id = f"pipeline_timeline-{time.time_ns() % 10**9}"
-        answered: list[tuple[str, float, float]] = []
-        try:
-            async with Timeline(stack, AUTO_TYPES) as timeline:
-                for i in range(-20, count):  # the first twenty warm the stack up
-                    proposal = {"session_id": f"{run_id}-{i}", "tool": "fs.list", "args": {"path": "."}}
-                    sent = time.time()
-                    view = await proposed_and_settled(agent, proposal, {"wait": 30})
-                    if i >= 0:
-                        answered.append((view["execution_id"], sent, time.time()))
-                await asyncio.sleep(0.5)  # the last announcements
-                timelines = [
-                    points
-                    for execution_id, sent, done in answered
-                    if (points := auto_points(timeline.seen.get(execution_id, {}), sent, done)) is not None
-                ]
-        finally:
-            await agent.aclose()
-    finally:
-        stack.stop()
-        shutil.rmtree(home, ignore_errors=True)
-    emit(
-        {
-            "scenario": "pipeline_timeline",
-            "actions": len(timelines),
-            "concurrency": 1,
-            "p50_ms": round(statistics.median(points[-1] - points[0] for points in timelines) * 1000, 2),
-            "steps_ms": step_medians(TIMELINE_STEPS, timelines),
-        }
+Scenario = AutoScenario | ApprovalScenario
+
+
+@dataclass(frozen=True)
+class TimelineRun:
+    """A timeline scenario: the actions it runs, the announcements it follows, and the points in time of
+    one action it reads from them (one more than its ``steps``; None while one is missing)."""
+
+    name: str
+    scenario: type[AutoScenario] | type[ApprovalScenario]
+    types: tuple[str, ...]
+    steps: tuple[str, ...]
+    points: Callable[[Seen, Scenario, str, float, float], list[float] | None]
+
+
+def _approved_points(
+    seen: Seen, scenario: Scenario, execution_id: str, sent: float, done: float
+) -> list[float] | None:
+    decided = scenario.decided.get(execution_id) if isinstance(scenario, ApprovalScenario) else None
+    return None if decided is None else approval_points(seen, sent, decided, done)
+
+
+TIMELINES = {
+    run.name: run
+    for run in (
+        TimelineRun(
+            "pipeline_timeline",
+            AutoScenario,
+            AUTO_TYPES,
+            TIMELINE_STEPS,
+            lambda seen, _, __, sent, done: auto_points(seen, sent, done),
+        ),
+        TimelineRun(
+            "pipeline_approval_timeline",
+            ApprovalScenario,
+            APPROVAL_TYPES,
+            APPROVAL_TIMELINE_STEPS,
+            _approved_points,
+        ),
     )
+}
 
 
-async def run_approval_timeline(quick: bool) -> None:
-    """``pipeline_approval_timeline``: held actions approved one at a time, each step's median (see
-    ``APPROVAL_TIMELINE_STEPS``)."""
-    count = COUNTS["pipeline_approval"][0] // (5 if quick else 1)
+async def run_timeline(run: TimelineRun, quick: bool) -> None:
+    """A timeline scenario: its actions one at a time, each step's median (see ``TimelineRun``)."""
+    count = COUNTS[run.scenario.name][0] // (5 if quick else 1)
     home = Path(tempfile.mkdtemp(prefix="overseer-bench-"))
     stack = LocalStack(home)
     try:
         await stack.start()
         await stack.wait_healthy()
-        await make_fs_write_confirm(stack)
-        scenario = ApprovalScenario(stack, 1, f"pipeline_approval_timeline-{time.time_ns() % 10**9}")
+        if run.scenario is ApprovalScenario:
+            await make_fs_write_confirm(stack)
+        scenario = run.scenario(stack, 1, f"{run.name}-{time.time_ns() % 10**9}")
         answered: list[tuple[str, float, float]] = []
         try:
-            await scenario.start()
-            async with Timeline(stack, APPROVAL_TYPES) as timeline:
+            if isinstance(scenario, ApprovalScenario):
+                await scenario.start()
+            async with Timeline(stack, run.types) as timeline:
                 for i in range(-20, count):  # the first twenty warm the stack up
                     sent = time.time()
-                    view = await proposed_and_settled(
-                        scenario.agent, scenario.proposal(i), {"wait": 30, "until": "terminal"}
-                    )
+                    view = await proposed_and_settled(scenario.agent, scenario.proposal(i), scenario.wait)
                     if i >= 0:
                         answered.append((view["execution_id"], sent, time.time()))
                 await asyncio.sleep(0.5)  # the last announcements
                 timelines = [
                     points
                     for execution_id, sent, done in answered
-                    if execution_id in scenario.decided
-                    and (
-                        points := approval_points(
-                            timeline.seen.get(execution_id, {}), sent, scenario.decided[execution_id], done
+                    if (
+                        points := run.points(
+                            timeline.seen.get(execution_id, {}), scenario, execution_id, sent, done
                         )
                     )
                     is not None
@@ -673,11 +678,11 @@ async def run_approval_timeline(quick: bool) -> None:
         shutil.rmtree(home, ignore_errors=True)
     emit(
         {
-            "scenario": "pipeline_approval_timeline",
+            "scenario": run.name,
             "actions": len(timelines),
             "concurrency": 1,
             "p50_ms": round(statistics.median(points[-1] - points[0] for points in timelines) * 1000, 2),
-            "steps_ms": step_medians(APPROVAL_TIMELINE_STEPS, timelines),
+            "steps_ms": step_medians(run.steps, timelines),
         }
     )
 
@@ -787,10 +792,9 @@ def main(argv: list[str]) -> int:
             for line in peers:
                 emit(line)
             ratios(ours, peers)
-    if not args.scenarios or "pipeline_timeline" in args.scenarios:
-        runner(run_timeline(args.quick))
-    if not args.scenarios or "pipeline_approval_timeline" in args.scenarios:
-        runner(run_approval_timeline(args.quick))
+    for name, run in TIMELINES.items():
+        if not args.scenarios or name in args.scenarios:
+            runner(run_timeline(run, args.quick))
     if not args.scenarios or "pipeline_replicas" in args.scenarios:
         runner(run_replicas(args.concurrency, args.quick))
     return 0
