@@ -179,6 +179,43 @@ async def test_a_held_action_appears_in_the_inbox_without_reload_and_is_rejected
     assert not [p for p in full_stack.sink.messages() if b"dave@example.com" in p.read_bytes()]
 
 
+async def test_a_card_decided_in_the_inbox_shows_what_was_recorded_though_the_stream_announced_it_first(
+    full_stack: FullStack, page: Page
+) -> None:
+    await sign_in(page, full_stack, "operator")
+    await page.click("#nav a[data-page=approvals]")
+    execution_id = await propose_mail(full_stack, "lena@example.com")
+    card = page.locator(f"article[data-execution='{execution_id}']")
+    await expect(card).to_be_visible()
+
+    pending_fetches: list[str] = []
+    page.on(
+        "requestfinished",
+        lambda request: (
+            pending_fetches.append(request.url) if "/v1/approvals?status=pending" in request.url else None
+        ),
+    )
+
+    async def unlisted() -> bool:
+        async with full_stack.client("operator") as http:
+            items = (await http.get("/v1/approvals")).json()
+        return all(item["execution_id"] != execution_id for item in items)
+
+    async def answer_late(route: Route) -> None:
+        """The decision is recorded, the stream announces it and the page fetches its list again,
+        all before the gateway's answer reaches the page."""
+        answer = await route.fetch()
+        await eventually(unlisted)
+        fetched = len(pending_fetches)
+        await eventually(lambda: len(pending_fetches) > fetched)
+        await route.fulfill(response=answer)
+
+    await page.route(f"**/v1/approvals/{execution_id}", answer_late)
+    await card.locator("button[data-decision=reject]").click()
+    await expect(card.locator(".status")).to_contain_text("reject recorded")
+    await expect(card).to_have_count(0)
+
+
 async def test_a_viewer_sees_the_card_without_buttons_and_a_forged_decision_from_the_page_is_refused(
     full_stack: FullStack, page: Page, tmp_path: Path
 ) -> None:

@@ -38,7 +38,8 @@ const DECISIONS = {
 
 /**
  * A card for one open question (`kind` approval or reconciliation). `onDecided(answer)` after the
- * gateway recorded a decision. Without the operator role the card shows no buttons.
+ * gateway recorded a decision; while a decision is on its way the card is marked `data-deciding`.
+ * Without the operator role the card shows no buttons.
  */
 export function approvalCard(item, app, onDecided) {
   const kind = item.kind === "reconciliation" ? "reconciliation" : "approval";
@@ -48,6 +49,7 @@ export function approvalCard(item, app, onDecided) {
 
   async function decide(decision, buttons) {
     for (const button of buttons) button.disabled = true;
+    card.dataset.deciding = "true";
     try {
       const body = { decision, args_hash: item.args_hash };
       if (comment.value.trim()) body.comment = comment.value.trim();
@@ -59,6 +61,8 @@ export function approvalCard(item, app, onDecided) {
       status.textContent = error.message;
       status.classList.add("error");
       for (const button of buttons) button.disabled = false;
+    } finally {
+      delete card.dataset.deciding;
     }
   }
 

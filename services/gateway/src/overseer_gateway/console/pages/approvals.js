@@ -6,6 +6,10 @@ import { get, live, refresher } from "../api.js";
 import { approvalCard } from "../cards.js";
 import { clear, h } from "../dom.js";
 
+// A card just decided stays this long after the gateway's answer, showing what was recorded: the live
+// stream may announce the decision, and the card leave the pending list, before the answer arrives.
+const SHOWN_AFTER_DECISION_MS = 1500;
+
 export async function render(root, app) {
   const list = h("div", { class: "inbox", "aria-label": "Pending decisions" });
   const count = h("span", { class: "count" });
@@ -21,6 +25,7 @@ export async function render(root, app) {
     return undefined;
   }
   const cards = new Map();
+  const leaving = new Set();  // cards decided here, shown until SHOWN_AFTER_DECISION_MS after the answer
   let focused = 0;
 
   function cardsShown() {
@@ -46,17 +51,19 @@ export async function render(root, app) {
     // an escalation changes the card, so it is part of the card's key
     const keyOf = (item) => `${item.execution_id}:${item.args_hash}:${Boolean(item.escalated)}`;
     const keep = new Set(items.map(keyOf));
-    for (const key of cards.keys()) if (!keep.has(key)) cards.delete(key);
+    const staying = (card) => card.dataset.deciding || leaving.has(card);
+    for (const [key, card] of cards) if (!keep.has(key) && !staying(card)) cards.delete(key);
     const escalated = items.filter((item) => item.escalated).length;
     escalations.hidden = !escalated;
     escalations.textContent = !escalated ? ""
       : app.me.role === "admin" ? `${escalated} escalated to you: nobody answered in time, so an admin decides. They come first.`
       : `${escalated} escalated to an admin: nobody answered in time. You may still decide.`;
-    const shown = items.map((item) => {
+    const decided = [...cards].filter(([key]) => !keep.has(key)).map(([, card]) => card);
+    const shown = decided.concat(items.map((item) => {
       const key = keyOf(item);
-      if (!cards.has(key)) cards.set(key, approvalCard(item, app, () => schedule()));
+      if (!cards.has(key)) cards.set(key, approvalCard(item, app, () => decidedHere(cards.get(key))));
       return cards.get(key);
-    });
+    }));
     count.textContent = String(items.length);
     const badge = document.getElementById("pending-count");
     badge.textContent = String(items.length);
@@ -74,6 +81,12 @@ export async function render(root, app) {
 
   const refreshes = refresher(refresh);
   const schedule = refreshes.soon;
+
+  function decidedHere(card) {
+    leaving.add(card);
+    schedule();
+    setTimeout(() => { leaving.delete(card); schedule(); }, SHOWN_AFTER_DECISION_MS);
+  }
 
   function onKey(event) {
     if (event.target.closest?.("input, textarea, select") || event.metaKey || event.ctrlKey || event.altKey) return;
