@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import orjson
 
@@ -136,6 +137,30 @@ async def test_a_lingering_consumer_applies_a_burst_in_one_batch(stack: Stack) -
         await eventually(lambda: replies(rs.store.conn) == 5)
         (consumer,) = rs.consumers
         assert (consumer.delivered, consumer.batches) == (5, 1)
+
+
+async def test_a_lingering_consumer_leaves_what_arrives_during_its_linger_on_the_server_until_it_ends(
+    stack: Stack,
+) -> None:
+    sender = Sender()
+    async with stack.runtime(sender) as gw, stack.runtime(Replier(linger=1.0)) as rs:
+        (consumer,) = rs.consumers
+
+        async def state() -> tuple[int, int]:
+            info = await consumer.js.consumer_info(consumer.stream, consumer.durable)
+            return info.num_pending or 0, info.num_ack_pending or 0
+
+        await gw.execute(sender.saying("s", "m0"))
+        await eventually(lambda: _equals(state, (0, 1)))  # delivered, its linger begun
+        for i in range(1, 5):
+            await gw.execute(sender.saying("s", f"m{i}"))
+        await eventually(lambda: _equals(state, (4, 1)))  # the four wait on the server, undelivered
+        await eventually(lambda: replies(rs.store.conn) == 5)
+        assert (consumer.delivered, consumer.batches) == (5, 1)
+
+
+async def _equals(state: Callable[[], Awaitable[tuple[int, int]]], wanted: tuple[int, int]) -> bool:
+    return await state() == wanted
 
 
 async def test_a_consumer_without_linger_applies_each_message_as_it_comes(stack: Stack) -> None:

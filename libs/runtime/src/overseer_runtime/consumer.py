@@ -7,14 +7,17 @@ pull protocol directly on core NATS:
 
 * one inbox subscription receives messages and status frames;
 * pull requests (``batch``, ``expires``, ``idle_heartbeat``) are re-issued
-  whenever fewer than half a batch is outstanding;
+  whenever fewer than half a batch is outstanding (a lingering consumer's:
+  one message, once none is);
 * the server's idle heartbeats prove the pull is alive; three missed
   heartbeats, a reconnect or a ``409`` check that the durable consumer is
   still there (``CONSUMER.INFO``: the provisioner creates durables, a
   service may only read its own) and re-issue the pull, always on the same
   inbox, so nothing an older pull delivers is ever orphaned;
 * messages are handed to ``on_batch`` as they come, up to ``batch`` at a
-  time (or, with ``linger``, after waiting that long for a burst to gather;
+  time (or, with ``linger``, after waiting that long for a burst to gather:
+  such a consumer asks for one message at a time while idle, and for what
+  arrived during its linger in one request at its end;
   or, when ``gathers(first)`` says the first message is usually followed
   closely by another, until a message that is not such a forerunner arrives,
   at most ``gather`` seconds, or until a reader needs what it holds back:
@@ -62,6 +65,11 @@ def stream_position(msg: Msg) -> tuple[int, int]:
 def marked_awaited(msg: Msg) -> bool:
     """Whether the message's publisher marked it awaited (``AWAITED_HEADER``: someone waits on it to go on)."""
     return msg.headers is not None and AWAITED_HEADER in msg.headers
+
+
+def _is_message(msg: Msg) -> bool:
+    """Whether ``msg`` is a message of the stream, not a status frame of the pull protocol."""
+    return msg.headers is None or "Status" not in msg.headers
 
 
 def _settle(waiter: asyncio.Future[None]) -> None:
@@ -154,17 +162,27 @@ class DurablePullConsumer:
                 self._waiter = None
         return self._inbox_messages.popleft() if self._inbox_messages else None
 
-    async def _pull(self, count: int) -> None:
+    @property
+    def _asked(self) -> int:
+        """How many messages a pull request asks for: a lingering consumer only for the one that starts
+        its linger (see ``_take_pending``)."""
+        return 1 if self.linger > 0 else self.batch
+
+    async def _pull(self, count: int, *, no_wait: bool = False) -> bool:
+        """Ask the server for ``count`` messages; False when nothing was asked (none, or no connection)."""
         if count <= 0 or not self.nc.is_connected:
-            return
-        request = {
-            "batch": count,
-            "expires": int(self.expires * 1e9),
-            "idle_heartbeat": int(self.heartbeat * 1e9),
-        }
+            return False
+        request: dict[str, object] = {"batch": count}
+        if no_wait:
+            # What is there now, then the request ends with a 404. Without ``expires``: with one, a
+            # request that finds nothing stays open until it expires (checked on nats-server 2.15).
+            request["no_wait"] = True
+        else:
+            request |= {"expires": int(self.expires * 1e9), "idle_heartbeat": int(self.heartbeat * 1e9)}
         subject = f"$JS.API.CONSUMER.MSG.NEXT.{self.stream}.{self.durable}"
         await self.nc.publish(subject, orjson.dumps(request), reply=self._inbox)
         self._outstanding += count
+        return True
 
     async def _restart_pull(self) -> None:
         """Wait until the durable exists, then pull a full batch.
@@ -185,7 +203,7 @@ class DurablePullConsumer:
             self._inbox = self.nc.new_inbox()
             self._sub = await self.nc.subscribe(self._inbox, cb=self._on_message)
         self._outstanding = 0
-        await self._pull(self.batch)
+        await self._pull(self._asked)
 
     def request_reset(self) -> None:
         """Called on reconnect: the server may have lost our pull requests."""
@@ -228,15 +246,16 @@ class DurablePullConsumer:
             gathered, self._gathered, self._hurried = self._gathered, None, False
             if gathered is not None and not gathered.done():
                 gathered.set_result(None)
-        if self._outstanding <= self.batch // 2:
-            await self._pull(self.batch - max(self._outstanding, 0))
+        if self._outstanding <= self._asked // 2:
+            await self._pull(self._asked - max(self._outstanding, 0))
 
     async def _take_batch(self, first: Msg) -> list[Msg]:
         """``first`` and the messages delivered after it, up to a batch; status frames are acted on, not kept."""
         pending = collections.deque([first])
-        if self.linger > 0:
+        if self.linger > 0 and _is_message(first):
             # Off the critical path: let a burst gather so it costs one transaction and one ack write.
             await asyncio.sleep(self.linger)
+            await self._take_pending(pending)
         elif self.gathers is not None and self.gather > 0 and self.gathers(first):
             self._gathered = asyncio.get_running_loop().create_future()
             await self._gather_followers(pending)
@@ -255,6 +274,29 @@ class DurablePullConsumer:
                 continue
             await self._on_status(status, msg)
         return messages
+
+    async def _take_pending(self, pending: collections.deque[Msg]) -> None:
+        """Ask for what arrived during the linger, up to a batch, and add it to ``pending``.
+
+        Only the linger's first message was asked for: the server keeps the rest until this request,
+        then sends them in one burst. Delivered one by one as they came, each would have woken the
+        service (its connection's reader, this consumer) while the services on the critical path
+        wanted the CPU. The request ends with a status (404 No Messages, 408 on older servers), which
+        settles what it asked for as any pull's end does; one given all it asked for ends without.
+        """
+        asked = self.batch - len(pending)
+        if not await self._pull(asked, no_wait=True):
+            return
+        deadline = asyncio.get_running_loop().time() + self.heartbeat * 3
+        while asked > 0 and (remaining := deadline - asyncio.get_running_loop().time()) > 0:
+            msg = await self._next_message(remaining)
+            if msg is None:  # no end within three heartbeats: the next round's checks take over
+                return
+            pending.append(msg)
+            if _is_message(msg):
+                asked -= 1  # a request given all it asked for ends without a status
+            elif msg.headers is not None and msg.headers.get("Status") in ("404", "408"):
+                return
 
     async def _gather_followers(self, pending: collections.deque[Msg]) -> None:
         """Wait, at most ``gather`` seconds, for a message that is not a forerunner.
