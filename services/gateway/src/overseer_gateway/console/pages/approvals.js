@@ -61,7 +61,10 @@ export async function render(root, app) {
     const decided = [...cards].filter(([key]) => !keep.has(key)).map(([, card]) => card);
     const shown = decided.concat(items.map((item) => {
       const key = keyOf(item);
-      if (!cards.has(key)) cards.set(key, approvalCard(item, app, () => decidedHere(cards.get(key))));
+      if (!cards.has(key)) {
+        const card = approvalCard(item, app, () => decidedHere(card));
+        cards.set(key, card);
+      }
       return cards.get(key);
     }));
     count.textContent = String(items.length);
