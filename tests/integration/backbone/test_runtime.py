@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 
 import orjson
 
@@ -143,24 +142,21 @@ async def test_a_lingering_consumer_leaves_what_arrives_during_its_linger_on_the
     stack: Stack,
 ) -> None:
     sender = Sender()
-    async with stack.runtime(sender) as gw, stack.runtime(Replier(linger=1.0)) as rs:
+    # A linger long enough for four commits on a slow machine: the check runs inside it.
+    async with stack.runtime(sender) as gw, stack.runtime(Replier(linger=3.0)) as rs:
         (consumer,) = rs.consumers
 
-        async def state() -> tuple[int, int]:
+        async def on_server(pending: int, delivered_unacked: int) -> bool:
             info = await consumer.js.consumer_info(consumer.stream, consumer.durable)
-            return info.num_pending or 0, info.num_ack_pending or 0
+            return (info.num_pending, info.num_ack_pending) == (pending, delivered_unacked)
 
         await gw.execute(sender.saying("s", "m0"))
-        await eventually(lambda: _equals(state, (0, 1)))  # delivered, its linger begun
+        await eventually(lambda: on_server(0, 1))  # delivered, its linger begun
         for i in range(1, 5):
             await gw.execute(sender.saying("s", f"m{i}"))
-        await eventually(lambda: _equals(state, (4, 1)))  # the four wait on the server, undelivered
+        await eventually(lambda: on_server(4, 1))  # the four wait on the server, undelivered
         await eventually(lambda: replies(rs.store.conn) == 5)
         assert (consumer.delivered, consumer.batches) == (5, 1)
-
-
-async def _equals(state: Callable[[], Awaitable[tuple[int, int]]], wanted: tuple[int, int]) -> bool:
-    return await state() == wanted
 
 
 async def test_a_consumer_without_linger_applies_each_message_as_it_comes(stack: Stack) -> None:
