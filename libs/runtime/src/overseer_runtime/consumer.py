@@ -67,9 +67,10 @@ def marked_awaited(msg: Msg) -> bool:
     return msg.headers is not None and AWAITED_HEADER in msg.headers
 
 
-def _is_message(msg: Msg) -> bool:
-    """Whether ``msg`` is a message of the stream, not a status frame of the pull protocol."""
-    return msg.headers is None or "Status" not in msg.headers
+def _status(msg: Msg) -> str | None:
+    """The status of a frame of the pull protocol (``100`` heartbeat, ``404``/``408`` a request's end,
+    ``409``…); None for a message of the stream."""
+    return msg.headers.get("Status") if msg.headers else None
 
 
 def _settle(waiter: asyncio.Future[None]) -> None:
@@ -252,7 +253,7 @@ class DurablePullConsumer:
     async def _take_batch(self, first: Msg) -> list[Msg]:
         """``first`` and the messages delivered after it, up to a batch; status frames are acted on, not kept."""
         pending = collections.deque([first])
-        if self.linger > 0 and _is_message(first):
+        if self.linger > 0 and _status(first) is None:
             # Off the critical path: let a burst gather so it costs one transaction and one ack write.
             await asyncio.sleep(self.linger)
             await self._take_pending(pending)
@@ -267,7 +268,7 @@ class DurablePullConsumer:
                 msg = self._inbox_messages.popleft()
             else:
                 break
-            status = msg.headers.get("Status") if msg.headers else None
+            status = _status(msg)
             if status is None:
                 messages.append(msg)
                 self._outstanding -= 1
@@ -293,9 +294,10 @@ class DurablePullConsumer:
             if msg is None:  # no end within three heartbeats: the next round's checks take over
                 return
             pending.append(msg)
-            if _is_message(msg):
+            status = _status(msg)
+            if status is None:
                 asked -= 1  # a request given all it asked for ends without a status
-            elif msg.headers is not None and msg.headers.get("Status") in ("404", "408"):
+            elif status in ("404", "408"):
                 return
 
     async def _gather_followers(self, pending: collections.deque[Msg]) -> None:
@@ -317,7 +319,7 @@ class DurablePullConsumer:
             if msg is None:
                 return
             pending.append(msg)
-            if not gathers(msg) and not (msg.headers and msg.headers.get("Status") == "100"):
+            if not gathers(msg) and _status(msg) != "100":
                 return
 
     async def _on_status(self, status: str, msg: Msg) -> None:
