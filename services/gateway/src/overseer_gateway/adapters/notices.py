@@ -88,23 +88,21 @@ class NoticeBook(SqlProjection):
                 )
             case HumanDecisionRecorded() as data:
                 kinds = kinds_answered_by(data.decision)
-                closed = conn.execute(
-                    "UPDATE notice_cards SET decided = 1 WHERE execution_id = ? "
-                    f"AND json_extract(card, '$.kind') IN ({', '.join('?' * len(kinds))})",
-                    (data.execution_id, *kinds),
-                ).rowcount
-                if closed:
-                    self._close(conn, data.execution_id, "decided before it went out")
+                self._close(
+                    conn,
+                    data.execution_id,
+                    f"json_extract(card, '$.kind') IN ({', '.join('?' * len(kinds))})",
+                    kinds,
+                    "decided before it went out",
+                )
             case EcsClosed() as data:
-                closed = conn.execute(
-                    "UPDATE notice_cards SET decided = 1 WHERE execution_id = ? "
-                    "AND abs(json_extract(card, '$.requested_at') - ?) < 1e-6",  # the card it names
-                    (data.execution_id, data.requested_at),
-                ).rowcount
-                if closed:
-                    self._close(
-                        conn, data.execution_id, f"its card closed ({data.trigger}) before it went out"
-                    )
+                self._close(
+                    conn,
+                    data.execution_id,
+                    "abs(json_extract(card, '$.requested_at') - ?) < 1e-6",  # the card it names
+                    (data.requested_at,),
+                    f"its card closed ({data.trigger}) before it went out",
+                )
             case NoticeDeliveryAttempted() as data:
                 retry = data.outcome == "failed" and data.retry_in is not None
                 state = "pending" if retry else data.outcome
@@ -116,11 +114,19 @@ class NoticeBook(SqlProjection):
                 )
 
     @staticmethod
-    def _close(conn: sqlite3.Connection, execution_id: str, why: str) -> None:
-        conn.execute(
-            "UPDATE notice_deliveries SET state = 'closed', detail = ? WHERE execution_id = ? AND state = 'pending'",
-            (why, execution_id),
-        )
+    def _close(
+        conn: sqlite3.Connection, execution_id: str, which: str, params: Sequence[object], why: str
+    ) -> None:
+        """Close the execution's cards ``which`` selects; if one was open, drop its deliveries still due."""
+        closed = conn.execute(
+            f"UPDATE notice_cards SET decided = 1 WHERE execution_id = ? AND {which}", (execution_id, *params)
+        ).rowcount
+        if closed:
+            conn.execute(
+                "UPDATE notice_deliveries SET state = 'closed', detail = ? "
+                "WHERE execution_id = ? AND state = 'pending'",
+                (why, execution_id),
+            )
 
     @staticmethod
     def _plan(conn: sqlite3.Connection, card: Card, notice: NoticeKind, at: float) -> None:
