@@ -231,6 +231,9 @@ class AutoScenario:
         self.agent = lean_client(stack, "agent", concurrency)
         self.run_id = run_id
 
+    async def start(self) -> None:
+        """Nothing runs beside the agent: an AUTO action needs no person."""
+
     def proposal(self, i: int) -> dict[str, Any]:
         # One session per action: the firewall's loop detection would (rightly) hold a session that
         # lists the same directory thousands of times.
@@ -384,8 +387,7 @@ async def measure(
 ) -> list[dict[str, Any]]:
     run_id = f"{scenario_cls.name}-c{concurrency}-{time.time_ns() % 10**9}"
     scenario = scenario_cls(stack, concurrency, run_id)
-    if isinstance(scenario, ApprovalScenario):
-        await scenario.start()
+    await scenario.start()
     try:
         warmup = max(20, concurrency * 4)
         await drive(warmup, concurrency, lambda i: scenario.one(10**6 + i))
@@ -652,8 +654,7 @@ async def run_timeline(run: TimelineRun, quick: bool) -> None:
         scenario = run.scenario(stack, 1, f"{run.name}-{time.time_ns() % 10**9}")
         answered: list[tuple[str, float, float]] = []
         try:
-            if isinstance(scenario, ApprovalScenario):
-                await scenario.start()
+            await scenario.start()
             async with Timeline(stack, run.types) as timeline:
                 for i in range(-20, count):  # the first twenty warm the stack up
                     sent = time.time()
