@@ -57,6 +57,36 @@ def test_a_taken_port_is_named_at_once_and_nothing_starts(tmp_path: Path) -> Non
     assert processes_with_home(home) == []
 
 
+def test_a_service_that_exits_while_the_stack_starts_is_started_again_and_the_stack_gets_ready(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    port = free_port()
+    proc, _ = overseer_up(home, port)
+    gateway_log = home / "logs" / "gateway.log"
+    try:
+        with socket.socket() as squatter:
+            # The supervisor opens the gateway's log as it starts it, after its own check of the port and
+            # a second or more before the gateway has imported enough to bind: the port is taken in between.
+            deadline = time.monotonic() + 60
+            while not gateway_log.exists():
+                assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+                assert time.monotonic() < deadline, "the gateway was never started"
+                time.sleep(0.005)
+            squatter.bind(("127.0.0.1", port))
+            squatter.listen()
+            while "Address already in use" not in gateway_log.read_text(errors="replace"):
+                assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+                assert time.monotonic() < deadline, gateway_log.read_text()
+                time.sleep(0.05)
+        wait_healthy(proc, port)  # the port is free again: the gateway started once more gets ready
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    assert "gateway exited (" in out, out
+    assert proc.returncode == 0, out
+
+
 def test_killing_the_supervisor_with_sigkill_takes_nats_server_and_every_service_with_it(
     tmp_path: Path,
 ) -> None:

@@ -133,6 +133,20 @@ class Child:
         if self.running and self.process is not None:
             self.process.terminate()
 
+    def last_words(self, lines: int = 5) -> str:
+        """How it stands (running, or how it exited and how often it was restarted) and the end of its log."""
+        code = self.process.poll() if self.process else None
+        state = "running" if code is None else f"exited ({code})"
+        if self.restarts.count:
+            state += f", restarted {self.restarts.count} time(s)"
+        try:
+            tail = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
+        except OSError:
+            tail = []
+        return "\n".join(
+            [f"  {self.name}: {state}; the end of {self.log_path}:", *(f"    {line}" for line in tail)]
+        )
+
     def wait_or_kill(self, deadline: float) -> None:
         if self.process is None:
             return
@@ -391,6 +405,9 @@ async def _supervise(stack: Stack, url: str, stop: asyncio.Event, ready_timeout:
         return 0
     if not_ready is not None:
         print(f"Services not ready after {ready_timeout:.0f}s: {', '.join(not_ready)}; see {stack.home}/logs")
+        for child in stack.children:
+            if child.name.partition(".")[0] in not_ready:  # a replica's name is its service's, then .p<n>
+                print(child.last_words())
         return 1
     print(f"All six services are ready. Gateway: {stack.gateway_url}  (tokens: {stack.home / 'tokens.json'})")
     operator = ensure_tokens_file(stack.home)[Role.OPERATOR.value]
@@ -398,16 +415,21 @@ async def _supervise(stack: Stack, url: str, stop: asyncio.Event, ready_timeout:
     print(f"         every role's token is in {stack.home / 'tokens.json'})")
     print("Press Ctrl-C to stop.")
     while not stop.is_set():
-        now = time.monotonic()
-        if stack.nats is not None:
-            await bus.tend(stack, url, now)
-        for child in stack.children:
-            child.tend(now)
+        await _tend(stack, url, bus)
         try:
             await asyncio.wait_for(stop.wait(), timeout=0.25)
         except TimeoutError:
             pass
     return 0
+
+
+async def _tend(stack: Stack, url: str, bus: BusWatch) -> None:
+    """Start again the embedded nats-server and any child that exited, each when its backoff allows."""
+    now = time.monotonic()
+    if stack.nats is not None:
+        await bus.tend(stack, url, now)
+    for child in stack.children:
+        child.tend(now)
 
 
 async def _wait_ready(
@@ -419,8 +441,9 @@ async def _wait_ready(
     deadline = time.monotonic() + ready_timeout
     health: dict[str, Any] = {}
     while time.monotonic() < deadline and not stop.is_set():
-        if stack.nats is not None:
-            await bus.tend(stack, url, time.monotonic())
+        # A service that exits while the stack starts (a port not yet free, a slow bus) is started again
+        # like one that exits later: without this it would only be found not ready when the wait ends.
+        await _tend(stack, url, bus)
         try:
             health = await _health_all(
                 url, reader, stack.subjects, timeout=0.5, reconnect=False, partitions=stack.partitions

@@ -111,6 +111,17 @@ class Runtime:
 
     # -- lifecycle -------------------------------------------------------------
     async def start(self) -> None:
+        try:
+            await self._start()
+        except BaseException:
+            # What was opened before the failure (the bus connection, the read models' thread, the
+            # service's own servers) would keep the process alive, neither ready nor gone, and so never
+            # restarted by its supervisor: it is closed again before the failure goes on.
+            with contextlib.suppress(Exception):
+                await self.stop()
+            raise
+
+    async def _start(self) -> None:
         nats = self.settings.nats
         tracing.setup_tracing(self.service.name, self.settings.telemetry.exporter, self.settings.home)
         self.store.create_projections(self.projections)
