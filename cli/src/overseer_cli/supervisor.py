@@ -334,6 +334,7 @@ async def _health_all(
     *,
     reconnect: bool = True,
     partitions: Mapping[str, int] | None = None,
+    detailed: bool = True,
 ) -> dict[str, Any]:
     nc = await connect(
         url, name="overseer-supervisor", credential=credential, connect_timeout=timeout, reconnect=reconnect
@@ -346,7 +347,7 @@ async def _health_all(
                     nc,
                     service,
                     "health",
-                    {"detailed": True},
+                    {"detailed": detailed},
                     timeout,
                     subjects=subjects,
                     partitions=partitions,
@@ -445,8 +446,16 @@ async def _wait_ready(
         # like one that exits later: without this it would only be found not ready when the wait ends.
         await _tend(stack, url, bus)
         try:
+            # Not detailed: readiness is one flag, and a detailed answer asks the server about every
+            # consumer first, which a machine busy starting six services may not do within the timeout.
             health = await _health_all(
-                url, reader, stack.subjects, timeout=0.5, reconnect=False, partitions=stack.partitions
+                url,
+                reader,
+                stack.subjects,
+                timeout=0.5,
+                reconnect=False,
+                partitions=stack.partitions,
+                detailed=False,
             )
         except Exception as exc:  # the bus is not there (yet, or any more): ask again
             health = {s: {"status": "down", "error": str(exc)} for s in SERVICES}
