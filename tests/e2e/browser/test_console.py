@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import Browser, Page, Route, WebSocketRoute, async_playwright, expect
+from playwright.async_api import Browser, Page, Response, Route, WebSocketRoute, async_playwright, expect
 
 from overseer_runtime.testing import eventually
 from tests.e2e.e2e_support import FullStack
@@ -188,26 +188,19 @@ async def test_a_card_decided_in_the_inbox_shows_what_was_recorded_though_the_st
     card = page.locator(f"article[data-execution='{execution_id}']")
     await expect(card).to_be_visible()
 
-    pending_fetches: list[str] = []
-    page.on(
-        "requestfinished",
-        lambda request: (
-            pending_fetches.append(request.url) if "/v1/approvals?status=pending" in request.url else None
-        ),
-    )
+    lists_fetched: list[str] = []  # each list of pending cards the page fetched, as it was answered
 
-    async def unlisted() -> bool:
-        async with full_stack.client("operator") as http:
-            items = (await http.get("/v1/approvals")).json()
-        return all(item["execution_id"] != execution_id for item in items)
+    async def listed(response: Response) -> None:
+        if "/v1/approvals?status=pending" in response.url:
+            lists_fetched.append(await response.text())
+
+    page.on("response", listed)
 
     async def answer_late(route: Route) -> None:
-        """The decision is recorded, the stream announces it and the page fetches its list again,
-        all before the gateway's answer reaches the page."""
+        """The decision is recorded, the stream announces it and the page fetches its list again (one
+        without the card), all before the gateway's answer reaches the page."""
         answer = await route.fetch()
-        await eventually(unlisted)
-        fetched = len(pending_fetches)
-        await eventually(lambda: len(pending_fetches) > fetched)
+        await eventually(lambda: any(execution_id not in listing for listing in lists_fetched))
         await route.fulfill(response=answer)
 
     await page.route(f"**/v1/approvals/{execution_id}", answer_late)
