@@ -8,6 +8,7 @@ import asyncio
 from overseer_events.catalogue import ExecutionProposed, MessageReceived, Principal
 from overseer_events.envelope import Envelope, EventData
 from overseer_runtime.provisioning import Subscription
+from overseer_runtime.runtime import Runtime
 from overseer_runtime.service import HandlerTable, Service
 from overseer_runtime.testing import Stack, eventually
 from overseer_runtime.unit_of_work import UnitOfWork
@@ -128,3 +129,62 @@ async def test_a_reader_that_needs_what_a_gather_holds_back_has_it_applied_at_on
         assert reader.applied == ["execution.proposed"]  # applied by the time caught_up returns
         await gw.execute(lambda uow: sender.say(uow, "s", "next"))
         await eventually(lambda: len(reader.applied) == 2)  # the consumer reads on as before
+
+
+class ProposalGatherer(ProposalReader):
+    """Reads proposals alone, every one gathering: only an awaited one ends a gather (the observer's kind)."""
+
+    def subscriptions(self) -> list[Subscription]:
+        return [Subscription(owner="gateway", types=("execution.proposed",), gather=self.gather)]
+
+
+async def pending_on_server(rs: Runtime, count: int) -> bool:
+    """Whether ``count`` messages wait on the server, not yet delivered to ``rs``'s one consumer."""
+    (consumer,) = rs.consumers
+    info = await rs.js.consumer_info(consumer.stream, consumer.durable)
+    return int(info.num_pending or 0) == count
+
+
+async def test_a_consumer_whose_every_event_gathers_leaves_what_follows_on_the_server_until_the_gather_ends(
+    stack: Stack,
+) -> None:
+    sender = Sender()
+    reader = ProposalGatherer(gather=3.0)
+    async with stack.runtime(sender) as gw, stack.runtime(reader) as rs:
+        await gw.execute(lambda uow: propose(uow, "e1"))
+        await asyncio.sleep(0.2)  # the first is delivered and opens the gather
+        await gw.execute(lambda uow: propose(uow, "e2"))
+        await gw.execute(lambda uow: propose(uow, "e3"))
+        await eventually(lambda: pending_on_server(rs, 2), timeout=2.0)  # not delivered while it lasts
+        assert reader.applied == []
+        await eventually(lambda: len(reader.applied) == 3)
+        (consumer,) = rs.consumers
+        assert (consumer.delivered, consumer.batches) == (3, 1)
+
+
+async def test_an_awaited_event_published_during_a_gather_on_the_server_ends_it_at_once(stack: Stack) -> None:
+    sender = Sender()
+    reader = ProposalGatherer(gather=FOREVER)
+    async with stack.runtime(sender) as gw, stack.runtime(reader):
+        await gw.execute(lambda uow: propose(uow, "e1"))
+        await asyncio.sleep(0.2)  # the first is delivered and opens the gather
+        assert reader.applied == []
+        # Its publisher says it published an awaited event: the gather ends (FOREVER would outlast the
+        # test), and the awaited event is applied with it or right after it.
+        await gw.execute(lambda uow: propose(uow, "e2", awaited=True))
+        await eventually(lambda: len(reader.applied) == 2)
+        assert reader.awaited == [False, True]
+
+
+async def test_a_reader_that_needs_what_a_gather_on_the_server_holds_back_has_it_applied_at_once(
+    stack: Stack,
+) -> None:
+    sender = Sender()
+    reader = ProposalGatherer(gather=FOREVER)
+    async with stack.runtime(sender) as gw, stack.runtime(reader) as rs:
+        await gw.execute(lambda uow: propose(uow, "e1"))
+        await asyncio.sleep(0.2)
+        await gw.execute(lambda uow: propose(uow, "e2"))
+        await eventually(lambda: pending_on_server(rs, 1), timeout=2.0)
+        await asyncio.wait_for(rs.caught_up(), timeout=5)
+        assert reader.applied == ["execution.proposed", "execution.proposed"]

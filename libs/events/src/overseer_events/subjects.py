@@ -171,6 +171,12 @@ class Subjects:
         """Every ephemeral event of the stack (the gateway's one subscription)."""
         return f"ephemeral.{self.namespace}.>"
 
+    def awaited(self, service: str) -> str:
+        """Where ``service`` says, on core NATS and with no body, that it has just published an event
+        marked awaited (:data:`AWAITED_HEADER`): a consumer that lets what follows a gather wait on the
+        server fetches it now (see ``overseer_runtime.consumer``)."""
+        return f"awaited.{self.namespace}.{service}"
+
     @property
     def live(self) -> str:
         """Where the events stream announces each event it stored (the event; its subject, sequence and

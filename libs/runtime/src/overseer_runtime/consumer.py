@@ -7,8 +7,8 @@ pull protocol directly on core NATS:
 
 * one inbox subscription receives messages and status frames;
 * pull requests (``batch``, ``expires``, ``idle_heartbeat``) are re-issued
-  whenever fewer than half a batch is outstanding (a lingering consumer's:
-  one message, once none is);
+  whenever fewer than half a batch is outstanding (a lingering consumer's, or
+  one that gathers on the server: one message, once none is);
 * the server's idle heartbeats prove the pull is alive; three missed
   heartbeats, a reconnect or a ``409`` check that the durable consumer is
   still there (``CONSUMER.INFO``: the provisioner creates durables, a
@@ -21,7 +21,10 @@ pull protocol directly on core NATS:
   or, when ``gathers(first)`` says the first message is usually followed
   closely by another, until a message that is not such a forerunner arrives,
   at most ``gather`` seconds, or until a reader needs what it holds back:
-  :meth:`~DurablePullConsumer.caught_up`); ``on_batch`` acks them only after its
+  :meth:`~DurablePullConsumer.caught_up`; a consumer whose every message but
+  an awaited one gathers leaves what follows on the server until then, and
+  ends a gather when a publisher it reads says it published an awaited one:
+  :meth:`~DurablePullConsumer.nudge`); ``on_batch`` acks them only after its
   transaction committed.
 """
 
@@ -94,6 +97,7 @@ class DurablePullConsumer:
         linger: float = 0.0,
         gather: float = 0.0,
         gathers: Gathers | None = None,
+        gathers_on_server: bool = False,
     ) -> None:
         self.nc = nc
         self.js = js
@@ -107,6 +111,9 @@ class DurablePullConsumer:
         self.linger = linger
         self.gather = gather
         self.gathers = gathers
+        # Every message but an awaited one gathers: what follows a gather's first message waits on the
+        # server, not in this process (see ``_gather_on_server``).
+        self.gathers_on_server = gathers_on_server and gather > 0
         # Delivered and not yet taken; ``_waiter`` is the round waiting for the next one. A plain
         # deque and one future, not an asyncio.Queue behind ``wait_for``: the round resumes in the
         # loop iteration after delivery, without a Task and a wrapper future per wait.
@@ -121,6 +128,8 @@ class DurablePullConsumer:
         # ends the gather early (a reader asked for what it holds: ``caught_up``).
         self._gathered: asyncio.Future[None] | None = None
         self._hurried = False
+        self._nudged = False  # an awaited message was published: a gather on the server ends (see nudge)
+        self._holding = False  # a gather on the server waits (and not yet for the burst that ends it)
         self.last_pending = 0  # the server's count of messages not yet delivered, from the last message
         self.delivered = 0
         self.batches = 0  # how many times on_batch ran (delivered / batches = the mean burst)
@@ -139,6 +148,17 @@ class DurablePullConsumer:
         if self._waiter is not None:
             _settle(self._waiter)
         await asyncio.shield(gathered)
+
+    def nudge(self) -> None:
+        """An awaited message was just published (its publisher said so on core NATS): a gather that
+        leaves what follows on the server ends now, or, if none is under way, the next one does not
+        wait. The message may not be stored yet when the gather's burst is fetched: then the pull of
+        one that follows delivers it, and, awaited, it opens no gather."""
+        if not self.gathers_on_server:
+            return
+        self._nudged = True
+        if self._holding and self._waiter is not None:
+            _settle(self._waiter)
 
     async def check_consumer(self) -> None:
         """Make sure the durable exists (raises until it does): the provisioner creates it, a service
@@ -165,9 +185,9 @@ class DurablePullConsumer:
 
     @property
     def _asked(self) -> int:
-        """How many messages a pull request asks for: a lingering consumer only for the one that starts
-        its linger (see ``_take_pending``)."""
-        return 1 if self.linger > 0 else self.batch
+        """How many messages a pull request asks for: a lingering consumer, or one that gathers on the
+        server, only for the one that starts its linger or gather (see ``_take_pending``)."""
+        return 1 if self.linger > 0 or self.gathers_on_server else self.batch
 
     async def _pull(self, count: int, *, no_wait: bool = False) -> bool:
         """Ask the server for ``count`` messages; False when nothing was asked (none, or no connection)."""
@@ -259,7 +279,10 @@ class DurablePullConsumer:
             await self._take_pending(pending)
         elif self.gathers is not None and self.gather > 0 and self.gathers(first):
             self._gathered = asyncio.get_running_loop().create_future()
-            await self._gather_followers(pending)
+            if self.gathers_on_server:
+                await self._gather_on_server(pending)
+            else:
+                await self._gather_followers(pending)
         messages: list[Msg] = []
         while len(messages) < self.batch:
             if pending:
@@ -321,6 +344,29 @@ class DurablePullConsumer:
             pending.append(msg)
             if not gathers(msg) and _status(msg) != "100":
                 return
+
+    async def _gather_on_server(self, pending: collections.deque[Msg]) -> None:
+        """Wait, at most ``gather`` seconds, while what follows the first message stays on the server,
+        then fetch it in one burst (``_take_pending``).
+
+        For a consumer whose every message gathers but an awaited one (the observer's): delivered as
+        they came, the messages of a gather would each wake the service while the critical path wanted
+        the CPU. The wait ends early when a reader asks for what is held (``caught_up``) or when an
+        awaited message was published (``nudge``): that one is then fetched with the burst, or, not yet
+        stored, delivered by the next pull and applied at once.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.gather
+        self._holding = True
+        try:
+            while not (self._hurried or self._nudged) and (remaining := deadline - loop.time()) > 0:
+                msg = await self._next_message(remaining)
+                if msg is not None:  # a status frame: the pull of one was answered, nothing else is due
+                    pending.append(msg)
+        finally:
+            self._holding = False
+        self._nudged = False
+        await self._take_pending(pending)
 
     async def _on_status(self, status: str, msg: Msg) -> None:
         headers = msg.headers or {}

@@ -124,13 +124,20 @@ def service_permissions(service: str) -> Permissions:
     publish = [
         f"*.{service}.>",
         f"ephemeral.*.{service}.>",
+        f"awaited.*.{service}",
         f"*.dlq.{service}",
         *rpc_permissions(service),
         *_consumer_reading(service),
         "$JS.API.STREAM.INFO.*",
         *_EXTRA_PUBLISH.get(service, ()),
     ]
-    subscribe = [f"*.rpc.{service}.>", f"{inbox_prefix(service)}.>", *_EXTRA_SUBSCRIBE.get(service, ())]
+    subscribe = [
+        f"*.rpc.{service}.>",
+        f"{inbox_prefix(service)}.>",
+        # Another service's word that it published an awaited event (no body: nothing to read in it).
+        "awaited.*.*",
+        *_EXTRA_SUBSCRIBE.get(service, ()),
+    ]
     return Permissions(tuple(publish), tuple(subscribe), allow_responses=True)
 
 

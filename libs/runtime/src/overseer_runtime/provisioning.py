@@ -65,7 +65,9 @@ class Subscription:
     An event its publisher marked awaited (:data:`~overseer_events.subjects.AWAITED_HEADER`: someone
     waits on it to go on) is never a forerunner: it opens no wait and ends one. So a service whose
     subscriptions all gather lets everything else gather in bursts, in the same consumer and order,
-    and still applies what someone waits on at once.
+    and still applies what someone waits on at once. Such a consumer gathers on the server (what
+    follows a gather's first message is delivered when the gather ends, in one burst), and its
+    publishers say on core NATS when they published an awaited event, which ends a gather under way.
     """
 
     owner: str
@@ -91,6 +93,12 @@ class ConsumerPlan:
     @property
     def name(self) -> str:
         return f"{self.durable}@events"
+
+    @property
+    def gathers_on_server(self) -> bool:
+        """Whether every subject gathers: only an awaited message ends a gather, so what follows its
+        first message may wait on the server (a publisher says when it published an awaited one)."""
+        return self.gather > 0 and self.forerunners == self.filter_subjects
 
 
 IMMEDIATE, LINGERED, TOLD = 0, 1, 2  # a process's consumers, as durable_names() names them

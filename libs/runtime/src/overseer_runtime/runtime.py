@@ -32,7 +32,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 from overseer_events.envelope import Envelope
-from overseer_events.subjects import subject_matches
+from overseer_events.subjects import owner_of_subject, subject_matches
 from overseer_runtime import tracing
 from overseer_runtime.bus import connect
 from overseer_runtime.config import LOCAL_NATS_URL, Settings, load_settings
@@ -92,6 +92,8 @@ class Runtime:
         self.js: JetStreamContext
         self.relay: OutboxRelay
         self.consumers: list[DurablePullConsumer] = []
+        # The consumers that gather on the server, by the service whose awaited events end their gathers.
+        self._told_of_awaited: dict[str, list[DurablePullConsumer]] = {}
         self.ready = False
         self.strays: list[str] = []  # sessions with open work here that another partition now runs
         self.started_at = time.time()
@@ -146,6 +148,7 @@ class Runtime:
         await self._check_partition()
         self.rpc_server.open = True
         self._build_consumers()
+        await self._listen_for_awaited()
         for consumer in self.consumers:
             self.spawn(consumer.run())
         self.ready = True
@@ -200,8 +203,23 @@ class Runtime:
                 linger=plan.linger,
                 gather=plan.gather,
                 gathers=_forerunner_filter(plan.forerunners) if plan.gather > 0 else None,
+                gathers_on_server=plan.gathers_on_server,
             )
             self.consumers.append(consumer)
+            if plan.gathers_on_server:
+                for owner in {owner_of_subject(subject) for subject in plan.filter_subjects} - {None}:
+                    self._told_of_awaited.setdefault(str(owner), []).append(consumer)
+
+    async def _listen_for_awaited(self) -> None:
+        """Each consumer that gathers on the server hears the services it reads say they published an
+        awaited event, and ends its gather then (see ``DurablePullConsumer.nudge``)."""
+        for owner, consumers in self._told_of_awaited.items():
+
+            async def nudge(_: Msg, consumers: list[DurablePullConsumer] = consumers) -> None:
+                for consumer in consumers:
+                    consumer.nudge()
+
+            await self.nc.subscribe(self.subjects.awaited(owner), cb=nudge)
 
     def _applies(self, event: Envelope) -> bool:
         """Whether this process applies ``event``: its partition's (every one, for a service running
