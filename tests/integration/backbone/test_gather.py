@@ -188,3 +188,17 @@ async def test_a_reader_that_needs_what_a_gather_on_the_server_holds_back_has_it
         await eventually(lambda: pending_on_server(rs, 1), timeout=2.0)
         await asyncio.wait_for(rs.caught_up(), timeout=5)
         assert reader.applied == ["execution.proposed", "execution.proposed"]
+
+
+async def test_a_consumer_gathering_on_the_server_that_falls_behind_fetches_what_waits_in_one_burst(
+    stack: Stack,
+) -> None:
+    sender = Sender()
+    reader = ProposalGatherer(gather=FOREVER)
+    async with stack.runtime(sender) as gw, stack.runtime(reader) as rs:
+        # Twenty awaited events in one commit: none gathers, and all wait on the server behind the first.
+        await gw.execute(lambda uow: [propose(uow, f"e{i}", awaited=True) for i in range(20)])
+        await eventually(lambda: len(reader.applied) == 20)
+        (consumer,) = rs.consumers
+        assert consumer.delivered == 20
+        assert consumer.batches <= 3  # the first alone, then what waited behind it: not a pull of one each

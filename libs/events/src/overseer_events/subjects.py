@@ -172,9 +172,9 @@ class Subjects:
         return f"ephemeral.{self.namespace}.>"
 
     def awaited(self, service: str) -> str:
-        """Where ``service`` says, on core NATS and with no body, that it has just published an event
-        marked awaited (:data:`AWAITED_HEADER`): a consumer that lets what follows a gather wait on the
-        server fetches it now (see ``overseer_runtime.consumer``)."""
+        """Where ``service`` says, on core NATS and with no body, that the stream has just stored an
+        event of its marked awaited (:data:`AWAITED_HEADER`): a consumer that lets what follows a gather
+        wait on the server fetches it now (see ``overseer_runtime.consumer``)."""
         return f"awaited.{self.namespace}.{service}"
 
     @property

@@ -23,7 +23,7 @@ pull protocol directly on core NATS:
   at most ``gather`` seconds, or until a reader needs what it holds back:
   :meth:`~DurablePullConsumer.caught_up`; a consumer whose every message but
   an awaited one gathers leaves what follows on the server until then, and
-  ends a gather when a publisher it reads says it published an awaited one:
+  ends a gather when a publisher it reads says it stored an awaited one:
   :meth:`~DurablePullConsumer.nudge`); ``on_batch`` acks them only after its
   transaction committed.
 """
@@ -150,10 +150,9 @@ class DurablePullConsumer:
         await asyncio.shield(gathered)
 
     def nudge(self) -> None:
-        """An awaited message was just published (its publisher said so on core NATS): a gather that
-        leaves what follows on the server ends now, or, if none is under way, the next one does not
-        wait. The message may not be stored yet when the gather's burst is fetched: then the pull of
-        one that follows delivers it, and, awaited, it opens no gather."""
+        """An awaited message was just stored (its publisher said so on core NATS, on its PubAck): a
+        gather that leaves what follows on the server ends now and fetches it, or, if none is under
+        way, the next one does not wait."""
         if not self.gathers_on_server:
             return
         self._nudged = True
@@ -268,7 +267,12 @@ class DurablePullConsumer:
             if gathered is not None and not gathered.done():
                 gathered.set_result(None)
         if self._outstanding <= self._asked // 2:
-            await self._pull(self._asked - max(self._outstanding, 0))
+            if self.gathers_on_server and self.last_pending > 0 and self._outstanding <= 0:
+                # Messages already wait on the server (awaited ones, which gather nothing, came faster
+                # than they were applied): fetch them in one burst now, not one pull of one each.
+                await self._pull(self.batch, no_wait=True)
+            else:
+                await self._pull(self._asked - max(self._outstanding, 0))
 
     async def _take_batch(self, first: Msg) -> list[Msg]:
         """``first`` and the messages delivered after it, up to a batch; status frames are acted on, not kept."""
@@ -352,8 +356,7 @@ class DurablePullConsumer:
         For a consumer whose every message gathers but an awaited one (the observer's): delivered as
         they came, the messages of a gather would each wake the service while the critical path wanted
         the CPU. The wait ends early when a reader asks for what is held (``caught_up``) or when an
-        awaited message was published (``nudge``): that one is then fetched with the burst, or, not yet
-        stored, delivered by the next pull and applied at once.
+        awaited message was stored (``nudge``), which is then fetched with the burst.
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.gather

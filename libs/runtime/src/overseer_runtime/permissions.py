@@ -134,7 +134,7 @@ def service_permissions(service: str) -> Permissions:
     subscribe = [
         f"*.rpc.{service}.>",
         f"{inbox_prefix(service)}.>",
-        # Another service's word that it published an awaited event (no body: nothing to read in it).
+        # Another service's word that the stream stored an awaited event of its (no body: nothing to read).
         "awaited.*.*",
         *_EXTRA_SUBSCRIBE.get(service, ()),
     ]

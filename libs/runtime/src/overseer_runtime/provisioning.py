@@ -67,7 +67,7 @@ class Subscription:
     subscriptions all gather lets everything else gather in bursts, in the same consumer and order,
     and still applies what someone waits on at once. Such a consumer gathers on the server (what
     follows a gather's first message is delivered when the gather ends, in one burst), and its
-    publishers say on core NATS when they published an awaited event, which ends a gather under way.
+    publishers say on core NATS when the stream stored an awaited event, which ends a gather under way.
     """
 
     owner: str
@@ -97,7 +97,7 @@ class ConsumerPlan:
     @property
     def gathers_on_server(self) -> bool:
         """Whether every subject gathers: only an awaited message ends a gather, so what follows its
-        first message may wait on the server (a publisher says when it published an awaited one)."""
+        first message may wait on the server (a publisher says when the stream stored an awaited one)."""
         return self.gather > 0 and self.forerunners == self.filter_subjects
 
 

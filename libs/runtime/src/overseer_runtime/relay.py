@@ -30,13 +30,14 @@ import collections
 import logging
 import random
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import orjson
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js.errors import APIError, NoStreamResponseError
 
+from overseer_events.subjects import AWAITED_HEADER
 from overseer_runtime.store import EventStore, OutboxEntry, is_unwritable
 
 log = logging.getLogger("overseer.relay")
@@ -112,8 +113,11 @@ class OutboxRelay:
         *,
         max_in_flight: int = 512,
         ack_timeout: float = 5.0,
+        awaited_stored: Callable[[], None] = lambda: None,
     ) -> None:
         self.store = store
+        # Told when JetStream has stored an event marked awaited (the runtime says so on core NATS).
+        self.awaited_stored = awaited_stored
         self.publisher = publisher
         self.max_in_flight = max_in_flight
         self.ack_timeout = ack_timeout
@@ -169,6 +173,8 @@ class OutboxRelay:
                     self._in_flight.append((entry.position, future, now))
                     self._sent = entry.position
                     future.add_done_callback(self._on_puback)
+                    if AWAITED_HEADER in entry.headers:
+                        future.add_done_callback(self._on_awaited_puback)
             except Exception as exc:
                 log.warning("relay: publishing failed, will retry: %s", exc)
                 self._failed = True
@@ -202,6 +208,11 @@ class OutboxRelay:
         self._record()
         if self._backlog and len(in_flight) < self.max_in_flight // 2:
             self._wake.set()
+
+    def _on_awaited_puback(self, done: asyncio.Future[int]) -> None:
+        """An awaited event is stored (not merely sent): whoever reads it may fetch it now."""
+        if not done.cancelled() and done.exception() is None:
+            self.awaited_stored()
 
     async def run(self) -> None:
         """Supervise: publish the backlog, rewind on a failed or overdue PubAck, with backoff."""

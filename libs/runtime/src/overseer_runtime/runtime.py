@@ -137,7 +137,9 @@ class Runtime:
         self.js = self.nc.jetstream()
         publisher = PubAckPublisher(self.nc)
         await publisher.start()
-        self.relay = OutboxRelay(self.store, publisher, max_in_flight=nats.relay_max_in_flight)
+        self.relay = OutboxRelay(
+            self.store, publisher, max_in_flight=nats.relay_max_in_flight, awaited_stored=self._say_awaited
+        )
         self.spawn(self.relay.run())
         # RPC is served before the service's start() (its recovery) has run: until then every
         # method but health answers a retryable 503.
@@ -209,6 +211,12 @@ class Runtime:
             if plan.gathers_on_server:
                 for owner in {owner_of_subject(subject) for subject in plan.filter_subjects} - {None}:
                     self._told_of_awaited.setdefault(str(owner), []).append(consumer)
+
+    def _say_awaited(self) -> None:
+        """Say on core NATS, with no body, that an event of this service marked awaited is stored: a
+        consumer gathering on the server that reads it ends its gather (``_listen_for_awaited``)."""
+        # Core NATS, at most once: a word lost costs the reader its gather's remaining wait, no more.
+        self.spawn(self.nc.publish(self.subjects.awaited(self.service.name), b""))
 
     async def _listen_for_awaited(self) -> None:
         """Each consumer that gathers on the server hears the services it reads say they published an

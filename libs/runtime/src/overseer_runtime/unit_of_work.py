@@ -185,8 +185,7 @@ class UnitOfWork:
         self.awaited = awaited  # whether its publisher marked the incoming event awaited
         self.emitted: list[Envelope] = []
         self.appended: list[OutboxEntry] = []  # for the relay, once committed
-        # Ephemeral events, and the word that an awaited event was published, to send once committed.
-        self.announced: list[tuple[str, bytes]] = []
+        self.announced: list[tuple[str, bytes]] = []  # ephemeral events to send, once committed
         self._after_commit: list[AfterCommit] = []
         self._versions: dict[str, int] = {}
 
@@ -218,9 +217,6 @@ class UnitOfWork:
         headers = tracing.current_headers()
         if awaited:
             headers = {**headers, AWAITED_HEADER: "1"}
-            nudge = (emitter.subjects.awaited(service), b"")
-            if nudge not in self.announced:  # sent once the commit's events are handed to the bus
-                self.announced.append(nudge)
         body = event.encode()
         for position in emitter.store.append([event], subjects=[subject], headers=[headers], bodies=[body]):
             if data.TYPE not in KEPT_IN_STORE:  # the others are kept in the store alone, never published
