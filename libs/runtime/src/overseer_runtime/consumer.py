@@ -253,6 +253,7 @@ class DurablePullConsumer:
                 log.info("consumer %s: heartbeats missed, re-creating the pull", self.name)
                 await self._restart_pull()
             return
+        messages: list[Msg] = []
         try:
             messages = await self._take_batch(first)
             if messages:
@@ -267,9 +268,10 @@ class DurablePullConsumer:
             if gathered is not None and not gathered.done():
                 gathered.set_result(None)
         if self._outstanding <= self._asked // 2:
-            if self.gathers_on_server and self.last_pending > 0 and self._outstanding <= 0:
+            if self.gathers_on_server and messages and self.last_pending > 0 and self._outstanding <= 0:
                 # Messages already wait on the server (awaited ones, which gather nothing, came faster
-                # than they were applied): fetch them in one burst now, not one pull of one each.
+                # than they were applied): fetch them in one burst now, not one pull of one each. Only
+                # on what this round's messages said: a round of status frames alone asks for one.
                 await self._pull(self.batch, no_wait=True)
             else:
                 await self._pull(self._asked - max(self._outstanding, 0))
