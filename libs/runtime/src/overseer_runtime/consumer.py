@@ -145,7 +145,9 @@ class DurablePullConsumer:
         if gathered is None:
             return
         self._hurried = True
-        if self._waiter is not None:
+        # A gather on the server that already fetches its burst is not cut short: what it fetched
+        # would come after the batch it belongs to.
+        if self._waiter is not None and (self._holding or not self.gathers_on_server):
             _settle(self._waiter)
         await asyncio.shield(gathered)
 
