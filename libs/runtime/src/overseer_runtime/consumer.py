@@ -128,7 +128,7 @@ class DurablePullConsumer:
         # ends the gather early (a reader asked for what it holds: ``caught_up``).
         self._gathered: asyncio.Future[None] | None = None
         self._hurried = False
-        self._nudged = False  # an awaited message was published: a gather on the server ends (see nudge)
+        self._nudged = False  # an awaited message was stored: a gather on the server ends (see nudge)
         self._holding = False  # a gather on the server waits (and not yet for the burst that ends it)
         self.last_pending = 0  # the server's count of messages not yet delivered, from the last message
         self.delivered = 0
