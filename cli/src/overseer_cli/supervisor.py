@@ -58,6 +58,9 @@ from overseer_runtime.service import Service
 # `overseer status` answers within this, whatever state the bus is in.
 STATUS_TIMEOUT = 5.0
 
+# How much of the end of a service's log is read to show its last lines.
+LOG_TAIL_BYTES = 16 * 1024
+
 # Start order: the deciders before the producers, the gateway last.
 START_ORDER = ("observer", "col", "firewall", "executor", "reasoning", "gateway")
 
@@ -136,11 +139,13 @@ class Child:
     def last_words(self, lines: int = 5) -> str:
         """How it stands (running, or how it exited and how often it was restarted) and the end of its log."""
         code = self.process.poll() if self.process else None
-        state = "running" if code is None else f"exited ({code})"
+        state = "not started" if self.process is None else "running" if code is None else f"exited ({code})"
         if self.restarts.count:
             state += f", restarted {self.restarts.count} time(s)"
-        try:
-            tail = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
+        try:  # only the end: the log is appended to across runs, and may be large
+            with self.log_path.open("rb") as log:
+                log.seek(max(0, log.seek(0, os.SEEK_END) - LOG_TAIL_BYTES))
+                tail = log.read().decode("utf-8", errors="replace").splitlines()[-lines:]
         except OSError:
             tail = []
         return "\n".join(
