@@ -12,6 +12,7 @@ from collections.abc import Callable
 from overseer_events.catalogue import ConversationReplied, MessageReceived
 from overseer_events.envelope import Envelope
 from overseer_events.errors import TransientError
+from overseer_runtime.consumer import DurablePullConsumer
 from overseer_runtime.projection import SqlProjection
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.service import HandlerTable, Service
@@ -99,3 +100,12 @@ def seen(runtime_store_conn: sqlite3.Connection) -> list[str]:
 
 def replies(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
+
+
+async def on_server(
+    consumer: DurablePullConsumer, pending: int, delivered_unacked: int | None = None
+) -> bool:
+    """Whether the server holds ``pending`` messages of ``consumer`` undelivered (and, if given,
+    ``delivered_unacked`` delivered and not yet acknowledged)."""
+    info = await consumer.js.consumer_info(consumer.stream, consumer.durable)
+    return info.num_pending == pending and delivered_unacked in (None, info.num_ack_pending)

@@ -8,11 +8,10 @@ import asyncio
 from overseer_events.catalogue import ExecutionProposed, MessageReceived, Principal
 from overseer_events.envelope import Envelope, EventData
 from overseer_runtime.provisioning import Subscription
-from overseer_runtime.runtime import Runtime
 from overseer_runtime.service import HandlerTable, Service
 from overseer_runtime.testing import Stack, eventually
 from overseer_runtime.unit_of_work import UnitOfWork
-from tests.support.toy import Sender
+from tests.support.toy import Sender, on_server
 
 # Far longer than any test waits: a batch that arrives at all was ended by its follower.
 FOREVER = 600.0
@@ -138,13 +137,6 @@ class ProposalGatherer(ProposalReader):
         return [Subscription(owner="gateway", types=("execution.proposed",), gather=self.gather)]
 
 
-async def pending_on_server(rs: Runtime, count: int) -> bool:
-    """Whether ``count`` messages wait on the server, not yet delivered to ``rs``'s one consumer."""
-    (consumer,) = rs.consumers
-    info = await rs.js.consumer_info(consumer.stream, consumer.durable)
-    return int(info.num_pending or 0) == count
-
-
 async def test_a_consumer_whose_every_event_gathers_leaves_what_follows_on_the_server_until_the_gather_ends(
     stack: Stack,
 ) -> None:
@@ -155,7 +147,7 @@ async def test_a_consumer_whose_every_event_gathers_leaves_what_follows_on_the_s
         await asyncio.sleep(0.2)  # the first is delivered and opens the gather
         await gw.execute(lambda uow: propose(uow, "e2"))
         await gw.execute(lambda uow: propose(uow, "e3"))
-        await eventually(lambda: pending_on_server(rs, 2), timeout=2.0)  # not delivered while it lasts
+        await eventually(lambda: on_server(rs.consumers[0], 2), timeout=2.0)  # not delivered while it lasts
         assert reader.applied == []
         await eventually(lambda: len(reader.applied) == 3)
         (consumer,) = rs.consumers
@@ -185,7 +177,7 @@ async def test_a_reader_that_needs_what_a_gather_on_the_server_holds_back_has_it
         await gw.execute(lambda uow: propose(uow, "e1"))
         await asyncio.sleep(0.2)
         await gw.execute(lambda uow: propose(uow, "e2"))
-        await eventually(lambda: pending_on_server(rs, 1), timeout=2.0)
+        await eventually(lambda: on_server(rs.consumers[0], 1), timeout=2.0)
         await asyncio.wait_for(rs.caught_up(), timeout=5)
         assert reader.applied == ["execution.proposed", "execution.proposed"]
 

@@ -10,7 +10,7 @@ from overseer_events.catalogue import MessageReceived
 from overseer_events.envelope import new_event
 from overseer_runtime.testing import Stack, eventually
 from overseer_runtime.unit_of_work import Waiters
-from tests.support.toy import Replier, Sender, replies, seen
+from tests.support.toy import Replier, Sender, on_server, replies, seen
 
 
 async def test_an_event_travels_from_outbox_to_consumer_and_back(stack: Stack) -> None:
@@ -145,16 +145,11 @@ async def test_a_lingering_consumer_leaves_what_arrives_during_its_linger_on_the
     # A linger long enough for four commits on a slow machine: the check runs inside it.
     async with stack.runtime(sender) as gw, stack.runtime(Replier(linger=3.0)) as rs:
         (consumer,) = rs.consumers
-
-        async def on_server(pending: int, delivered_unacked: int) -> bool:
-            info = await consumer.js.consumer_info(consumer.stream, consumer.durable)
-            return (info.num_pending, info.num_ack_pending) == (pending, delivered_unacked)
-
         await gw.execute(sender.saying("s", "m0"))
-        await eventually(lambda: on_server(0, 1))  # delivered, its linger begun
+        await eventually(lambda: on_server(consumer, 0, 1))  # delivered, its linger begun
         for i in range(1, 5):
             await gw.execute(sender.saying("s", f"m{i}"))
-        await eventually(lambda: on_server(4, 1))  # the four wait on the server, undelivered
+        await eventually(lambda: on_server(consumer, 4, 1))  # the four wait on the server, undelivered
         await eventually(lambda: replies(rs.store.conn) == 5)
         assert (consumer.delivered, consumer.batches) == (5, 1)
 

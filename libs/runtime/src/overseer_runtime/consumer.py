@@ -112,7 +112,7 @@ class DurablePullConsumer:
         self.gather = gather
         self.gathers = gathers
         # Every message but an awaited one gathers: what follows a gather's first message waits on the
-        # server, not in this process (see ``_gather_on_server``).
+        # server, not in this process (see ``_hold_on_server``).
         self.gathers_on_server = gathers_on_server and gather > 0
         # Delivered and not yet taken; ``_waiter`` is the round waiting for the next one. A plain
         # deque and one future, not an asyncio.Queue behind ``wait_for``: the round resumes in the
@@ -129,7 +129,7 @@ class DurablePullConsumer:
         self._gathered: asyncio.Future[None] | None = None
         self._hurried = False
         self._nudged = False  # an awaited message was stored: a gather on the server ends (see nudge)
-        self._holding = False  # a gather on the server waits (and not yet for the burst that ends it)
+        self._holding = False  # a linger or gather waits (not yet fetching the burst that ends it)
         self.last_pending = 0  # the server's count of messages not yet delivered, from the last message
         self.delivered = 0
         self.batches = 0  # how many times on_batch ran (delivered / batches = the mean burst)
@@ -145,9 +145,9 @@ class DurablePullConsumer:
         if gathered is None:
             return
         self._hurried = True
-        # A gather on the server that already fetches its burst is not cut short: what it fetched
-        # would come after the batch it belongs to.
-        if self._waiter is not None and (self._holding or not self.gathers_on_server):
+        # Only the wait is cut short, never the fetch of a burst: what it fetched would come after
+        # the batch it belongs to.
+        if self._holding and self._waiter is not None:
             _settle(self._waiter)
         await asyncio.shield(gathered)
 
@@ -187,7 +187,7 @@ class DurablePullConsumer:
     @property
     def _asked(self) -> int:
         """How many messages a pull request asks for: a lingering consumer, or one that gathers on the
-        server, only for the one that starts its linger or gather (see ``_take_pending``)."""
+        server, only for the one that starts its linger or gather (see ``_hold_on_server``)."""
         return 1 if self.linger > 0 or self.gathers_on_server else self.batch
 
     async def _pull(self, count: int, *, no_wait: bool = False) -> bool:
@@ -283,12 +283,11 @@ class DurablePullConsumer:
         pending = collections.deque([first])
         if self.linger > 0 and _status(first) is None:
             # Off the critical path: let a burst gather so it costs one transaction and one ack write.
-            await asyncio.sleep(self.linger)
-            await self._take_pending(pending)
+            await self._hold_on_server(pending, self.linger)
         elif self.gathers is not None and self.gather > 0 and self.gathers(first):
             self._gathered = asyncio.get_running_loop().create_future()
             if self.gathers_on_server:
-                await self._gather_on_server(pending)
+                await self._hold_on_server(pending, self.gather)
             else:
                 await self._gather_followers(pending)
         messages: list[Msg] = []
@@ -307,14 +306,34 @@ class DurablePullConsumer:
             await self._on_status(status, msg)
         return messages
 
-    async def _take_pending(self, pending: collections.deque[Msg]) -> None:
-        """Ask for what arrived during the linger, up to a batch, and add it to ``pending``.
+    async def _hold_on_server(self, pending: collections.deque[Msg], seconds: float) -> None:
+        """Wait ``seconds`` (a linger, or a gather on the server) while what follows the first message
+        stays on the server, then fetch it in one burst (``_take_pending``).
 
-        Only the linger's first message was asked for: the server keeps the rest until this request,
-        then sends them in one burst. Delivered one by one as they came, each would have woken the
-        service (its connection's reader, this consumer) while the services on the critical path
-        wanted the CPU. The request ends with a status (404 No Messages, 408 on older servers), which
-        settles what it asked for as any pull's end does; one given all it asked for ends without.
+        Only the first message was asked for. Delivered one by one as they came, the others would each
+        have woken the service (its connection's reader, this consumer) while the services on the
+        critical path wanted the CPU. A gather's wait ends early when a reader asks for what it holds
+        (``caught_up``) or when an awaited message was stored (``nudge``), which then comes with the
+        burst; nothing ends a linger early (neither applies to a lingering consumer).
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        self._holding = True
+        try:
+            while not (self._hurried or self._nudged) and (remaining := deadline - loop.time()) > 0:
+                msg = await self._next_message(remaining)
+                if msg is not None:  # a status frame: the pull of one was answered, nothing else is due
+                    pending.append(msg)
+        finally:
+            self._holding = False
+        self._nudged = False
+        await self._take_pending(pending)
+
+    async def _take_pending(self, pending: collections.deque[Msg]) -> None:
+        """Ask for what waits on the server, up to a batch, and add it to ``pending``.
+
+        The request ends with a status (404 No Messages, 408 on older servers), which settles what it
+        asked for as any pull's end does; one given all it asked for ends without.
         """
         asked = self.batch - len(pending)
         if not await self._pull(asked, no_wait=True):
@@ -342,38 +361,20 @@ class DurablePullConsumer:
         deadline = asyncio.get_running_loop().time() + self.gather
         gathers = self.gathers
         assert gathers is not None
-        while len(pending) < self.batch and not self._hurried:
-            remaining = deadline - asyncio.get_running_loop().time()
-            if remaining <= 0:
-                return
-            msg = await self._next_message(remaining)
-            if msg is None:
-                return
-            pending.append(msg)
-            if not gathers(msg) and _status(msg) != "100":
-                return
-
-    async def _gather_on_server(self, pending: collections.deque[Msg]) -> None:
-        """Wait, at most ``gather`` seconds, while what follows the first message stays on the server,
-        then fetch it in one burst (``_take_pending``).
-
-        For a consumer whose every message gathers but an awaited one (the observer's): delivered as
-        they came, the messages of a gather would each wake the service while the critical path wanted
-        the CPU. The wait ends early when a reader asks for what is held (``caught_up``) or when an
-        awaited message was stored (``nudge``), which is then fetched with the burst.
-        """
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.gather
         self._holding = True
         try:
-            while not (self._hurried or self._nudged) and (remaining := deadline - loop.time()) > 0:
+            while len(pending) < self.batch and not self._hurried:
+                remaining = deadline - asyncio.get_running_loop().time()
+                if remaining <= 0:
+                    return
                 msg = await self._next_message(remaining)
-                if msg is not None:  # a status frame: the pull of one was answered, nothing else is due
-                    pending.append(msg)
+                if msg is None:
+                    return
+                pending.append(msg)
+                if not gathers(msg) and _status(msg) != "100":
+                    return
         finally:
             self._holding = False
-        self._nudged = False
-        await self._take_pending(pending)
 
     async def _on_status(self, status: str, msg: Msg) -> None:
         headers = msg.headers or {}

@@ -92,8 +92,6 @@ class Runtime:
         self.js: JetStreamContext
         self.relay: OutboxRelay
         self.consumers: list[DurablePullConsumer] = []
-        # The consumers that gather on the server, by the service whose awaited events end their gathers.
-        self._told_of_awaited: dict[str, list[DurablePullConsumer]] = {}
         self.ready = False
         self.strays: list[str] = []  # sessions with open work here that another partition now runs
         self.started_at = time.time()
@@ -208,9 +206,6 @@ class Runtime:
                 gathers_on_server=plan.gathers_on_server,
             )
             self.consumers.append(consumer)
-            if plan.gathers_on_server:
-                for owner in {owner_of_subject(subject) for subject in plan.filter_subjects} - {None}:
-                    self._told_of_awaited.setdefault(str(owner), []).append(consumer)
 
     def _say_awaited(self) -> None:
         """Say on core NATS, with no body, that an event of this service marked awaited is stored: a
@@ -219,9 +214,14 @@ class Runtime:
         self.spawn(self.nc.publish(self.subjects.awaited(self.service.name), b""))
 
     async def _listen_for_awaited(self) -> None:
-        """Each consumer that gathers on the server hears the services it reads say they published an
-        awaited event, and ends its gather then (see ``DurablePullConsumer.nudge``)."""
-        for owner, consumers in self._told_of_awaited.items():
+        """Each consumer that gathers on the server hears the services it reads say the stream stored an
+        awaited event of theirs, and ends its gather then (see ``DurablePullConsumer.nudge``)."""
+        told: dict[str, list[DurablePullConsumer]] = {}  # by the service whose word ends their gathers
+        for consumer in self.consumers:
+            if consumer.gathers_on_server:
+                for owner in {owner_of_subject(subject) for subject in consumer.filter_subjects} - {None}:
+                    told.setdefault(str(owner), []).append(consumer)
+        for owner, consumers in told.items():
 
             async def nudge(_: Msg, consumers: list[DurablePullConsumer] = consumers) -> None:
                 for consumer in consumers:
