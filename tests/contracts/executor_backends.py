@@ -28,6 +28,7 @@ from overseer_runtime.store import EventStore
 from overseer_runtime.unit_of_work import Emit, Emitter, UnitOfWork
 from tests.fakes.executor import ExecutorHarness, FakeClock, FakeTools
 from tests.unit.executor.executor_builders import (
+    DIR_READ,
     EMAIL,
     FS_LIST,
     event,
@@ -93,7 +94,7 @@ class Backend(ExecutorHarness):
     """A harness with helpers that play the other services' part (reasoning, the firewall, a human)."""
 
     def __init__(self, sqlite: SqliteStore | None = None) -> None:
-        super().__init__(FakeTools([EMAIL, FS_LIST]), FakeClock(1_000.0), sqlite)
+        super().__init__(FakeTools([EMAIL, FS_LIST, DIR_READ]), FakeClock(1_000.0), sqlite)
         self.sqlite = sqlite
 
     def propose(self, execution_id: str, **kw: Any) -> None:

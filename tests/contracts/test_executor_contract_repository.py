@@ -13,7 +13,7 @@ from overseer_executor.domain.claims import Twin
 from overseer_executor.domain.contract import ExecutionContract
 from overseer_executor.domain.idempotency import idempotency_key
 from tests.contracts.executor_backends import BACKENDS, Backend, close_backend, make_backend
-from tests.unit.executor.executor_builders import AGENT, INVITE
+from tests.unit.executor.executor_builders import AGENT, INVITE, event, verdict_issued
 
 S = ExecutionStatus
 CONFIRM = {"type": "confirmation", "message": "Send it?"}
@@ -91,6 +91,28 @@ def test_a_drafted_contract_reads_back_its_announcement_until_its_verdict_announ
     started = executor.contracts.get("exec-001")
     assert started is not None
     assert (started.draft, started.status, started.version) == (None, S.RUNNING, 2)
+
+
+async def test_a_call_announced_already_ended_reads_back_ended_with_its_result_and_last_version(
+    executor: Backend,
+) -> None:
+    listing = {"path": "."}
+    executor.tools.answer("dir.read", "a.txt b.txt")
+    executor.propose("exec-001", tool="dir.read", args=listing)
+    # Read-only: run ahead of the verdict's transaction and announced created, started and ended at once.
+    await executor.deliver_batch(event(verdict_issued("exec-001", "allow", listing, tool="dir.read")))
+    done = executor.contracts.get("exec-001")
+    assert done is not None
+    assert (done.draft, done.status, done.version, done.result, done.error_message) == (
+        None,
+        S.COMPLETED,
+        3,
+        "a.txt b.txt",
+        None,
+    )
+    assert done.updated_at == executor.clock()
+    assert executor.contracts.with_status(S.PENDING) == executor.contracts.with_status(S.RUNNING) == []
+    assert ids(executor.contracts.with_status(S.COMPLETED)) == ["exec-001"]
 
 
 def test_a_verdict_before_its_proposal_is_kept_and_joined_to_the_contract(executor: Backend) -> None:
