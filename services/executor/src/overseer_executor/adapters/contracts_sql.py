@@ -17,7 +17,7 @@ transition hot path. :class:`SqliteExecutorQueries` answers the RPC methods.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -54,9 +54,22 @@ _loads = orjson.loads
 
 
 # What inserting a contract's row does when the row is there: a draft leaves it as it is; an announcement
-# ends the draft and takes the creation's version (its moves follow).
+# ends the draft and takes the state its first moves leave it in.
 _KEEP_KNOWN = "ON CONFLICT(execution_id) DO NOTHING"
-_ANNOUNCE_DRAFTED = "ON CONFLICT(execution_id) DO UPDATE SET draft = NULL, version = excluded.version"
+_ANNOUNCE_DRAFTED = (
+    "ON CONFLICT(execution_id) DO UPDATE SET draft = NULL, version = excluded.version, "
+    "status = excluded.status, updated_at = excluded.updated_at, result = excluded.result, "
+    "error_message = excluded.error_message"
+)
+
+
+def _answer_approval(conn: sqlite3.Connection, execution_id: str, at: float, outcome: str) -> None:
+    """The contract left WAITING: its open question is answered (how: the move's trigger)."""
+    conn.execute(
+        "UPDATE executor_approvals SET status = 'answered', answered_at = ?, outcome = ? "
+        "WHERE execution_id = ? AND status = 'pending'",
+        (at, outcome, execution_id),
+    )
 
 
 class ContractsProjection(SqlProjection):
@@ -144,19 +157,32 @@ class ContractsProjection(SqlProjection):
 
     @classmethod
     def _created(cls, conn: sqlite3.Connection, d: ContractCreated, event: Envelope) -> None:
-        """The contract announced: its draft (if it was drafted) is done with, and its first moves made."""
-        created = event.aggregate_version - len(d.transitions)  # the version of the creation itself
-        cls._insert(conn, d, created, None, _ANNOUNCE_DRAFTED)
-        for version, moved in enumerate(d.transitions, start=created + 1):
-            cls._moved(conn, moved, version)
+        """The contract announced: its draft (if it was drafted) is done with, and its first moves made,
+        in one write of the row as they leave it (not one write per move)."""
+        moves = d.transitions
+        cls._insert(conn, d, event.aggregate_version, None, _ANNOUNCE_DRAFTED, moves)
+        for moved in moves:
+            if moved.from_status == "waiting":
+                _answer_approval(conn, moved.execution_id, moved.timestamp, moved.trigger)
 
     @staticmethod
     def _insert(
-        conn: sqlite3.Connection, d: ContractCreated, version: int, draft: str | None, on_conflict: str
+        conn: sqlite3.Connection,
+        d: ContractCreated,
+        version: int,
+        draft: str | None,
+        on_conflict: str,
+        moves: Sequence[ExecutionTransitioned] = (),
     ) -> None:
+        """The contract's row at ``version``, as ``moves`` (made from PENDING) leave it."""
+        status, updated_at = (
+            (moves[-1].to_status, moves[-1].timestamp) if moves else ("pending", d.created_at)
+        )
+        result = next((m.result for m in reversed(moves) if m.result is not None), None)
+        error = next((m.error_message for m in reversed(moves) if m.error_message is not None), None)
         conn.execute(
             "INSERT INTO executor_contracts VALUES "
-            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, NULL, NULL, ?, ?, ?) " + on_conflict,
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) " + on_conflict,
             (
                 d.execution_id,
                 d.session_id,
@@ -172,8 +198,11 @@ class ContractsProjection(SqlProjection):
                 _dumps({"kind": d.proposer.kind, "id": d.proposer.id}),
                 d.depends_on,
                 d.created_at,
+                status,
                 version,
-                d.created_at,
+                updated_at,
+                result,
+                error,
                 d.runs_at,
                 draft,
                 d.summary,
@@ -188,11 +217,7 @@ class ContractsProjection(SqlProjection):
             (d.to_status, version, d.timestamp, d.result, d.error_message, d.execution_id),
         )
         if d.from_status == "waiting":
-            conn.execute(
-                "UPDATE executor_approvals SET status = 'answered', answered_at = ?, outcome = ? "
-                "WHERE execution_id = ? AND status = 'pending'",
-                (d.timestamp, d.trigger, d.execution_id),
-            )
+            _answer_approval(conn, d.execution_id, d.timestamp, d.trigger)
 
     @staticmethod
     def _requested(conn: sqlite3.Connection, d: EcsRequested, event: Envelope) -> None:
