@@ -13,7 +13,7 @@ from overseer_events.catalogue import AuditRecorded, MessageReceived
 from overseer_events.envelope import Envelope, new_event
 from overseer_events.errors import ConcurrencyError
 from overseer_events.subjects import KEPT_IN_STORE
-from overseer_runtime.store import WAL_CHECKPOINT_PAGES, EventStore
+from overseer_runtime.store import EventStore
 from tests.support.toy import SeenMessages
 
 
@@ -49,25 +49,6 @@ def test_appending_the_same_event_id_twice_stores_it_once(store: EventStore) -> 
     assert len(store.append([event], subjects=["s"])) == 1
     assert store.append([event], subjects=["s"]) == []
     assert store.count() == 1
-
-
-def test_the_wal_is_copied_back_only_after_ten_thousand_pages_and_a_reopened_store_reads_all(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "events.db"
-    store = EventStore(path)
-    page = int(store.conn.execute("PRAGMA page_size").fetchone()[0])
-    # Far more than SQLite's default threshold (1,000 pages), well under the store's, one commit each.
-    for version in range(1, 1201):
-        store.append([message("a", version, "x" * page)], subjects=["s"])
-    wal = path.with_name(path.name + "-wal")
-    assert wal.stat().st_size > 2_000 * page  # never checkpointed, so never reused from its start
-    assert wal.stat().st_size < WAL_CHECKPOINT_PAGES * page
-    store.close()
-    reopened = EventStore(path)
-    assert reopened.count() == 1200
-    assert [s.aggregate_version for s in reopened.read_aggregate("a")][-1] == 1200
-    reopened.close()
 
 
 def test_a_taken_aggregate_version_is_a_concurrency_error(store: EventStore) -> None:

@@ -190,9 +190,6 @@ def settle(read_models: Sequence[SettlesBatch], conn: sqlite3.Connection) -> Non
         read_model.settle(conn)
 
 
-WAL_CHECKPOINT_PAGES = 10_000  # SQLite's default is 1,000 (see EventStore.__init__)
-
-
 class EventStore:
     """A service's SQLite event store. Not thread-safe: one event loop, one writer connection."""
 
@@ -210,12 +207,6 @@ class EventStore:
         self.conn.execute("PRAGMA foreign_keys = ON")
         self.conn.execute("PRAGMA cache_size = -65536")  # 64 MiB: replays and read models stay in memory
         self.conn.execute("PRAGMA temp_store = MEMORY")
-        # A checkpoint copies every page changed since the last one back into the file and syncs it,
-        # inside the commit that crosses the threshold. The same few pages change in every commit (the
-        # tracking row, the tables' last leaves), so checkpointing ten times less often copies far
-        # fewer pages in all and stalls ten times fewer commits; the WAL grows to ~40 MiB before it
-        # is reused, and nothing is less durable (the WAL is the journal either way).
-        self.conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
         for statement in store_ddl():
             self.conn.execute(statement)
         self._page_size = int(self.conn.execute("PRAGMA page_size").fetchone()[0])
