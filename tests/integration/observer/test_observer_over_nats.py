@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import sqlite3
 from collections.abc import Awaitable
 from typing import Any
@@ -302,6 +304,25 @@ async def test_the_observer_runs_as_its_own_process(stack: Stack) -> None:
     finally:
         process.terminate()
         assert process.wait(timeout=20) == 0
+
+
+async def test_the_observer_process_runs_below_the_stacks_cpu_priority_unless_configured_not_to(
+    stack: Stack,
+) -> None:
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    for configured, expected in ((stack, ours + 10), (_with(stack, priorities={"observer": 0}), ours)):
+        process = configured.spawn("observer")
+        try:
+            await configured.wait_ready("observer")
+            assert os.getpriority(os.PRIO_PROCESS, process.pid) == expected
+        finally:
+            process.terminate()
+            assert process.wait(timeout=20) == 0
+
+
+def _with(stack: Stack, **sections: dict[str, Any]) -> Stack:
+    """The same stack (home, bus, namespace), its services configured with ``sections`` besides."""
+    return dataclasses.replace(stack, overrides={**stack.overrides, **sections})
 
 
 async def _transitions_when_complete(

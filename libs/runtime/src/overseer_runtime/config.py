@@ -17,7 +17,8 @@ validates the whole of it at once: an unknown section or key, or a value of the 
 :class:`ConfigurationError` listing every problem with where it was set (the environment variable, else
 a configuration file) and the nearest known name. A section overseer.toml knows whose package is not
 installed here (one service's image) is passed on unread. The platform's own sections are
-:attr:`Settings.overseer`, :attr:`Settings.nats`, :attr:`Settings.telemetry` and :attr:`Settings.partitions`.
+:attr:`Settings.overseer`, :attr:`Settings.nats`, :attr:`Settings.telemetry`, :attr:`Settings.partitions` and
+:attr:`Settings.priorities`.
 """
 
 from __future__ import annotations
@@ -98,6 +99,18 @@ class PartitionSettings(Section):
     index: int = Field(ge=0, lt=MAX_PARTITIONS)
 
 
+class PrioritySettings(Section):
+    """``[priorities]``: how far below the stack's CPU priority each service runs (a niceness increment,
+    0 to 19): the services off an action's path yield the CPU to those on it when both want it."""
+
+    observer: int = Field(ge=0, le=19)
+    col: int = Field(ge=0, le=19)
+    reasoning: int = Field(ge=0, le=19)
+    firewall: int = Field(ge=0, le=19)
+    executor: int = Field(ge=0, le=19)
+    gateway: int = Field(ge=0, le=19)
+
+
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in extra.items():
@@ -129,6 +142,14 @@ class Settings:
     @cached_property
     def partitions(self) -> PartitionSettings:
         return self.typed("partitions", PartitionSettings)
+
+    @cached_property
+    def priorities(self) -> PrioritySettings:
+        return self.typed("priorities", PrioritySettings)
+
+    def lowered_priority(self, service: str) -> int:
+        """How far below the stack's CPU priority ``service`` runs (``[priorities]``; 0 for a name it has not)."""
+        return int(getattr(self.priorities, service, 0))
 
     def partition_counts(self) -> dict[str, int]:
         """How many partitions each partitioned service runs (the others run one)."""

@@ -95,6 +95,15 @@ def freeze_start_up_heap() -> None:
     gc.set_threshold(YOUNG_GENERATION_THRESHOLD, older, oldest)
 
 
+def lower_priority(service: str, settings: Settings) -> None:
+    """Run below the stack's CPU priority by ``[priorities] <service>`` (a niceness increment): when both
+    want the CPU, the kernel gives it to the services on an action's path first, and this one takes what
+    it reads in larger batches. Raising a priority again needs privileges: a service only lowers its own."""
+    increment = settings.lowered_priority(service)
+    if increment > 0:
+        os.nice(increment)
+
+
 def rebuild(service: Service, settings: Settings | None = None) -> dict[str, Any]:
     """Drop the service's read models and replay its local store into them; returns counts."""
     settings = settings or load_settings()
@@ -175,6 +184,7 @@ def run_service(service: Service) -> None:
         raise SystemExit(0 if asyncio.run(ready(service, settings)) else 1)
     if command != "run":
         raise SystemExit(f"usage: python -m overseer_{service.name} [run|rebuild|provision|health]")
+    lower_priority(service.name, settings)
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX
