@@ -310,7 +310,8 @@ async def test_the_observer_process_runs_below_the_stacks_cpu_priority_unless_co
     stack: Stack,
 ) -> None:
     ours = os.getpriority(os.PRIO_PROCESS, 0)
-    for configured, expected in ((stack, ours + 10), (_with(stack, priorities={"observer": 0}), ours)):
+    lowered = min(ours + 10, 19)  # the kernel's lowest priority, should the tests already run low
+    for configured, expected in ((stack, lowered), (_with(stack, priorities={"observer": 0}), ours)):
         process = configured.spawn("observer")
         try:
             await configured.wait_ready("observer")
