@@ -111,9 +111,9 @@ class DurablePullConsumer:
         self.linger = linger
         self.gather = gather
         self.gathers = gathers
-        # Every message but an awaited one gathers: what follows a gather's first message waits on the
-        # server, not in this process (see ``_hold_on_server``).
-        self.gathers_on_server = gathers_on_server and gather > 0
+        # Every message but an awaited one gathers (the plan's ``gathers_on_server``): what follows a
+        # gather's first message waits on the server, not in this process (see ``_hold_on_server``).
+        self.gathers_on_server = gathers_on_server
         # Delivered and not yet taken; ``_waiter`` is the round waiting for the next one. A plain
         # deque and one future, not an asyncio.Queue behind ``wait_for``: the round resumes in the
         # loop iteration after delivery, without a Task and a wrapper future per wait.
