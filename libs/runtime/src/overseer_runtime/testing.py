@@ -120,13 +120,13 @@ class Stack:
         env["OVERSEER_HOME"] = str(self.home)
         return load_settings(env=env, overrides=overrides)
 
-    def env(self, service: str, *, user: str | None = None) -> dict[str, str]:
+    def env(self, service: str, *, user: str | None = None, **section_overrides: Any) -> dict[str, str]:
         """Environment for running ``service`` as a separate process in this stack (as ``user``, by
-        default the service itself)."""
+        default the service itself), configured with ``section_overrides`` besides the stack's."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERSEER_", "NATS_"))}
         env |= self.nats.env_for(user or service)
         env |= {"OVERSEER_HOME": str(self.home), "OVERSEER_NATS__NAMESPACE": self.namespace}
-        for section, values in self.overrides.items():
+        for section, values in (self.overrides | section_overrides).items():
             for key, value in values.items():
                 env[f"OVERSEER_{section.upper()}__{key.upper()}"] = _env_value(value)
         return env
@@ -178,13 +178,16 @@ class Stack:
             )
             return int(ack.seq)
 
-    def spawn(self, service: str, *args: str, log_name: str | None = None) -> subprocess.Popen[bytes]:
-        """``python -m overseer_<service>`` as a child process of this stack, provisioned first."""
+    def spawn(
+        self, service: str, *args: str, log_name: str | None = None, **section_overrides: Any
+    ) -> subprocess.Popen[bytes]:
+        """``python -m overseer_<service>`` as a child process of this stack, provisioned first (configured
+        with ``section_overrides`` besides the stack's, as :meth:`runtime`)."""
         if args in ((), ("run",)):
             self.provision_by_process(service)
         return subprocess.Popen(
             [sys.executable, "-m", f"overseer_{service}", *args],
-            env=self.env(service),
+            env=self.env(service, **section_overrides),
             stdout=self._log(log_name or service),
             stderr=subprocess.STDOUT,
         )
