@@ -26,8 +26,10 @@ one action is measured from the POST to the answer that says it is done.
 Each scenario but the timelines runs at concurrency 1 and at ``--concurrency`` (default 32), printing one
 JSON line each:
 ``{"scenario":"pipeline_auto","actions":N,"concurrency":C,"actions_per_s":…,"p50_ms":…,"p99_ms":…}``.
-Then the same scenarios in LangGraph (``bench/peers/langgraph_pipeline.py``) and one ratio line per
-scenario and concurrency.
+The same scenarios run in LangGraph (``bench/peers/langgraph_pipeline.py``) in the same process, in
+rounds that alternate with Overseer's (a round of Overseer, a round of LangGraph, …: the machine's
+drift from one second to the next meets both alike); each side's line pools its rounds, and one ratio
+line per scenario and concurrency compares them (actions per second, and both p50s).
 
     python bench/pipeline.py [pipeline_auto] [pipeline_approval] [pipeline_timeline]
                              [pipeline_approval_timeline] [pipeline_replicas]
@@ -39,6 +41,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import functools
 import os
 import shutil
 import signal
@@ -48,10 +52,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import orjson
@@ -81,6 +85,9 @@ SCENARIOS = (
     "pipeline_replicas",
 )
 PEERED = ("pipeline_auto", "pipeline_approval")  # the scenarios LangGraph runs too
+
+if TYPE_CHECKING:
+    from bench.peers.langgraph_pipeline import LangGraphPipeline
 
 
 def note(text: str) -> None:
@@ -368,43 +375,105 @@ class BusCounts:
             counts = again
 
 
-def bus_line(
-    scenario: str, concurrency: int, count: int, before: tuple[int, int], after: tuple[int, int]
-) -> dict[str, Any]:
+def bus_line(scenario: str, concurrency: int, count: int, published: int, delivered: int) -> dict[str, Any]:
     """Events published and consumer deliveries per action: what one action costs the bus."""
     return {
         "scenario": "pipeline_bus",
         "for": scenario,
         "concurrency": concurrency,
         "actions": count,
-        "events_per_action": round((after[0] - before[0]) / count, 2),
-        "deliveries_per_action": round((after[1] - before[1]) / count, 2),
+        "events_per_action": round(published / count, 2),
+        "deliveries_per_action": round(delivered / count, 2),
     }
 
 
+def ratio_line(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "scenario": f"ratio_{ours['scenario']}_vs_langgraph",
+        "concurrency": ours["concurrency"],
+        "overseer_actions_per_s": ours["actions_per_s"],
+        "langgraph_actions_per_s": theirs["actions_per_s"],
+        "ratio": round(ours["actions_per_s"] / theirs["actions_per_s"], 2),
+        "overseer_p50_ms": ours["p50_ms"],
+        "langgraph_p50_ms": theirs["p50_ms"],
+    }
+
+
+@dataclass
+class Rounds:
+    """What one side's rounds add up to: every action's latency and the wall time they took."""
+
+    latencies: list[float] = field(default_factory=list)
+    elapsed: float = 0.0
+
+    def add(self, latencies: list[float], elapsed: float) -> None:
+        self.latencies += latencies
+        self.elapsed += elapsed
+
+
+def rounds_at(concurrency: int) -> int:
+    """Rounds per side: many short ones at concurrency 1, where an action takes milliseconds and the
+    machine's speed moves within seconds; two at high concurrency, where each round ends with a tail of
+    fewer actions in flight than workers (a cost both sides pay alike, but not to be paid often)."""
+    return 5 if concurrency == 1 else 2
+
+
 async def measure(
-    stack: LocalStack, scenario_cls: type[AutoScenario] | type[ApprovalScenario], count: int, concurrency: int
+    stack: LocalStack,
+    scenario_cls: type[AutoScenario] | type[ApprovalScenario],
+    count: int,
+    concurrency: int,
+    peer: LangGraphPipeline | None,
 ) -> list[dict[str, Any]]:
+    """``count`` actions at ``concurrency`` in rounds, each of Overseer's followed by one of the peer's
+    (``peer``; None: Overseer alone): Overseer's line, its bus line, and the peer's and the ratio."""
     run_id = f"{scenario_cls.name}-c{concurrency}-{time.time_ns() % 10**9}"
     scenario = scenario_cls(stack, concurrency, run_id)
+    ours, theirs = Rounds(), Rounds()
+    spent: dict[str, float] = {}
+    published = delivered = 0
+    per_round = count // rounds_at(concurrency)
+
+    async def numbered(i: int, first: int) -> float:  # the round's i-th action: the run's (first + i)-th
+        return await scenario.one(first + i)
+
     await scenario.start()
     try:
         warmup = max(20, concurrency * 4)
         await drive(warmup, concurrency, lambda i: scenario.one(10**6 + i))
+        if peer is not None:
+            await asyncio.to_thread(peer.warm_up, scenario_cls.name, concurrency, run_id)
         async with BusCounts(stack) as bus:
-            bus_before = await bus.now()
-            before = stack.cpu_seconds()
-            latencies, elapsed = await drive(count, concurrency, scenario.one)
-            after = stack.cpu_seconds()
-            bus_after = await bus.settled()
+            for first in range(0, per_round * rounds_at(concurrency), per_round):
+                bus_before = await bus.now()
+                before = stack.cpu_seconds()
+                ours.add(*await drive(per_round, concurrency, functools.partial(numbered, first=first)))
+                after = stack.cpu_seconds()
+                bus_after = await bus.settled()  # the stack's follow-ups land before the peer's round
+                spent = {name: spent.get(name, 0.0) + after[name] - before.get(name, 0.0) for name in after}
+                published += bus_after[0] - bus_before[0]
+                delivered += bus_after[1] - bus_before[1]
+                if peer is not None:
+                    theirs.add(
+                        *await asyncio.to_thread(
+                            peer.run, scenario_cls.name, per_round, concurrency, run_id, first
+                        )
+                    )
     finally:
         await scenario.close()
+    done = len(ours.latencies)
     # Where the CPU goes, per action (stderr: the JSON lines on stdout stay the contract's).
-    note(f"{scenario_cls.name} c={concurrency}: {cpu_per_action(before, after, count, elapsed)}")
-    return [
-        summary(scenario_cls.name, latencies, elapsed, concurrency),
-        bus_line(scenario_cls.name, concurrency, count, bus_before, bus_after),
+    note(f"{scenario_cls.name} c={concurrency}: {cpu_per_action({}, spent, done, ours.elapsed)}")
+    lines = [
+        summary(scenario_cls.name, ours.latencies, ours.elapsed, concurrency),
+        bus_line(scenario_cls.name, concurrency, done, published, delivered),
     ]
+    if peer is not None:
+        from bench.peers.langgraph_pipeline import summary as peer_summary
+
+        lines.append(peer_summary(scenario_cls.name, theirs.latencies, theirs.elapsed, concurrency))
+        lines.append(ratio_line(lines[0], lines[-1]))
+    return lines
 
 
 COUNTS = {  # (concurrency 1, high concurrency) actions per scenario
@@ -413,17 +482,19 @@ COUNTS = {  # (concurrency 1, high concurrency) actions per scenario
 }
 
 
-async def run_overseer(
+async def run_pipelines(
     scenarios: list[str],
     concurrency: int,
     quick: bool,
     profile: Path | None,
     keep: bool = False,
     profiler: str = "pyinstrument",
-) -> list[dict[str, Any]]:
+    peers: bool = True,
+) -> None:
+    """The peered scenarios on one stack, each at concurrency 1 and ``concurrency``, with LangGraph's
+    rounds between Overseer's (``peers``); every line emitted as it is known."""
     home = Path(tempfile.mkdtemp(prefix="overseer-bench-"))
     stack = LocalStack(home, profile, profiler=profiler)
-    results: list[dict[str, Any]] = []
     try:
         await stack.start()
         await stack.wait_healthy()
@@ -434,22 +505,22 @@ async def run_overseer(
             "pipeline_auto": AutoScenario,
             "pipeline_approval": ApprovalScenario,
         }
-        for name in scenarios:
-            low, high = COUNTS[name]
-            if quick:
-                low, high = low // 5, high // 5
-            for c, n in ((1, low), (concurrency, high)):
-                result, bus = await measure(stack, classes[name], n, c)
-                emit(result)
-                emit(bus)
-                results.append(result)
+        if peers:  # LangGraph is imported only when its rounds run
+            from bench.peers.langgraph_pipeline import LangGraphPipeline
+        with LangGraphPipeline() if peers else contextlib.nullcontext() as peer:
+            for name in scenarios:
+                low, high = COUNTS[name]
+                if quick:
+                    low, high = low // 5, high // 5
+                for c, n in ((1, low), (concurrency, high)):
+                    for line in await measure(stack, classes[name], n, c, peer):
+                        emit(line)
     finally:
         stack.stop()
         if profile is None and not keep:
             shutil.rmtree(home, ignore_errors=True)
         else:
             note(f"stack home kept at {home}" + (f"; profiles in {profile}" if profile else ""))
-    return results
 
 
 def stream_time(stamp: str) -> float:
@@ -713,7 +784,7 @@ async def run_replicas(concurrency: int, quick: bool) -> None:
             try:
                 await stack.start()
                 await stack.wait_healthy()
-                result, _ = await measure(stack, AutoScenario, count, concurrency)
+                result, _ = await measure(stack, AutoScenario, count, concurrency, None)
                 results.append(result)
             finally:
                 stack.stop()
@@ -746,30 +817,6 @@ async def run_replicas(concurrency: int, quick: bool) -> None:
         )
 
 
-def ratios(ours: list[dict[str, Any]], peers: list[dict[str, Any]]) -> None:
-    for result in ours:
-        peer = next(
-            (
-                p
-                for p in peers
-                if p["scenario"] == f"peer_langgraph_{result['scenario']}"
-                and p["concurrency"] == result["concurrency"]
-            ),
-            None,
-        )
-        if peer is None:
-            continue
-        emit(
-            {
-                "scenario": f"ratio_{result['scenario']}_vs_langgraph",
-                "concurrency": result["concurrency"],
-                "overseer_actions_per_s": result["actions_per_s"],
-                "langgraph_actions_per_s": peer["actions_per_s"],
-                "ratio": round(result["actions_per_s"] / peer["actions_per_s"], 2),
-            }
-        )
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scenarios", nargs="*", choices=[[], *SCENARIOS], default=[])
@@ -783,16 +830,17 @@ def main(argv: list[str]) -> int:
     scenarios = [s for s in PEERED if not args.scenarios or s in args.scenarios]
     runner = event_loop_runner()
     if scenarios:
-        ours = runner(
-            run_overseer(scenarios, args.concurrency, args.quick, args.profile, args.keep, args.profiler)
+        runner(
+            run_pipelines(
+                scenarios,
+                args.concurrency,
+                args.quick,
+                args.profile,
+                args.keep,
+                args.profiler,
+                not args.no_peers,
+            )
         )
-        if not args.no_peers:
-            from bench.peers.langgraph_pipeline import run_peers
-
-            peers = run_peers(scenarios, args.concurrency, args.quick)
-            for line in peers:
-                emit(line)
-            ratios(ours, peers)
     for name, run in TIMELINES.items():
         if not args.scenarios or name in args.scenarios:
             runner(run_timeline(run, args.quick))

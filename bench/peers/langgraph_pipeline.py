@@ -112,56 +112,84 @@ def approval_action(app: Any, i: int, run_id: str) -> float:
     return elapsed
 
 
-def measure(app: Any, scenario: str, count: int, concurrency: int) -> dict[str, Any]:
-    action = auto_action if scenario == "pipeline_auto" else approval_action
-    run_id = f"{scenario}-c{concurrency}-{uuid.uuid4().hex[:8]}"
-    for i in range(max(20, concurrency * 4)):  # warm-up
-        action(app, 10**6 + i, run_id)
-    latencies: list[float] = []
-    lock = threading.Lock()
+ACTIONS = {"pipeline_auto": auto_action, "pipeline_approval": approval_action}
 
-    def one(i: int) -> None:
-        value = action(app, i, run_id)
-        with lock:
-            latencies.append(value)
 
-    started = time.perf_counter()
-    if concurrency == 1:
-        for i in range(count):
-            one(i)
-    else:
-        with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            list(pool.map(one, range(count)))
-    elapsed = time.perf_counter() - started
+class LangGraphPipeline:
+    """The graph on a checkpoint file and a sandbox of its own, kept for a whole benchmark run so its
+    rounds can alternate with another system's (``bench/pipeline.py`` runs a round of Overseer, then a
+    round here, and so on: the machine's drift meets both alike)."""
+
+    def __init__(self) -> None:
+        self.work = tempfile.TemporaryDirectory(prefix="langgraph-bench-")
+        sandbox = Path(self.work.name, "sandbox").resolve()
+        sandbox.mkdir()
+        (sandbox / "notes.txt").write_text("hello\n")
+        self.conn = sqlite3.connect(Path(self.work.name, "checkpoints.db"), check_same_thread=False)
+        saver = SqliteSaver(self.conn)
+        saver.setup()
+        self.conn.execute("PRAGMA synchronous=NORMAL")  # as Overseer's stores: WAL, no fsync per commit
+        self.app = build_graph(sandbox, saver)
+
+    def __enter__(self) -> LangGraphPipeline:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.conn.close()
+        self.work.cleanup()
+
+    def warm_up(self, scenario: str, concurrency: int, run_id: str) -> None:
+        for i in range(max(20, concurrency * 4)):
+            ACTIONS[scenario](self.app, 10**6 + i, run_id)
+
+    def run(
+        self, scenario: str, count: int, concurrency: int, run_id: str, first: int = 0
+    ) -> tuple[list[float], float]:
+        """Actions ``first`` … ``first + count - 1`` of ``scenario`` by ``concurrency`` threads: each
+        action's latency, and the wall time of them all."""
+        action = ACTIONS[scenario]
+        latencies: list[float] = []
+        lock = threading.Lock()
+
+        def one(i: int) -> None:
+            value = action(self.app, i, run_id)
+            with lock:
+                latencies.append(value)
+
+        started = time.perf_counter()
+        if concurrency == 1:
+            for i in range(first, first + count):
+                one(i)
+        else:
+            with ThreadPoolExecutor(max_workers=concurrency) as pool:
+                list(pool.map(one, range(first, first + count)))
+        return latencies, time.perf_counter() - started
+
+
+def summary(scenario: str, latencies: list[float], elapsed: float, concurrency: int) -> dict[str, Any]:
     ordered = sorted(latencies)
     return {
         "scenario": f"peer_langgraph_{scenario}",
-        "actions": count,
+        "actions": len(ordered),
         "concurrency": concurrency,
-        "actions_per_s": round(count / elapsed, 1),
+        "actions_per_s": round(len(ordered) / elapsed, 1),
         "p50_ms": round(statistics.median(ordered) * 1000, 2),
         "p99_ms": round(ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))] * 1000, 2),
     }
 
 
 def run_peers(scenarios: list[str], concurrency: int = 32, quick: bool = False) -> list[dict[str, Any]]:
+    """Each scenario at concurrency 1 and ``concurrency``, alone (a warm-up, then every action)."""
     results = []
-    with tempfile.TemporaryDirectory(prefix="langgraph-bench-") as work:
-        sandbox = Path(work, "sandbox").resolve()
-        sandbox.mkdir()
-        (sandbox / "notes.txt").write_text("hello\n")
-        conn = sqlite3.connect(Path(work, "checkpoints.db"), check_same_thread=False)
-        saver = SqliteSaver(conn)
-        saver.setup()
-        conn.execute("PRAGMA synchronous=NORMAL")  # as Overseer's stores: WAL, no fsync per commit
-        app = build_graph(sandbox, saver)
+    with LangGraphPipeline() as peer:
         for scenario in scenarios:
             low, high = COUNTS[scenario]
             if quick:
                 low, high = low // 5, high // 5
             for c, n in ((1, low), (concurrency, high)):
-                results.append(measure(app, scenario, n, c))
-        conn.close()
+                run_id = f"{scenario}-c{c}-{uuid.uuid4().hex[:8]}"
+                peer.warm_up(scenario, c, run_id)
+                results.append(summary(scenario, *peer.run(scenario, n, c, run_id), c))
     return results
 
 
