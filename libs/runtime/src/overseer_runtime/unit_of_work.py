@@ -22,7 +22,7 @@ import sqlite3
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from tenacity import (
     AsyncRetrying,
@@ -302,6 +302,8 @@ class TransactionRunner:
         # Queries that wait for a read model to reach a state wait on the aggregate they ask about:
         # a commit wakes only the waiters of the aggregates it touched (no thundering herd).
         self.change_waiters = Waiters()
+        # The commands arriving in this turn of the event loop, while their group forms (see execute).
+        self._forming: list[_Command[Any]] | None = None
 
     def unit(self, incoming: Envelope | None = None, *, awaited: bool = False) -> UnitOfWork:
         """A new unit of work (of ``incoming``, when it handles an event; ``awaited``: marked so)."""
@@ -310,11 +312,91 @@ class TransactionRunner:
     async def execute(self, fn: Callable[[UnitOfWork], T], *, command_wait: float) -> T:
         """Run ``fn`` in one transaction; after commit, relay what it emitted and run its after-commit work.
 
+        Commands that arrive in the same turn of the event loop (the requests a burst brought) share one
+        transaction, one commit and one hand-over to the relay, each in a savepoint of its own: one that
+        raises is rolled back alone and raises to its caller, as if it had run by itself. The first to
+        arrive waits one turn for the others (see :meth:`_group_of`).
+
         When the store refuses the write the transaction is rolled back and ``fn`` runs again in a
         new one after a backoff: for ``command_wait`` seconds, then :class:`StoreUnavailable` (503,
         nothing was done); in after-commit work until the store takes it, since what that records
-        (a tool's outcome) has already happened.
+        (a tool's outcome) has already happened. Commands that shared a refused transaction each try
+        again alone, that way.
         """
+        done: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        command = _Command(fn, done)
+        forming = self._forming
+        if forming is not None:  # a group is forming in this turn: join it
+            forming.append(command)
+        elif len(group := await self._group_of(command)) == 1:
+            return await self._execute_alone(fn, command_wait)
+        else:
+            await self._execute_group(group)
+        try:
+            return await done
+        except _RunAlone:
+            return await self._execute_alone(fn, command_wait)
+
+    async def _group_of(self, leader: _Command[Any]) -> list[_Command[Any]]:
+        """``leader`` and the commands that arrive in the same turn of the event loop."""
+        group = self._forming = [leader]
+        try:
+            # One turn: the tasks that a burst of requests woke run in it, each up to its command.
+            await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            # The leader's caller is gone; those who joined it are not: their group runs without it.
+            self._forming = None
+            if len(group) > 1:
+                self._spawn(self._execute_group(group[1:]))
+            raise
+        self._forming = None
+        return group
+
+    async def _execute_group(self, group: list[_Command[Any]]) -> None:
+        """Run ``group`` in one transaction, each command in a savepoint; settle each one's future with
+        its result or its error once the commit is handed to the relay (a refused transaction: with
+        :class:`_RunAlone`, and each command tries again alone)."""
+        units: list[UnitOfWork] = []
+        outcomes: list[tuple[_Command[Any], Any, BaseException | None]] = []
+        try:
+            with self.emitter.store.transaction() as conn:
+                for command in group:
+                    uow = self.unit()
+                    name = getattr(command.fn, "__name__", "command")
+                    conn.execute("SAVEPOINT command")
+                    try:
+                        with tracing.span(f"{self.emitter.service} {name}"):
+                            result = command.fn(uow)
+                    except Exception as exc:
+                        if is_unwritable(exc) or not conn.in_transaction:
+                            raise  # the whole transaction is lost: everyone tries again alone
+                        conn.execute("ROLLBACK TO command")
+                        conn.execute("RELEASE command")
+                        outcomes.append((command, None, exc))
+                        continue
+                    conn.execute("RELEASE command")
+                    units.append(uow)
+                    outcomes.append((command, result, None))
+                settle(self._settling, conn)
+        except Exception:
+            # Nothing was committed: each command runs again alone, with its own patience.
+            for command in group:
+                if not command.done.done():
+                    command.done.set_exception(_RunAlone())
+            return
+        try:
+            await self.committed(units)
+        finally:  # also when the leader is cancelled meanwhile: the commit happened for everyone
+            for command, result, error in outcomes:
+                if command.done.done():
+                    continue
+                if error is None:
+                    command.done.set_result(result)
+                else:
+                    command.done.set_exception(error)
+
+    async def _execute_alone(self, fn: Callable[[UnitOfWork], T], command_wait: float) -> T:
+        """``fn`` in a transaction of its own (see :meth:`execute`)."""
         name = getattr(fn, "__name__", "command")
 
         def run() -> tuple[UnitOfWork, T]:
@@ -379,6 +461,18 @@ class TransactionRunner:
             events = [uow.incoming, *uow.emitted] if uow.incoming is not None else uow.emitted
             for event in events:
                 self.change_waiters.wake(event.aggregate_id)
+
+
+@dataclass(frozen=True, slots=True)
+class _Command(Generic[T]):
+    """A command waiting in a group (see :meth:`TransactionRunner.execute`), and its result to come."""
+
+    fn: Callable[[UnitOfWork], T]
+    done: asyncio.Future[T]
+
+
+class _RunAlone(Exception):
+    """The group's transaction did not commit: the command runs again in a transaction of its own."""
 
 
 def _correlation_of(event: Envelope | None) -> str | None:
