@@ -103,7 +103,8 @@ async def test_a_command_that_raises_in_a_shared_transaction_is_undone_alone_and
     )
 
     assert (first, third) == ("e0", "e2")
-    assert isinstance(second, ValueError) and str(second) == "refused by the domain"
+    assert isinstance(second, ValueError)
+    assert str(second) == "refused by the domain"
     assert observer.commits == [["e0", "e2"]]
     assert observer.stored() == ["e0", "e2"]
 
