@@ -58,7 +58,9 @@ class Observer:
         return str(row.fetchone()[0])
 
     def stored(self) -> list[str]:
-        return [str(r[0]) for r in self.store.conn.execute("SELECT aggregate_id FROM events ORDER BY position")]
+        return [
+            str(r[0]) for r in self.store.conn.execute("SELECT aggregate_id FROM events ORDER BY position")
+        ]
 
     async def execute(self, command: Callable[[UnitOfWork], str]) -> str:
         return await self.runner.execute(command, command_wait=1.0)
