@@ -125,7 +125,7 @@ async def test_commands_whose_shared_transaction_the_store_refused_each_run_agai
         observer.execute(recording("e0")), observer.execute(refused_once), observer.execute(recording("e2"))
     )
 
-    assert answers == ["e0", "e1", "e2"]
+    assert list(answers) == ["e0", "e1", "e2"]
     assert sorted(observer.commits) == [["e0"], ["e1"], ["e2"]]  # nothing of the refused one committed
     assert sorted(observer.stored()) == ["e0", "e1", "e2"]
 
