@@ -11,7 +11,7 @@ runs in a unit of work whose after-commit work waits until the test lets it run.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
@@ -504,8 +504,8 @@ class ExecutorHarness:
 
         self.execute(emit_all)
 
-    async def _record(self, outcomes: Sequence[tuple[str, ToolOutcome]]) -> None:
-        self.execute(lambda unit: self.execution.record_tool_outcomes(unit, outcomes))
+    async def _record(self, execution_id: str, outcome: ToolOutcome) -> None:
+        self.execute(lambda unit: self.execution.record_tool_outcome(unit, execution_id, outcome))
 
     async def settle(self) -> int:
         """Run the after-commit work, and the work it leads to, until none is left; how many ran."""

@@ -133,9 +133,9 @@ class ExecutorService(Service):
             max_result_chars=cfg.max_result_chars,
         )
 
-        async def record(outcomes: Sequence[tuple[str, ToolOutcome]]) -> None:
+        async def record(execution_id: str, outcome: ToolOutcome) -> None:
             await runtime.execute_in(
-                self.unit_for, lambda unit: self.execution.record_tool_outcomes(unit, outcomes)
+                self.unit_for, lambda unit: self.execution.record_tool_outcome(unit, execution_id, outcome)
             )
 
         self.calls = ToolCalls(runner, record)

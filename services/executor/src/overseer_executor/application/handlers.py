@@ -142,11 +142,6 @@ class ExecutionHandlers:
         if contract is not None:
             self._commit(unit, contract, decide_tool_outcome(contract, result, now=unit.clock()))
 
-    def record_tool_outcomes(self, unit: ExecutorUnit, outcomes: Iterable[tuple[str, ToolOutcome]]) -> None:
-        """The outcomes of calls that ended together, in one transaction."""
-        for execution_id, result in outcomes:
-            self.record_tool_outcome(unit, execution_id, result)
-
     def on_outcome_reported(self, report: OutcomeReported, unit: ExecutorUnit, event: Envelope) -> None:
         """The agent that ran a call in its own process says how it ended."""
         contract = unit.contracts.get(report.execution_id)

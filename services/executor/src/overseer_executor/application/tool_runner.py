@@ -6,8 +6,8 @@ process group is killed) and the outcome is ``timed_out`` → CANCELLED.
 
 :class:`ToolCalls` keeps the calls in flight: each one starts after the commit
 that made its contract RUNNING, outside any transaction, and its outcome is
-recorded in a unit of work of its own, shared with the calls that ended at the
-same moment.
+recorded in a unit of work of its own (the runtime commits the outcomes of
+calls that end in the same turn of the event loop together).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from overseer_executor.application.ports import ToolCatalog
@@ -100,19 +100,17 @@ class ToolRunner:
         return text[: self.max_result_chars] + f"… [{len(text) - self.max_result_chars} more characters]"
 
 
-# Journals outcomes, each (execution id, outcome), in one transaction.
-RecordOutcomes = Callable[[Sequence[tuple[str, ToolOutcome]]], Awaitable[object]]
+# Journals the outcome of one call (its execution id, the outcome) in a unit of work.
+RecordOutcome = Callable[[str, ToolOutcome], Awaitable[object]]
 
 
 class ToolCalls:
-    """The tool calls in flight, by execution id; ``record`` journals the outcomes of calls that end
-    together in one transaction."""
+    """The tool calls in flight, by execution id; ``record`` journals how each one ended."""
 
-    def __init__(self, runner: ToolRunner, record: RecordOutcomes) -> None:
+    def __init__(self, runner: ToolRunner, record: RecordOutcome) -> None:
         self.runner = runner
         self.record = record
         self._running: dict[str, asyncio.Task[None] | None] = {}
-        self._gathering: _Gathering | None = None  # the outcomes waiting for the next journal write
         self._ran: dict[str, tuple[ExecutionContract, ToolOutcome]] = {}  # see ``ahead``
 
     def in_flight(self, execution_id: str) -> bool:
@@ -121,7 +119,8 @@ class ToolCalls:
 
     def run(self, contract: ExecutionContract) -> Coroutine[Any, Any, None]:
         """The run of the contract's tool, recording how it ended. The call counts as in flight from
-        now, before its task starts: calls started by one commit know of each other (see ``_journal``)."""
+        now, before its task starts, until its outcome is recorded: a crash before that is recovered
+        like one during the call."""
         self._running[contract.execution_id] = None
         return self._run(contract)
 
@@ -130,61 +129,9 @@ class ToolCalls:
         self._running[execution_id] = asyncio.current_task()
         try:
             result = await self.runner.run(contract)
-            await self._journal(execution_id, result)
+            await self.record(execution_id, result)
         finally:
             self._running.pop(execution_id, None)
-
-    async def _journal(self, execution_id: str, outcome: ToolOutcome) -> None:
-        """Journal one outcome with those of the calls that ended in the same turn of the event loop.
-
-        Calls started together (a batch of verdicts) usually end together: the first to end waits one
-        turn for the others, then writes them all in one transaction, which the others wait for. The
-        only call in flight does not wait at all. A shared write that fails is tried again one outcome
-        at a time, so one outcome that cannot be recorded holds back no other. Until the write, a call
-        counts as running (``in_flight``): a crash before it is recovered like one during the call.
-        """
-        joined = self._gathering
-        if joined is not None:
-            joined.outcomes.append((execution_id, outcome))
-            recorded = await joined.written
-        else:
-            recorded = await self._gather_and_write(execution_id, outcome)
-        if execution_id not in recorded:
-            raise RuntimeError(f"the outcome of {execution_id} was not recorded (see the log)")
-
-    async def _gather_and_write(self, execution_id: str, outcome: ToolOutcome) -> set[str]:
-        """Open a gathering with this outcome, let the calls ending in the same turn join, write them all."""
-        gathering = self._gathering = _Gathering([(execution_id, outcome)])
-        recorded: set[str] = set()
-        try:
-            if len(self._running) > 1:  # only a call with others in flight may have company
-                await asyncio.sleep(0)  # the turn in which the calls that ended with this one join it
-            self._gathering = None
-            recorded = await self._write(gathering.outcomes)
-        finally:
-            if self._gathering is gathering:  # cancelled while gathering: the next to end starts afresh
-                self._gathering = None
-            gathering.written.set_result(recorded)
-        return recorded
-
-    async def _write(self, outcomes: list[tuple[str, ToolOutcome]]) -> set[str]:
-        """The execution ids whose outcomes ``record`` wrote: all in one transaction, else one by one."""
-        try:
-            await self.record(outcomes)
-            return {execution_id for execution_id, _ in outcomes}
-        except Exception:
-            if len(outcomes) == 1:
-                raise
-            log.exception("recording %d tool outcomes together failed; one at a time", len(outcomes))
-        recorded: set[str] = set()
-        for one in outcomes:
-            try:
-                await self.record([one])
-            except Exception:
-                log.exception("%s: recording the tool's outcome failed", one[0])
-            else:
-                recorded.add(one[0])
-        return recorded
 
     @contextlib.asynccontextmanager
     async def ahead(self, contracts: Sequence[ExecutionContract], budget: float) -> AsyncIterator[None]:
@@ -227,13 +174,3 @@ class ToolCalls:
         if running:
             log.info("waiting up to %ss for %d tool call(s)", timeout, len(running))
             await asyncio.wait(running, timeout=timeout)
-
-
-@dataclass(slots=True)
-class _Gathering:
-    """Outcomes gathered for one journal write, and the ids it wrote once it is done."""
-
-    outcomes: list[tuple[str, ToolOutcome]]
-    written: asyncio.Future[set[str]] = field(
-        default_factory=lambda: asyncio.get_running_loop().create_future()
-    )
