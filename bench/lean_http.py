@@ -5,15 +5,22 @@ The pipeline benchmark measures Overseer, not its client: httpx spent about
 action costs, competing with the services it drives. This client does only
 what the benchmark needs (JSON requests, Content-Length or chunked JSON
 answers, a pool of persistent connections), like wrk or hey would.
+
+A connection left idle for ``IDLE_SECONDS`` is closed rather than reused: the gateway's server closes
+keep-alive connections idle for 5 seconds (uvicorn's default), and a request must never be sent on a
+connection the server may be closing (a POST is not sent twice).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import orjson
+
+IDLE_SECONDS = 3.0
 
 
 class LeanResponse:
@@ -36,16 +43,24 @@ class LeanClient:
         self.port = parts.port or 80
         self.authority = f"{self.host}:{self.port}".encode()
         self.auth = f"Bearer {token}".encode()
-        self._idle: asyncio.Queue[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = asyncio.Queue()
+        # Idle connections, each with when it was last used (time.monotonic()).
+        self._idle: asyncio.Queue[tuple[asyncio.StreamReader, asyncio.StreamWriter, float]] = asyncio.Queue()
         self._open: list[asyncio.StreamWriter] = []
         self._pool = pool
 
     async def _connection(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        if self._idle.empty() and len(self._open) < self._pool:
+        while not self._idle.empty():
+            reader, writer, since = self._idle.get_nowait()
+            if time.monotonic() - since < IDLE_SECONDS and not reader.at_eof():
+                return reader, writer
+            writer.close()  # idle too long: the server may be closing it
+            self._open.remove(writer)
+        if len(self._open) < self._pool:
             reader, writer = await asyncio.open_connection(self.host, self.port)
             self._open.append(writer)
             return reader, writer
-        return await self._idle.get()
+        reader, writer, _ = await self._idle.get()
+        return reader, writer
 
     async def request(self, method: str, path: str, body: bytes | None = None) -> LeanResponse:
         reader, writer = await self._connection()
@@ -89,7 +104,7 @@ class LeanClient:
             writer.close()
             self._open.remove(writer)
             raise
-        self._idle.put_nowait((reader, writer))
+        self._idle.put_nowait((reader, writer, time.monotonic()))
         return LeanResponse(status, data)
 
     async def post(self, path: str, json: Any, params: dict[str, Any] | None = None) -> LeanResponse:
