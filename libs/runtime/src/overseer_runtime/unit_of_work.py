@@ -353,36 +353,19 @@ class TransactionRunner:
         return group
 
     async def _execute_group(self, group: list[_Command[Any]]) -> None:
-        """Run ``group`` in one transaction, each command in a savepoint; settle each one's future with
-        its result or its error once the commit is handed to the relay (a refused transaction: with
+        """Run ``group`` in one transaction (``_run_group``); settle each command's future with its result
+        or its error once the commit is handed to the relay (a refused transaction: with
         :class:`_RunAlone`, and each command tries again alone)."""
-        units: list[UnitOfWork] = []
-        outcomes: list[tuple[_Command[Any], Any, BaseException | None]] = []
         try:
-            with self.emitter.store.transaction() as conn:
-                for command in group:
-                    uow = self.unit()
-                    name = getattr(command.fn, "__name__", "command")
-                    conn.execute("SAVEPOINT command")
-                    try:
-                        with tracing.span(f"{self.emitter.service} {name}"):
-                            result = command.fn(uow)
-                    except Exception as exc:
-                        if is_unwritable(exc) or not conn.in_transaction:
-                            raise  # the whole transaction is lost: everyone tries again alone
-                        conn.execute("ROLLBACK TO command")
-                        conn.execute("RELEASE command")
-                        outcomes.append((command, None, exc))
-                        continue
-                    conn.execute("RELEASE command")
-                    units.append(uow)
-                    outcomes.append((command, result, None))
-                settle(self._settling, conn)
-        except Exception:
-            # Nothing was committed: each command runs again alone, with its own patience.
+            units, outcomes = self._run_group(group)
+        except BaseException as exc:
+            # Nothing was committed: each command runs again alone, with its own patience (and none
+            # is left waiting when what stopped the group is no error but the process ending).
             for command in group:
                 if not command.done.done():
                     command.done.set_exception(_RunAlone())
+            if not isinstance(exc, Exception):
+                raise
             return
         try:
             await self.committed(units)
@@ -394,6 +377,32 @@ class TransactionRunner:
                     command.done.set_result(result)
                 else:
                     command.done.set_exception(error)
+
+    def _run_group(self, group: list[_Command[Any]]) -> tuple[list[UnitOfWork], list[_Outcome]]:
+        """``group`` in one transaction, each command in a savepoint of its own: the units of work of
+        those that ran, and each command's result or error. Raises when the transaction is lost."""
+        units: list[UnitOfWork] = []
+        outcomes: list[_Outcome] = []
+        with self.emitter.store.transaction() as conn:
+            for command in group:
+                uow = self.unit()
+                name = getattr(command.fn, "__name__", "command")
+                conn.execute("SAVEPOINT command")
+                try:
+                    with tracing.span(f"{self.emitter.service} {name}"):
+                        result = command.fn(uow)
+                except Exception as exc:
+                    if is_unwritable(exc) or not conn.in_transaction:
+                        raise  # the whole transaction is lost: everyone tries again alone
+                    conn.execute("ROLLBACK TO command")
+                    conn.execute("RELEASE command")
+                    outcomes.append((command, None, exc))
+                    continue
+                conn.execute("RELEASE command")
+                units.append(uow)
+                outcomes.append((command, result, None))
+            settle(self._settling, conn)
+        return units, outcomes
 
     async def _execute_alone(self, fn: Callable[[UnitOfWork], T], command_wait: float) -> T:
         """``fn`` in a transaction of its own (see :meth:`execute`)."""
@@ -469,6 +478,10 @@ class _Command(Generic[T]):
 
     fn: Callable[[UnitOfWork], T]
     done: asyncio.Future[T]
+
+
+# A grouped command's outcome: the command, its result, or the error it raised.
+_Outcome = tuple[_Command[Any], Any, BaseException | None]
 
 
 class _RunAlone(Exception):
