@@ -114,7 +114,7 @@ class Inbox:
         for msg in applied.acks:
             await msg.ack()
         for msg in applied.naks:
-            await msg.nak(delay=self._nak_delay)
+            await msg.nak(delay=transient_delay(self._nak_delay, msg.metadata.num_delivered))
         for msg, reason in applied.poison:
             await self._dead_letter(msg, reason)
 
@@ -230,6 +230,21 @@ class Inbox:
             await msg.nak(delay=self._nak_delay * 4)
             return
         await msg.term()
+
+
+# The longest a message that failed for a passing reason waits before it is offered again.
+TRANSIENT_MAX_DELAY = 5.0
+
+
+def transient_delay(base: float, delivered: int) -> float:
+    """How long a message that failed for a passing reason (a :class:`TransientError`) waits before it
+    is offered again, after its ``delivered``-th delivery: ``base``, then twice as long each time, up to
+    :data:`TRANSIENT_MAX_DELAY`. Every offer spends one of the consumer's ``max_deliver``: at a fixed
+    0.5 s, twenty would be spent in ten seconds, less than a wait the server itself may impose (a
+    message handed to a process that was then killed is offered again only after ``ack_wait``), and a
+    message whose deliveries are spent is never offered again. Doubling makes twenty last about 90 s."""
+    doubled: float = base * 2.0 ** max(delivered - 1, 0)
+    return min(doubled, max(base, TRANSIENT_MAX_DELAY))
 
 
 def _admit(msg: Msg, wanted: tuple[str, ...]) -> Envelope | str:
