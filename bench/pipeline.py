@@ -469,9 +469,9 @@ async def measure(
         bus_line(scenario_cls.name, concurrency, done, published, delivered),
     ]
     if peer is not None:
-        from bench.peers.langgraph_pipeline import summary as peer_summary
-
-        lines.append(peer_summary(scenario_cls.name, theirs.latencies, theirs.elapsed, concurrency))
+        lines.append(
+            summary(f"peer_langgraph_{scenario_cls.name}", theirs.latencies, theirs.elapsed, concurrency)
+        )
         lines.append(ratio_line(lines[0], lines[-1]))
     return lines
 

@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import sqlite3
-import statistics
 import sys
 import tempfile
 import threading
@@ -31,6 +30,10 @@ from typing import Any, TypedDict
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script too: the repository root
+
+from bench.common import latency_summary
 
 LEVELS = {"fs.list": "AUTO", "fs.read": "AUTO", "fs.write": "CONFIRM", "email.send": "APPROVE"}
 COUNTS = {"pipeline_auto": (300, 2000), "pipeline_approval": (200, 1000)}
@@ -167,14 +170,12 @@ class LangGraphPipeline:
 
 
 def summary(scenario: str, latencies: list[float], elapsed: float, concurrency: int) -> dict[str, Any]:
-    ordered = sorted(latencies)
+    line = latency_summary(latencies, elapsed)
     return {
         "scenario": f"peer_langgraph_{scenario}",
-        "actions": len(ordered),
+        "actions": line.pop("actions"),
         "concurrency": concurrency,
-        "actions_per_s": round(len(ordered) / elapsed, 1),
-        "p50_ms": round(statistics.median(ordered) * 1000, 2),
-        "p99_ms": round(ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))] * 1000, 2),
+        **line,
     }
 
 
