@@ -36,6 +36,7 @@ def test_an_unknown_contract_has_no_state_no_verdict_and_no_twin(executor: Backe
     assert repo.status_of("exec-404") is None
     assert repo.status_of(None) is None
     assert repo.has_verdict("exec-404") is False
+    assert repo.was_asked("exec-404") is False
     assert repo.twin_of(None) is None
     assert repo.with_status(S.PENDING) == []
     assert repo.pending_dependents("exec-404") == []
@@ -158,6 +159,19 @@ def test_each_move_sets_status_version_and_time_and_a_form_is_open_while_waiting
     done = executor.contracts.get("exec-001")
     assert done is not None
     assert (done.status, done.version, done.result, done.error_message) == (S.COMPLETED, 6, "sent", None)
+
+
+def test_a_contract_a_person_was_asked_about_stays_asked_after_the_answer(executor: Backend) -> None:
+    executor.propose("exec-never", tool="fs.list", args={"path": "."})
+    executor.verdict("exec-never", "allow", {"path": "."}, tool="fs.list")
+    executor.held("exec-001")
+    assert (executor.contracts.was_asked("exec-never"), executor.contracts.was_asked("exec-001")) == (
+        False,
+        True,
+    )
+    executor.decide("exec-001")
+    executor.tool_ends("exec-001", "succeeded", "sent")
+    assert executor.contracts.was_asked("exec-001") is True
 
 
 def test_an_ending_keeps_the_error_it_was_given(executor: Backend) -> None:

@@ -182,6 +182,9 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
     def has_verdict(self, execution_id: str) -> bool:
         return execution_id in self._verdicts
 
+    def was_asked(self, execution_id: str) -> bool:
+        return execution_id in self._forms
+
     def twin_of(self, contract: ExecutionContract | None) -> Twin | None:
         if contract is None or not contract.irreversible or not contract.idempotency_key:
             return None
@@ -277,7 +280,7 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
         contract = self.get(execution_id)
         if contract is None:
             return None
-        return consequence(contract, was_suspended=execution_id in self._forms)
+        return consequence(contract, was_suspended=self.was_asked(execution_id))
 
     def transitions(self, execution_id: str) -> list[Transition]:
         return list(self._transitions.get(execution_id, ()))
@@ -437,6 +440,7 @@ class ExecutorHarness:
         self.tools = tools
         self.clock = clock or FakeClock()
         self.after_commit: list[AfterCommit] = []
+        self.answered: list[ExecutionConsequenceView] = []  # the settled views sent, in order
         self.execution = ExecutionHandlers()
         runner = ToolRunner(tools, default_time_limit=30.0, retry=QUICK_RETRY, max_result_chars=16_000)
         self.calls = ToolCalls(runner, self._record)
@@ -462,6 +466,7 @@ class ExecutorHarness:
             tools=self.tools,
             calls=self.calls,
             clock=self.clock,
+            answer=lambda view: uow.send_after_commit("settled", view.model_dump_json().encode()),
         )
 
     def deliver(self, event: Envelope) -> None:
@@ -469,7 +474,7 @@ class ExecutorHarness:
         with self.store.transaction():
             self.store.receive(event)
             self.table.handle(uow, event)
-        self.after_commit.extend(uow.work)
+        self._committed(uow)
 
     async def deliver_batch(self, *events: Envelope, run_ahead: float = 1.0) -> None:
         """``events`` consumed as one batch: the read-only calls its verdicts start run ahead of it first,
@@ -484,8 +489,14 @@ class ExecutorHarness:
         uow = FakeUnitOfWork(service=ACTOR)
         with self.store.transaction():
             result = work(self.unit_for(uow))
-        self.after_commit.extend(uow.work)
+        self._committed(uow)
         return result
+
+    def _committed(self, uow: FakeUnitOfWork) -> None:
+        """What follows a commit: its after-commit work waits for :meth:`settle`; the views it sent are
+        :attr:`answered`."""
+        self.after_commit.extend(uow.work)
+        self.answered += [ExecutionConsequenceView.model_validate_json(body) for _, body in uow.announced]
 
     def card_as_before(self, proposal: ExecutionProposed, spec: ToolSpec) -> None:
         """``proposal`` WAITING on an approval card whatever its twins do: only a store written before the

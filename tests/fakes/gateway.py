@@ -22,6 +22,7 @@ from starlette.websockets import WebSocket
 from overseer_events.catalogue import AnswerReceived, HumanResponded, OutcomeReported
 from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.subjects import SERVICES, NotOwner, Subjects, owns, type_of_subject
+from overseer_events.views import STATUS_OF_LABEL, Until, has_reached
 from overseer_gateway.adapters.proposed_sessions import RecentProposals
 from overseer_gateway.application.ports import BadLink, GatewayUnit
 from overseer_gateway.domain.access import Caller
@@ -337,6 +338,23 @@ class InMemoryTools:
 
 
 @dataclass
+class InMemorySettledViews:
+    """:class:`~overseer_gateway.application.ports.SettledViews` where every call is told as :attr:`told`
+    says (set by the test, as the executor would tell it; its ``execution_id`` made the call's), or is
+    never told (None: a wait ends at once, as if its time ran out). Each wait is kept in :attr:`waits`."""
+
+    told: dict[str, Any] | None = None
+    waits: list[tuple[str, str, float]] = field(default_factory=list)
+
+    async def settled(self, execution_id: str, until: Until, timeout: float) -> dict[str, Any] | None:
+        self.waits.append((execution_id, until, timeout))
+        view = self.told
+        if view is None or not has_reached(STATUS_OF_LABEL[view["consequence_label"]], until):
+            return None
+        return {**view, "execution_id": execution_id}
+
+
+@dataclass
 class FakeGateway:
     """``entrypoints.context.Gateway`` made of the in-memory ports."""
 
@@ -353,6 +371,7 @@ class FakeGateway:
     links: InMemoryLinks = field(default_factory=InMemoryLinks)
     notices: InMemoryNoticeBook = field(default_factory=InMemoryNoticeBook)
     proposed: RecentProposals = field(default_factory=RecentProposals)
+    settled: InMemorySettledViews = field(default_factory=InMemorySettledViews)
 
     @property
     def live(self) -> InMemoryLiveEvents:

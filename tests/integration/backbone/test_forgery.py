@@ -321,5 +321,36 @@ async def test_only_reasoning_may_write_the_agents_reply_as_it_streams_and_the_g
     assert received == [b'{"session_id": "s-1", "delta": "Hello"}']
 
 
+async def test_only_the_executor_may_tell_how_a_call_settled_and_only_the_gateway_reads_it(
+    own_stack: Stack,
+) -> None:
+    """The gateway answers a waiting agent with this view: a forged one could say a call succeeded."""
+    subject = own_stack.subjects.settled_views
+    received: list[bytes] = []
+    async with own_stack.client("gateway") as gateway:
+
+        async def seen(msg: Msg) -> None:
+            received.append(msg.data)
+
+        await gateway.subscribe(subject, cb=seen)
+        await gateway.flush()
+        forged = b'{"execution_id": "e-1", "consequence_label": "SUCCESS"}'
+        for user in (u for u in CREDENTIALS if u != "executor"):
+            async with own_stack.client(user) as nc:
+                await nc.publish(subject, forged)
+                await nc.flush()
+                assert "permissions violation" in (await refusal_of(nc)).lower(), user
+        for user in (u for u in CREDENTIALS if u not in ("gateway", "executor")):
+            async with own_stack.client(user) as nc:
+                await nc.subscribe(subject)
+                await nc.flush()
+                assert "permissions violation for subscription" in (await refusal_of(nc)).lower(), user
+        async with own_stack.client("executor") as executor:
+            await executor.publish(subject, b'{"execution_id": "e-1", "consequence_label": "FAILED"}')
+            await executor.flush()
+        await asyncio.sleep(0.2)
+    assert received == [b'{"execution_id": "e-1", "consequence_label": "FAILED"}']
+
+
 def test_a_session_id_cannot_reach_another_subject_through_its_dots_or_wildcards(own_stack: Stack) -> None:
     assert own_stack.subjects.reply_delta("a.b>*").endswith(".reasoning.a_b__")

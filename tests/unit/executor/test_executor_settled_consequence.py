@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from overseer_events.catalogue import OWN_AGENT
 from overseer_executor.application.queries import settled_consequence
 from overseer_executor.domain.contract import ExecutionContract
 from overseer_executor.domain.rules import ToolOutcome
@@ -12,7 +13,15 @@ from overseer_executor.entrypoints.rpc import rpc
 from overseer_runtime.rpc import RpcError, RpcMethod
 from tests.fakes.executor import ExecutorHarness, FakeClock, FakeTools
 from tests.fakes.runtime import ChangeFeed
-from tests.unit.executor.executor_builders import EMAIL, FS_LIST, event, proposal, verdict_issued
+from tests.unit.executor.executor_builders import (
+    DIR_READ,
+    EMAIL,
+    FS_LIST,
+    event,
+    human,
+    proposal,
+    verdict_issued,
+)
 
 
 def running() -> ExecutorHarness:
@@ -108,3 +117,48 @@ async def test_a_replica_that_does_not_hold_the_session_answers_at_once_and_the_
     view = await consequence_method(ex, here, held={"session-abc"})(asked)
     assert view.consequence_label == "SUCCESS"
     assert len(here.waits) == 1
+
+
+# -- the view told without being asked: an external agent's call, the moment it settles ----------------
+async def test_an_external_agents_call_is_told_once_when_it_ends_as_the_executor_answers_it() -> None:
+    ex = running()
+    assert ex.answered == []  # RUNNING: nobody waiting for it to settle stops there
+    tool_ends(ex)
+    (told,) = ex.answered
+    assert told == ex.queries.consequence("exec-001")
+    assert (told.consequence_label, told.result, told.was_suspended) == ("SUCCESS", "a.txt", False)
+
+
+async def test_a_call_held_for_a_person_is_told_waiting_then_ended_and_says_it_was_suspended() -> None:
+    ex = ExecutorHarness(FakeTools([EMAIL, FS_LIST]).answer("email.send", "sent"), FakeClock(1_000.0))
+    ex.deliver(event(proposal("exec-001")))
+    ex.deliver(event(verdict_issued("exec-001", "hold")))
+    (waiting,) = ex.answered
+    assert (waiting.consequence_label, waiting.was_suspended) == ("WAITING", True)
+    ex.deliver(event(human("exec-001", "approve")))
+    assert len(ex.answered) == 1  # WAITING -> RUNNING: not settled
+    await ex.settle()
+    ended = ex.answered[-1]
+    assert ended == ex.queries.consequence("exec-001")
+    assert (ended.consequence_label, ended.was_suspended) == ("SUCCESS", True)
+
+
+async def test_a_read_only_call_run_ahead_and_a_denied_one_are_told_in_the_commit_that_ends_them() -> None:
+    ex = ExecutorHarness(FakeTools([EMAIL, DIR_READ]).answer("dir.read", "a.txt"), FakeClock(1_000.0))
+    ex.deliver(event(proposal("exec-read", "dir.read", {"path": "."})))
+    await ex.deliver_batch(event(verdict_issued("exec-read", "allow", {"path": "."}, tool="dir.read")))
+    ex.deliver(event(proposal("exec-denied")))
+    ex.deliver(event(verdict_issued("exec-denied", "deny", reasons=["L3: forbidden"])))
+    assert [(v.execution_id, v.consequence_label) for v in ex.answered] == [
+        ("exec-read", "SUCCESS"),
+        ("exec-denied", "REJECTED"),
+    ]
+
+
+async def test_overseers_own_agents_call_is_never_told_its_turn_resumes_on_the_events() -> None:
+    ex = ExecutorHarness(FakeTools([EMAIL, FS_LIST]).answer("email.send", "sent"), FakeClock(1_000.0))
+    ex.deliver(event(proposal("exec-own", proposer=OWN_AGENT)))
+    ex.deliver(event(verdict_issued("exec-own", "allow", level="APPROVE")))
+    await ex.settle()
+    assert ex.contract("exec-own").status.value == "completed"
+    assert ex.answered == []

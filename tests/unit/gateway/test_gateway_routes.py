@@ -84,10 +84,26 @@ async def test_waiting_on_a_proposal_tells_the_executor_its_session_and_an_unkno
     assert "session_id" not in second
 
 
-async def test_a_proposal_that_waits_is_answered_its_consequence_view_in_the_same_request(
+async def test_a_proposal_that_waits_is_answered_the_view_the_executor_tells_without_asking_it(
     client: httpx.AsyncClient, gateway: FakeGateway
 ) -> None:
-    view = {"execution_id": "e", "consequence_label": "SUCCESS"}
+    gateway.settled.told = {"execution_id": "", "consequence_label": "SUCCESS"}
+    body = {"session_id": "s-8", "tool": "fs.list", "args": {"path": "."}}
+    response = await client.post(
+        "/v1/actions", params={"wait": 5, "until": "terminal"}, json=body, headers=as_("agent")
+    )
+    assert response.status_code == 200, response.text
+    (event,) = gateway.store.events
+    assert isinstance(event.data, ExecutionProposed)
+    assert response.json() == {"execution_id": event.data.execution_id, "consequence_label": "SUCCESS"}
+    assert gateway.settled.waits == [(event.data.execution_id, "terminal", 5.0)]
+    assert gateway.peers.asked == []
+
+
+async def test_a_proposal_whose_view_is_not_told_in_time_is_answered_as_the_executor_says_it_stands(
+    client: httpx.AsyncClient, gateway: FakeGateway
+) -> None:
+    view = {"execution_id": "e", "consequence_label": "IN_PROGRESS"}
     gateway.peers.methods[("executor", "consequence")] = lambda payload: view | payload
     body = {"session_id": "s-8", "tool": "fs.list", "args": {"path": "."}}
     response = await client.post(
@@ -97,13 +113,29 @@ async def test_a_proposal_that_waits_is_answered_its_consequence_view_in_the_sam
     (event,) = gateway.store.events
     assert isinstance(event.data, ExecutionProposed)
     (asked,) = gateway.peers.asked
+    # The time to wait was spent waiting to be told: the executor is asked how it stands now.
     assert asked.payload == {
         "execution_id": event.data.execution_id,
-        "wait": 5.0,
+        "wait": 0.0,
         "until": "terminal",
         "session_id": "s-8",
     }
-    assert response.json()["consequence_label"] == "SUCCESS"
+    assert response.json()["consequence_label"] == "IN_PROGRESS"
+
+
+async def test_a_proposal_that_waits_until_it_starts_asks_the_executor_which_tells_only_settled_calls(
+    client: httpx.AsyncClient, gateway: FakeGateway
+) -> None:
+    view = {"execution_id": "e", "consequence_label": "IN_PROGRESS"}
+    gateway.peers.methods[("executor", "consequence")] = lambda payload: view | payload
+    body = {"session_id": "s-8", "tool": "fs.list", "args": {"path": "."}}
+    response = await client.post(
+        "/v1/actions", params={"wait": 5, "until": "started"}, json=body, headers=as_("agent")
+    )
+    assert response.status_code == 200, response.text
+    (asked,) = gateway.peers.asked
+    assert (asked.payload["wait"], asked.payload["until"]) == (5.0, "started")
+    assert gateway.settled.waits == []
 
 
 @pytest.mark.parametrize(

@@ -161,6 +161,14 @@ class Subjects:
         """Every reply delta of the stack (the gateway's one subscription)."""
         return f"delta.{self.namespace}.reasoning.>"
 
+    @property
+    def settled_views(self) -> str:
+        """Where the executor tells, on core NATS, how an external agent's call stands the moment it
+        settles (WAITING for a person, or ended): its consequence view, for the gateway, which answers an
+        agent that proposed and waits in one request without asking (never stored: the contract's own
+        events on the stream say the same)."""
+        return f"settled.{self.namespace}.executor"
+
     def ephemeral(self, service: str, event_type: str) -> str:
         """Where ``service`` sends an :data:`EPHEMERAL` event: core NATS, never stored (the owner's
         subject, which refuses a type the service does not own, under ``ephemeral.``)."""

@@ -125,6 +125,9 @@ CONSEQUENCE_LABELS: dict[str, str] = {
     ExecutionStatus.PENDING: "NOT_STARTED",
 }
 
+# Each status has its own label, so a view says its status too.
+STATUS_OF_LABEL: dict[str, str] = {label: status for status, label in CONSEQUENCE_LABELS.items()}
+
 Until = Literal["settled", "terminal", "started"]
 """How far a caller waits for an execution: see :func:`has_reached`."""
 

@@ -105,6 +105,9 @@ _EXTRA_PUBLISH: dict[str, tuple[str, ...]] = {
     "firewall": _DIRECT_GET,
     # The agent's reply as it is written (core NATS, never stored): only reasoning writes it.
     "reasoning": ("delta.*.reasoning.>",),
+    # How an external agent's call stands once it settles (core NATS, never stored): only the executor,
+    # which holds the contract, says it; the gateway answers the waiting agent with it.
+    "executor": ("settled.*.executor",),
 }
 
 
@@ -113,7 +116,8 @@ _EXTRA_SUBSCRIBE: dict[str, tuple[str, ...]] = {
     # subject to answer): the live stream's events as they come. Only the gateway, which may read
     # the whole stream anyway, may listen.
     # Events sent and never stored (the observer's execution states): the live stream passes them on.
-    "gateway": ("live.>", "delta.*.reasoning.>", "ephemeral.>"),
+    # The executor's word on how a call it holds stands once it settles (see the executor's rule above).
+    "gateway": ("live.>", "delta.*.reasoning.>", "ephemeral.>", "settled.*.executor"),
 }
 
 

@@ -246,8 +246,8 @@ class Runtime:
         await self.relay.publish_committed(entries)
 
     async def _send_announced(self, messages: Sequence[tuple[str, bytes]]) -> None:
-        # Core NATS, at most once: an ephemeral event lost on a reconnect is one a client missed
-        # live, and the stored event it says again in other words is still on the stream.
+        # Core NATS, at most once: an ephemeral event (or a settled view) lost on a reconnect is one a
+        # client missed live, and the stored event it says again in other words is still on the stream.
         for subject, body in messages:
             await self.nc.publish(subject, body)
 

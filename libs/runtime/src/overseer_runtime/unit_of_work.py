@@ -185,7 +185,7 @@ class UnitOfWork:
         self.awaited = awaited  # whether its publisher marked the incoming event awaited
         self.emitted: list[Envelope] = []
         self.appended: list[OutboxEntry] = []  # for the relay, once committed
-        self.announced: list[tuple[str, bytes]] = []  # ephemeral events to send, once committed
+        self.announced: list[tuple[str, bytes]] = []  # core NATS messages to send, once committed
         self._after_commit: list[AfterCommit] = []
         self._versions: dict[str, int] = {}
 
@@ -264,8 +264,13 @@ class UnitOfWork:
             raise ValueError(f"{data.TYPE} is stored: emit it")
         subject = emitter.subjects.ephemeral(emitter.service, data.TYPE)
         event = self._envelope(data, aggregate_id, 0, actor, correlation_id, None)
-        self.announced.append((subject, event.encode()))
+        self.send_after_commit(subject, event.encode())
         return event
+
+    def send_after_commit(self, subject: str, body: bytes) -> None:
+        """Send ``body`` on ``subject`` (core NATS, at most once: nothing keeps it) once this unit of work
+        commits, never if it rolls back; the server's permissions say who may send where."""
+        self.announced.append((subject, body))
 
     def announce_as(self, actor: str) -> Announce:
         """:meth:`announce` with ``actor`` bound: the :class:`Announce` application code receives."""
@@ -281,7 +286,7 @@ class TransactionRunner:
 
     ``publish`` hands what a commit appended to the relay; ``spawn`` runs after-commit work that
     is a coroutine as a background task; ``observe``, when given, is told each commit's incoming and
-    emitted events (the service's metrics); ``send`` sends what a commit announced (ephemeral events).
+    emitted events (the service's metrics); ``send`` sends what a commit left to send on core NATS (ephemeral events, the executor's settled views).
     """
 
     def __init__(

@@ -112,6 +112,10 @@ class ExecutorService(Service):
             tools=self.registry,
             calls=self.calls,
             clock=time.time,
+            # The view as JSON, as the ``consequence`` RPC method answers it.
+            answer=lambda view: uow.send_after_commit(
+                self.runtime.subjects.settled_views, view.model_dump_json().encode()
+            ),
         )
 
     async def start(self, runtime: Host) -> None:

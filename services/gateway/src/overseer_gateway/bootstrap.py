@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 import uvicorn
 from fastapi import FastAPI, WebSocket
+from nats.aio.msg import Msg
 
 from overseer_gateway.adapters.channels import HttpWebhooks, SignedLinks, SmtpMailer, link_secret
 from overseer_gateway.adapters.known_tools import ExecutorTools
@@ -32,6 +33,7 @@ from overseer_gateway.adapters.notices import NoticeBook, SqliteNotices
 from overseer_gateway.adapters.peers import Peers
 from overseer_gateway.adapters.proposed_sessions import RecentProposals
 from overseer_gateway.adapters.responses import RecordedResponses, SqliteResponses
+from overseer_gateway.adapters.settled_views import ToldViews
 from overseer_gateway.adapters.tokens import TokenRegistry
 from overseer_gateway.application.notices import NoticeSender
 from overseer_gateway.application.ports import GatewayUnit
@@ -73,6 +75,7 @@ class GatewayService(Service):
         self.live: LiveStream
         self.sockets: set[WebSocket] = set()
         self.proposed = RecentProposals()
+        self.settled = ToldViews()
         self.max_wait: float
         self.message_limits: MessageLimits
         self.sandbox = ""
@@ -129,6 +132,12 @@ class GatewayService(Service):
             health_timeout=settings.health_timeout_seconds,
         )
         self.tools = ExecutorTools(self.peers, ttl=settings.tools_cache_seconds)
+
+        async def told(msg: Msg) -> None:
+            self.settled.told(msg.data)
+
+        # Before the HTTP server serves: no proposal waits on a view this subscription could miss.
+        await runtime.nc.subscribe(runtime.subjects.settled_views, cb=told)
         self.live = LiveStream(
             runtime.nc,
             runtime.js,

@@ -404,6 +404,10 @@ class SqliteContractRepository(ContractRepository):
             is not None
         )
 
+    def was_asked(self, execution_id: str) -> bool:
+        row = self.conn.execute("SELECT 1 FROM executor_approvals WHERE execution_id = ?", (execution_id,))
+        return row.fetchone() is not None
+
     def twin_of(self, contract: ExecutionContract | None) -> Twin | None:
         if contract is None or not contract.irreversible or not contract.idempotency_key:
             return None
@@ -511,14 +515,11 @@ class SqliteExecutorQueries(ExecutorQueries):
         return SqliteContractRepository(self.store.conn).status_of(execution_id)
 
     def consequence(self, execution_id: str) -> ExecutionConsequenceView | None:
-        contract = self.contract(execution_id)
+        contracts = SqliteContractRepository(self.store.conn)
+        contract = contracts.get(execution_id)
         if contract is None:
             return None
-        # Every wait for a person is a form's, and a contract's form is never deleted: it waited if one exists.
-        asked = self.store.conn.execute(
-            "SELECT 1 FROM executor_approvals WHERE execution_id = ?", (execution_id,)
-        ).fetchone()
-        return consequence(contract, was_suspended=asked is not None)
+        return consequence(contract, was_suspended=contracts.was_asked(execution_id))
 
     def transitions(self, execution_id: str) -> list[Transition]:
         found = []

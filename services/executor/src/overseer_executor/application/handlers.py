@@ -27,6 +27,7 @@ from overseer_events.catalogue import (
 )
 from overseer_events.envelope import Envelope
 from overseer_events.machines import TERMINAL_STATUSES, ExecutionStatus
+from overseer_events.views import ExecutionConsequenceView, has_reached
 from overseer_executor.application.ports import ContractRepository, ToolSpecs
 from overseer_executor.application.tool_runner import ToolCalls
 from overseer_executor.domain.contract import (
@@ -35,6 +36,7 @@ from overseer_executor.domain.contract import (
     Verdict,
     announced,
     closed_form,
+    consequence,
     open_contract,
 )
 from overseer_executor.domain.rules import (
@@ -68,6 +70,8 @@ class ExecutorUnit:
     tools: ToolSpecs
     calls: ToolCalls  # the tool calls in flight; one starts after the commit that made it RUNNING
     clock: Callable[[], float]
+    # Tells whoever waits on an external agent's call how it stands, once this unit commits (see _commit).
+    answer: Callable[[ExecutionConsequenceView], None]
 
 
 class ExecutionHandlers:
@@ -233,6 +237,14 @@ class ExecutionHandlers:
         contract = outcome.contract
         if outcome.run_tool:
             unit.after_commit(lambda: unit.calls.run(contract))
+        if (
+            not before.awaited
+            and contract.status is not before.status
+            and has_reached(contract.status, "settled")
+        ):
+            # An external agent usually waits for this in the request that proposed the call: the gateway
+            # answers it with this view, sent the moment the move commits, without asking for it.
+            unit.answer(consequence(contract, was_suspended=unit.contracts.was_asked(contract.execution_id)))
         if contract.status in TERMINAL_STATUSES and before.status not in TERMINAL_STATUSES:
             for dependent in unit.contracts.pending_dependents(contract.execution_id):
                 if dependent.verdict is not None:

@@ -42,6 +42,11 @@ class ContractRepository(abc.ABC):
         """Whether the firewall's verdict is known, also when it came before the proposal."""
 
     @abc.abstractmethod
+    def was_asked(self, execution_id: str) -> bool:
+        """Whether a person was ever asked about the contract: every wait for a person is a form's, and a
+        contract's forms are kept (what its consequence view calls ``was_suspended``)."""
+
+    @abc.abstractmethod
     def twin_of(self, contract: ExecutionContract | None) -> Twin | None:
         """Another contract with the same idempotency key that COMPLETED, else the one holding the key's
         claim (RUNNING first, then WAITING on a reconciliation, then on a form); only for an

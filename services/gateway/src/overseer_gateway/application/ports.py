@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from overseer_events.views import Until
 from overseer_gateway.domain.access import Caller
 from overseer_gateway.domain.notices import Card, Delivery, LinkClaim
 from overseer_gateway.domain.patterns import SubjectFilter
@@ -96,6 +97,17 @@ class ProposedSessions(Protocol):
     def remember(self, execution_id: str, session_id: str) -> None: ...
 
     def session_of(self, execution_id: str) -> str | None: ...
+
+
+class SettledViews(Protocol):
+    """How an external agent's call stands the moment it settles (WAITING for a person, or ended), as the
+    executor tells the gateway without being asked (core NATS: at most once), kept a little while for the
+    requests that wait on them."""
+
+    async def settled(self, execution_id: str, until: Until, timeout: float) -> dict[str, Any] | None:
+        """The call's consequence view once told as far as ``until`` (``settled`` or ``terminal``: see
+        :func:`~overseer_events.views.has_reached`); None when none came within ``timeout`` seconds."""
+        ...
 
 
 class KnownTools(Protocol):

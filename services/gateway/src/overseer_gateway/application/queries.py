@@ -10,7 +10,7 @@ from typing import Any
 from overseer_events.catalogue import Principal, form_aggregate
 from overseer_events.machines import ExecutionStatus
 from overseer_events.views import Until
-from overseer_gateway.application.ports import KnownTools, NoticeBook, Peers
+from overseer_gateway.application.ports import KnownTools, NoticeBook, Peers, SettledViews
 from overseer_gateway.domain.approvals import AgentRun, ApprovalCard
 from overseer_gateway.domain.notices import Card
 from overseer_gateway.domain.tools import closest_tools, unknown_tool
@@ -39,6 +39,22 @@ async def consequence_when_settled(
             raise
         return None
     return view
+
+
+async def consequence_of_proposal(
+    views: SettledViews, peers: Peers, execution_id: str, *, wait: float, until: Until, session_id: str | None
+) -> dict[str, Any] | None:
+    """For a call the gateway has just proposed: :func:`consequence_when_settled`, but the executor is not
+    asked. It tells the view of an external agent's call the moment the call settles (WAITING for a
+    person, or ended), and that is the answer. Should none come within ``wait`` seconds (it is sent at
+    most once, and a reconnect can lose it), the executor is asked how the call stands then; a wait
+    ``until`` it starts, which nothing tells, is asked of the executor from the start."""
+    if until != "started":
+        view = await views.settled(execution_id, until, wait)
+        if view is not None:
+            return view
+        wait = 0.0
+    return await consequence_when_settled(peers, execution_id, wait=wait, until=until, session_id=session_id)
 
 
 async def pending_approvals(peers: Peers) -> list[dict[str, Any]]:

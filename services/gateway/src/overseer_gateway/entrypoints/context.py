@@ -15,6 +15,7 @@ from overseer_gateway.application.ports import (
     NoticeBook,
     Peers,
     ProposedSessions,
+    SettledViews,
     Transactions,
 )
 from overseer_gateway.domain.chat import MessageLimits
@@ -41,6 +42,11 @@ class Gateway(Transactions, Protocol):
     @property
     def proposed(self) -> ProposedSessions:
         """The session of each execution this gateway proposed lately."""
+        ...
+
+    @property
+    def settled(self) -> SettledViews:
+        """The views the executor tells the moment an external agent's call settles."""
         ...
 
     @property

@@ -19,6 +19,7 @@ from overseer_gateway.application.commands import (
 )
 from overseer_gateway.application.queries import (
     agent_run,
+    consequence_of_proposal,
     consequence_when_settled,
     open_question,
     pending_approvals,
@@ -74,13 +75,20 @@ async def accept_action(gateway: Gateway, body: ActionRequest, caller: Caller) -
     return {"execution_id": execution_id}
 
 
-async def settled_view(gateway: Gateway, execution_id: str, wait: float, until: Until) -> dict[str, Any]:
-    view = await consequence_when_settled(
-        gateway.peers,
-        execution_id,
-        wait=min(wait, gateway.max_wait),
-        until=until,
-        session_id=gateway.proposed.session_of(execution_id),
+async def settled_view(
+    gateway: Gateway, execution_id: str, wait: float, until: Until, *, just_proposed: bool = False
+) -> dict[str, Any]:
+    """The execution's view once it got as far as ``until``; ``just_proposed``: the gateway proposed it in
+    this request, so the executor will tell it when it settles (see ``consequence_of_proposal``)."""
+    wait, session_id = min(wait, gateway.max_wait), gateway.proposed.session_of(execution_id)
+    view = await (
+        consequence_of_proposal(
+            gateway.settled, gateway.peers, execution_id, wait=wait, until=until, session_id=session_id
+        )
+        if just_proposed
+        else consequence_when_settled(
+            gateway.peers, execution_id, wait=wait, until=until, session_id=session_id
+        )
     )
     if view is None:
         raise ProblemError(404, f"no execution {execution_id!r} is known (yet)")
@@ -96,7 +104,7 @@ async def proposal_answer(
     if wait <= 0:
         return 202, accepted
     try:
-        return 200, await settled_view(gateway, accepted["execution_id"], wait, until)
+        return 200, await settled_view(gateway, accepted["execution_id"], wait, until, just_proposed=True)
     except (ProblemError, RpcError) as exc:
         log.info("proposal %s answered without its view: %s", accepted["execution_id"], exc)
     except Exception:
