@@ -28,7 +28,7 @@ from starlette.types import Receive, Scope, Send
 
 from overseer_events.views import Until
 from overseer_gateway.application.commands import ProposeAction, propose_action
-from overseer_gateway.application.queries import consequence_when_settled, unregistered_tool
+from overseer_gateway.application.queries import consequence_of_proposal, unregistered_tool
 from overseer_gateway.application.tool_calls import ActionDesk, CallRefused, call_through_firewall
 from overseer_gateway.domain.access import Caller, Role
 from overseer_gateway.entrypoints.auth import check
@@ -133,8 +133,14 @@ class GatewayDesk:
         return await self.gateway.execute(lambda unit: propose_action(unit, command, self.caller))
 
     async def settled(self, execution_id: str, wait: float, until: Until) -> dict[str, Any] | None:
-        return await consequence_when_settled(
-            self.gateway.peers, execution_id, wait=wait, until=until, session_id=self.session_id
+        # Only the calls this desk proposed are waited on: the executor tells each when it settles.
+        return await consequence_of_proposal(
+            self.gateway.settled,
+            self.gateway.peers,
+            execution_id,
+            wait=wait,
+            until=until,
+            session_id=self.session_id,
         )
 
     async def cancel(self, execution_id: str, reason: str) -> None:
