@@ -11,7 +11,6 @@ import pytest
 from overseer_events.catalogue import MessageReceived
 from overseer_events.envelope import decode, new_event, registered_types
 from overseer_events.errors import EventDecodeError, UnknownEventType
-from overseer_events.ids import uuid7
 from overseer_events.subjects import OWNERSHIP, owners_of
 
 
@@ -93,10 +92,3 @@ def test_events_are_immutable() -> None:
 def test_every_catalogued_type_has_an_owner() -> None:
     for event_type in registered_types():
         assert owners_of(event_type), f"{event_type} has no owner in {sorted(OWNERSHIP)}"
-
-
-def test_uuid7_ids_are_time_ordered_and_unique() -> None:
-    ids = [uuid7() for _ in range(5000)]
-    assert ids == sorted(ids)
-    assert len(set(ids)) == len(ids)
-    assert all(i[14] == "7" for i in ids)

@@ -10,6 +10,30 @@ _lock = threading.Lock()
 _last_ms = 0
 _counter = 0
 
+# The random bits of the ids, read from the system's random source 4 KiB at a time rather than a few
+# bytes per id: an id is made for every event, and each read is a system call. A forked child starts
+# with none: it must never hand out its parent's bytes again.
+_POOL_BYTES = 4096
+_pool = b""
+_taken = 0
+
+
+def _random(n: int) -> int:
+    """``n`` bytes of the pool as an integer (the caller holds ``_lock``)."""
+    global _pool, _taken
+    if _taken + n > len(_pool):
+        _pool, _taken = os.urandom(_POOL_BYTES), 0
+    start, _taken = _taken, _taken + n
+    return int.from_bytes(_pool[start:_taken], "big")
+
+
+def _forget_pool() -> None:
+    global _pool, _taken
+    _pool, _taken = b"", 0
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
 
 def uuid7() -> str:
     """A RFC 9562 version-7 UUID as a string, monotonic within this process.
@@ -29,8 +53,8 @@ def uuid7() -> str:
             now_ms = _last_ms
         else:
             _last_ms = now_ms
-            _counter = int.from_bytes(os.urandom(2), "big") & 0x3FF
+            _counter = _random(2) & 0x3FF
         counter = _counter
-    rand_b = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
+        rand_b = _random(8) & ((1 << 62) - 1)
     h = f"{(now_ms & 0xFFFFFFFFFFFF) << 80 | 0x7 << 76 | counter << 64 | 0b10 << 62 | rand_b:032x}"
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
