@@ -286,7 +286,8 @@ class TransactionRunner:
 
     ``publish`` hands what a commit appended to the relay; ``spawn`` runs after-commit work that
     is a coroutine as a background task; ``observe``, when given, is told each commit's incoming and
-    emitted events (the service's metrics); ``send`` sends what a commit left to send on core NATS (ephemeral events, the executor's settled views).
+    emitted events (the service's metrics); ``send`` sends what a commit left to send on core NATS
+    (ephemeral events, the executor's settled views).
     """
 
     def __init__(

@@ -138,6 +138,7 @@ class GatewayService(Service):
 
         # Before the HTTP server serves: no proposal waits on a view this subscription could miss.
         await runtime.nc.subscribe(runtime.subjects.settled_views, cb=told)
+
         self.live = LiveStream(
             runtime.nc,
             runtime.js,
