@@ -22,7 +22,7 @@ from starlette.websockets import WebSocket
 from overseer_events.catalogue import AnswerReceived, HumanResponded, OutcomeReported
 from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.subjects import SERVICES, NotOwner, Subjects, owns, type_of_subject
-from overseer_events.views import STATUS_OF_LABEL, Until, has_reached
+from overseer_events.views import Until, view_has_reached
 from overseer_gateway.adapters.proposed_sessions import RecentProposals
 from overseer_gateway.application.ports import BadLink, GatewayUnit
 from overseer_gateway.domain.access import Caller
@@ -349,7 +349,7 @@ class InMemorySettledViews:
     async def settled(self, execution_id: str, until: Until, timeout: float) -> dict[str, Any] | None:
         self.waits.append((execution_id, until, timeout))
         view = self.told
-        if view is None or not has_reached(STATUS_OF_LABEL[view["consequence_label"]], until):
+        if view is None or not view_has_reached(view, until):
             return None
         return {**view, "execution_id": execution_id}
 

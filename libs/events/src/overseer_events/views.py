@@ -9,7 +9,8 @@ names are part of the external contract: add fields, never rename them.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -125,9 +126,6 @@ CONSEQUENCE_LABELS: dict[str, str] = {
     ExecutionStatus.PENDING: "NOT_STARTED",
 }
 
-# Each status has its own label, so a view says its status too.
-STATUS_OF_LABEL: dict[str, str] = {label: status for status, label in CONSEQUENCE_LABELS.items()}
-
 Until = Literal["settled", "terminal", "started"]
 """How far a caller waits for an execution: see :func:`has_reached`."""
 
@@ -140,6 +138,16 @@ def has_reached(status: str, until: Until) -> bool:
     if until == "settled":
         return status == ExecutionStatus.WAITING
     return until == "started" and status == ExecutionStatus.RUNNING
+
+
+# Each status has its own label, so a view says its status too.
+_STATUS_OF_LABEL: dict[str, str] = {label: status for status, label in CONSEQUENCE_LABELS.items()}
+
+
+def view_has_reached(view: Mapping[str, Any], until: Until) -> bool:
+    """:func:`has_reached` for a consequence view as JSON (its ``consequence_label`` names its status);
+    raises KeyError for a mapping that is not such a view."""
+    return has_reached(_STATUS_OF_LABEL[view["consequence_label"]], until)
 
 
 class ExecutionConsequenceView(ObservationModel):

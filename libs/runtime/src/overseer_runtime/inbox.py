@@ -179,11 +179,11 @@ class Inbox:
         """The message's unit of work, or what became of it: skipped, duplicate, transient, or why it is poison."""
         if isinstance(event, str):
             return event
-        conn.execute("SAVEPOINT message")
         try:
-            outcome = self._record_and_handle(conn, msg, event)
+            # Nested in the batch's transaction: the message's own savepoint, rolled back alone.
+            with self.store.transaction():
+                outcome = self._record_and_handle(conn, msg, event)
         except TransientError as exc:
-            _roll_back_message(conn)
             log.info("%s: transient failure on %s, redelivering: %s", self.service, event.event_id, exc)
             return "transient"
         except Exception as exc:
@@ -191,10 +191,8 @@ class Inbox:
                 # The store refuses writes, whatever the event: the batch is abandoned whole and
                 # applied again once the store takes writes (see _apply_when_writable).
                 raise
-            _roll_back_message(conn)
             log.warning("%s: %s %s rejected: %r", self.service, event.type, event.event_id, exc)
             return f"handler error: {type(exc).__name__}: {exc}"
-        conn.execute("RELEASE message")
         return outcome
 
     def _record_and_handle(self, conn: sqlite3.Connection, msg: Msg, event: Envelope) -> UnitOfWork | str:
@@ -260,8 +258,3 @@ def _admit(msg: Msg, wanted: tuple[str, ...]) -> Envelope | str:
     if owner is None or not owns(owner, event.type):
         return f"forged: {owner} does not own {event.type!r}"
     return event
-
-
-def _roll_back_message(conn: sqlite3.Connection) -> None:
-    conn.execute("ROLLBACK TO message")
-    conn.execute("RELEASE message")

@@ -389,22 +389,20 @@ class TransactionRunner:
         those that ran, and each command's result or error. Raises when the transaction is lost."""
         units: list[UnitOfWork] = []
         outcomes: list[_Outcome] = []
-        with self.emitter.store.transaction() as conn:
+        store = self.emitter.store
+        with store.transaction() as conn:
             for command in group:
                 uow = self.unit()
                 name = getattr(command.fn, "__name__", "command")
-                conn.execute("SAVEPOINT command")
                 try:
-                    with tracing.span(f"{self.emitter.service} {name}"):
+                    # Nested in the group's transaction: the command's own savepoint.
+                    with store.transaction(), tracing.span(f"{self.emitter.service} {name}"):
                         result = command.fn(uow)
                 except Exception as exc:
                     if is_unwritable(exc) or not conn.in_transaction:
                         raise  # the whole transaction is lost: everyone tries again alone
-                    conn.execute("ROLLBACK TO command")
-                    conn.execute("RELEASE command")
                     outcomes.append((command, None, exc))
                     continue
-                conn.execute("RELEASE command")
                 units.append(uow)
                 outcomes.append((command, result, None))
             settle(self._settling, conn)

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from overseer_events.views import STATUS_OF_LABEL, Until, has_reached
+from overseer_events.views import Until, view_has_reached
 from overseer_gateway.application.ports import SettledViews
 
 log = logging.getLogger("overseer.gateway.settled")
@@ -37,7 +37,7 @@ class ToldViews(SettledViews):
         try:
             view = orjson.loads(body)
             execution_id = str(view["execution_id"])
-            status = STATUS_OF_LABEL[view["consequence_label"]]
+            view_has_reached(view, "terminal")  # a view at all: its label names a status
         except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
             log.warning("a settled view that is not one was ignored: %r", exc)
             return
@@ -46,12 +46,12 @@ class ToldViews(SettledViews):
         if len(self._views) > self.limit:
             del self._views[next(iter(self._views))]
         for until, future in self._waiting.get(execution_id, ()):
-            if not future.done() and has_reached(status, until):
+            if not future.done() and view_has_reached(view, until):
                 future.set_result(view)
 
     async def settled(self, execution_id: str, until: Until, timeout: float) -> dict[str, Any] | None:
         view = self._views.get(execution_id)
-        if view is not None and has_reached(STATUS_OF_LABEL[view["consequence_label"]], until):
+        if view is not None and view_has_reached(view, until):
             return view
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         waiting = self._waiting.setdefault(execution_id, [])

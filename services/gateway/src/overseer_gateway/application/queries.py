@@ -19,7 +19,13 @@ from overseer_runtime.unit_of_work import WaitForChange
 
 
 async def consequence_when_settled(
-    peers: Peers, execution_id: str, *, wait: float, until: Until, session_id: str | None = None
+    peers: Peers,
+    execution_id: str,
+    *,
+    wait: float,
+    until: Until,
+    session_id: str | None = None,
+    told: SettledViews | None = None,
 ) -> dict[str, Any] | None:
     """The execution's consequence view as soon as it reaches ``until`` (terminal; or WAITING for a person,
     ``settled``; or running, ``started``), else as it is after ``wait`` seconds.
@@ -28,7 +34,18 @@ async def consequence_when_settled(
     the commit that settles it, before the event has reached anyone else. None when it does not know
     the execution by then. ``session_id``, when known, lets a replica of the executor that does not
     hold that session say so at once.
+
+    ``told``, for a call the gateway has just proposed: the executor is not asked. It tells the view of
+    an external agent's call the moment the call settles (WAITING for a person, or ended), and that is
+    the answer. Should none come within ``wait`` seconds (it is sent at most once, and a reconnect can
+    lose it), the executor is asked how the call stands then; a wait ``until`` it starts, which nothing
+    tells, is asked of the executor from the start.
     """
+    if told is not None and until != "started":
+        told_view = await told.settled(execution_id, until, wait)
+        if told_view is not None:
+            return told_view
+        wait = 0.0
     payload: dict[str, Any] = {"execution_id": execution_id, "wait": wait, "until": until}
     if session_id is not None:
         payload["session_id"] = session_id
@@ -39,22 +56,6 @@ async def consequence_when_settled(
             raise
         return None
     return view
-
-
-async def consequence_of_proposal(
-    views: SettledViews, peers: Peers, execution_id: str, *, wait: float, until: Until, session_id: str | None
-) -> dict[str, Any] | None:
-    """For a call the gateway has just proposed: :func:`consequence_when_settled`, but the executor is not
-    asked. It tells the view of an external agent's call the moment the call settles (WAITING for a
-    person, or ended), and that is the answer. Should none come within ``wait`` seconds (it is sent at
-    most once, and a reconnect can lose it), the executor is asked how the call stands then; a wait
-    ``until`` it starts, which nothing tells, is asked of the executor from the start."""
-    if until != "started":
-        view = await views.settled(execution_id, until, wait)
-        if view is not None:
-            return view
-        wait = 0.0
-    return await consequence_when_settled(peers, execution_id, wait=wait, until=until, session_id=session_id)
 
 
 async def pending_approvals(peers: Peers) -> list[dict[str, Any]]:

@@ -28,7 +28,7 @@ from starlette.types import Receive, Scope, Send
 
 from overseer_events.views import Until
 from overseer_gateway.application.commands import ProposeAction, propose_action
-from overseer_gateway.application.queries import consequence_of_proposal, unregistered_tool
+from overseer_gateway.application.queries import consequence_when_settled, unregistered_tool
 from overseer_gateway.application.tool_calls import ActionDesk, CallRefused, call_through_firewall
 from overseer_gateway.domain.access import Caller, Role
 from overseer_gateway.entrypoints.auth import check
@@ -134,13 +134,13 @@ class GatewayDesk:
 
     async def settled(self, execution_id: str, wait: float, until: Until) -> dict[str, Any] | None:
         # Only the calls this desk proposed are waited on: the executor tells each when it settles.
-        return await consequence_of_proposal(
-            self.gateway.settled,
+        return await consequence_when_settled(
             self.gateway.peers,
             execution_id,
             wait=wait,
             until=until,
             session_id=self.session_id,
+            told=self.gateway.settled,
         )
 
     async def cancel(self, execution_id: str, reason: str) -> None:

@@ -19,7 +19,6 @@ from overseer_gateway.application.commands import (
 )
 from overseer_gateway.application.queries import (
     agent_run,
-    consequence_of_proposal,
     consequence_when_settled,
     open_question,
     pending_approvals,
@@ -79,16 +78,14 @@ async def settled_view(
     gateway: Gateway, execution_id: str, wait: float, until: Until, *, just_proposed: bool = False
 ) -> dict[str, Any]:
     """The execution's view once it got as far as ``until``; ``just_proposed``: the gateway proposed it in
-    this request, so the executor will tell it when it settles (see ``consequence_of_proposal``)."""
-    wait, session_id = min(wait, gateway.max_wait), gateway.proposed.session_of(execution_id)
-    view = await (
-        consequence_of_proposal(
-            gateway.settled, gateway.peers, execution_id, wait=wait, until=until, session_id=session_id
-        )
-        if just_proposed
-        else consequence_when_settled(
-            gateway.peers, execution_id, wait=wait, until=until, session_id=session_id
-        )
+    this request, so the executor will tell it when it settles (see ``consequence_when_settled``)."""
+    view = await consequence_when_settled(
+        gateway.peers,
+        execution_id,
+        wait=min(wait, gateway.max_wait),
+        until=until,
+        session_id=gateway.proposed.session_of(execution_id),
+        told=gateway.settled if just_proposed else None,
     )
     if view is None:
         raise ProblemError(404, f"no execution {execution_id!r} is known (yet)")
