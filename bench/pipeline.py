@@ -635,13 +635,22 @@ APPROVAL_TYPES = (
 def approval_points(seen: Seen, sent: float, decided: float, answered: float) -> list[float] | None:
     """A held and approved action's points in time, in order (one more than ``APPROVAL_TIMELINE_STEPS``;
     ``decided``: when the operator's client sent the decision), or None while an announcement is missing."""
-    if any(kind not in seen for kind in APPROVAL_TYPES) or len(seen["execution.transitioned"]) < 2:
+    if any(kind not in seen for kind in APPROVAL_TYPES):
+        return None
+    # The call's start (its move into RUNNING, told on its own or held back and told with its end) and
+    # the event that tells its end.
+    told = [
+        (event, stored, move) for event, stored in seen["execution.transitioned"] for move in _moves(event)
+    ]
+    ends = [(event, stored) for event, stored, move in told if move["to_status"] in ("completed", "failed")]
+    starts = [move for _, _, move in told if move["to_status"] == "running"]
+    if not ends or not starts:
         return None
     (proposal, proposal_stored), (verdict, verdict_stored), (card, card_stored) = (
         seen[kind][0] for kind in APPROVAL_TYPES[:3]
     )
     (response, response_stored), (decision, decision_stored) = (seen[kind][0] for kind in APPROVAL_TYPES[3:5])
-    (start, _), (end, end_stored) = seen["execution.transitioned"][:2]
+    end, end_stored = ends[0]
     return [
         sent,
         proposal["occurred_at"],
@@ -655,11 +664,17 @@ def approval_points(seen: Seen, sent: float, decided: float, answered: float) ->
         response_stored,
         decision["occurred_at"],
         decision_stored,
-        start["occurred_at"],
+        starts[0]["timestamp"],
         end["occurred_at"],
         end_stored,
         answered,
     ]
+
+
+def _moves(transitioned: dict[str, Any]) -> list[dict[str, Any]]:
+    """The moves an ``execution.transitioned`` tells of: those held back and told with it, then its own."""
+    data: dict[str, Any] = transitioned["data"]
+    return [*data.get("earlier", []), data]
 
 
 def step_medians(steps: tuple[str, ...], timelines: list[list[float]]) -> dict[str, float]:

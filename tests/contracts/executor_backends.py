@@ -93,8 +93,9 @@ class SqliteStore:
 class Backend(ExecutorHarness):
     """A harness with helpers that play the other services' part (reasoning, the firewall, a human)."""
 
-    def __init__(self, sqlite: SqliteStore | None = None) -> None:
-        super().__init__(FakeTools([EMAIL, FS_LIST, DIR_READ]), FakeClock(1_000.0), sqlite)
+    def __init__(self, sqlite: SqliteStore | None = None, *, holds_starts: bool = False) -> None:
+        tools = FakeTools([EMAIL, FS_LIST, DIR_READ])
+        super().__init__(tools, FakeClock(1_000.0), sqlite, holds_starts=holds_starts)
         self.sqlite = sqlite
 
     def propose(self, execution_id: str, **kw: Any) -> None:
@@ -151,12 +152,13 @@ class Backend(ExecutorHarness):
         self.tool_ends(execution_id)
 
 
-async def make_backend(kind: str, tmp_path: Path) -> Backend:
+async def make_backend(kind: str, tmp_path: Path, *, holds_starts: bool = False) -> Backend:
+    """``holds_starts``: a call's start is held back to be told with its end (see ExecutorHarness)."""
     if kind == "fake":
-        return Backend()
+        return Backend(holds_starts=holds_starts)
     sqlite = SqliteStore(tmp_path / "executor.db")
     await sqlite.open()
-    return Backend(sqlite)
+    return Backend(sqlite, holds_starts=holds_starts)
 
 
 async def close_backend(backend: Backend) -> None:

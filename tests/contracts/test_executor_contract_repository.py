@@ -272,3 +272,51 @@ def test_waits_since_a_time_are_the_open_approvals_and_confirmations_asked_by_th
     assert ids(repo.waiting_since_before(asked_first - 1)) == []
     assert ids(repo.waiting_since_before(asked_first)) == ["exec-001"]
     assert ids(repo.waiting_since_before(asked_second + 100)) == ["exec-001", "exec-002"]
+
+
+@pytest.fixture(params=BACKENDS)
+async def holding(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    backend = await make_backend(request.param, tmp_path, holds_starts=True)
+    yield backend
+    await close_backend(backend)
+
+
+def test_a_held_start_reads_back_running_at_the_last_announced_version_until_its_end_is_told(
+    holding: Backend,
+) -> None:
+    holding.held("exec-001")
+    holding.decide("exec-001")
+    running = holding.contracts.get("exec-001")
+    assert running is not None
+    assert (running.status, running.version, running.open_request) == (S.RUNNING, 4, None)
+    assert [(m.from_status, m.to_status) for m in running.held] == [("waiting", "running")]
+    assert holding.contracts.status_of("exec-001") == S.RUNNING
+    assert ids(holding.contracts.with_status(S.RUNNING)) == ["exec-001"]
+    told = [(t.from_status, t.to_status) for t in holding.queries.transitions("exec-001")]
+    assert told[-1] == ("waiting", "running")
+
+    holding.tool_ends("exec-001", "succeeded", "sent")
+    done = holding.contracts.get("exec-001")
+    assert done is not None
+    assert (done.status, done.version, done.held, done.result) == (S.COMPLETED, 6, (), "sent")
+    told = [(t.from_status, t.to_status) for t in holding.queries.transitions("exec-001")]
+    assert told[-2:] == [("waiting", "running"), ("running", "completed")]
+
+
+def test_a_drafted_contract_whose_start_is_held_stays_drafted_until_its_end_announces_it(
+    holding: Backend,
+) -> None:
+    holding.propose("exec-001")
+    holding.verdict("exec-001", "allow", level="APPROVE")
+    running = holding.contracts.get("exec-001")
+    assert running is not None
+    assert (running.status, running.version, running.draft is not None, len(running.held)) == (
+        S.RUNNING,
+        0,
+        True,
+        1,
+    )
+    holding.tool_ends("exec-001", "succeeded", "sent")
+    done = holding.contracts.get("exec-001")
+    assert done is not None
+    assert (done.status, done.version, done.draft, done.held) == (S.COMPLETED, 3, None, ())

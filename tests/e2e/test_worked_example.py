@@ -54,14 +54,15 @@ class Stream:
 
     def transitions(self, execution_id: str) -> list[tuple[str, str, str]]:
         """The contract's moves as the stream told them: the first ones in the event that announced it
-        (``execution.contract_created``), each later one in an ``execution.transitioned``."""
+        (``execution.contract_created``), each later one in an ``execution.transitioned`` (with those it
+        tells of in its ``earlier``: a call's start, told with its end)."""
         moves: list[dict[str, Any]] = []
         for m in self.messages:
             data = m["event"]["data"]
             if m["type"] == "execution.contract_created" and data["execution_id"] == execution_id:
                 moves += data["transitions"]
             elif m["type"] == "execution.transitioned" and data["execution_id"] == execution_id:
-                moves.append(data)
+                moves += [*data.get("earlier", []), data]
         return [(d["from_status"], d["to_status"], d["trigger"]) for d in moves]
 
 

@@ -24,6 +24,7 @@ from overseer_events.catalogue import (
     ExecutionProposed,
     ExecutionTransitioned,
     HumanDecisionRecorded,
+    MovesHeld,
     VerdictIssued,
 )
 from overseer_events.envelope import Envelope, EventData, new_event
@@ -84,14 +85,11 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
                     drafted = ExecutionContract.from_created(d.contract)
                     self._contracts[d.contract.execution_id] = replace(drafted, version=0, draft=d.contract)
             case ContractCreated() as d:
-                version = event.aggregate_version - len(d.transitions)
-                known = self._contracts.get(d.execution_id) or ExecutionContract.from_created(d)
-                self._contracts[d.execution_id] = replace(known, version=version, draft=None)
-                for moved in d.transitions:
-                    version += 1
-                    self._transitioned(version, moved, own)
+                self._created(event.aggregate_version, d, own)
             case ExecutionTransitioned() as d:
-                self._transitioned(event.aggregate_version, d, own)
+                self._told(event.aggregate_version, d, own)
+            case MovesHeld() as d:
+                self._held(d)
             case EcsRequested() as d:
                 self._requested(event, d)
             case VerdictIssued() as d:
@@ -111,6 +109,31 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
                             event.occurred_at,
                         ),
                     )
+
+    def _created(self, version: int, d: ContractCreated, own: bool) -> None:
+        """The contract announced, and the moves it made at once, each one version after the last."""
+        known = self._contracts.get(d.execution_id) or ExecutionContract.from_created(d)
+        self._contracts[d.execution_id] = replace(
+            known, version=version - len(d.transitions), draft=None, held=()
+        )
+        for index, moved in enumerate(d.transitions):
+            self._transitioned(version - len(d.transitions) + 1 + index, moved, own)
+
+    def _told(self, version: int, d: ExecutionTransitioned, own: bool) -> None:
+        """The moves an event tells of (those held back before it too), each one version after the last."""
+        moves = d.moves()
+        for index, moved in enumerate(moves):
+            self._transitioned(version - len(moves) + 1 + index, moved, own)
+        if (contract := self._contracts.get(d.execution_id)) is not None:
+            self._contracts[d.execution_id] = replace(contract, held=())
+
+    def _held(self, d: MovesHeld) -> None:
+        """Moves written, not told: the state as each leaves it, the version as it was."""
+        contract = self._contracts.get(d.execution_id)
+        if contract is not None:
+            for moved in d.moves:
+                self._transitioned(contract.version, moved, own=False)
+            self._contracts[d.execution_id] = replace(self._contracts[d.execution_id], held=tuple(d.moves))
 
     def _transitioned(self, version: int, d: ExecutionTransitioned, own: bool) -> None:
         contract = self._contracts.get(d.execution_id)
@@ -283,7 +306,12 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
         return consequence(contract, was_suspended=self.was_asked(execution_id))
 
     def transitions(self, execution_id: str) -> list[Transition]:
-        return list(self._transitions.get(execution_id, ()))
+        contract = self._contracts.get(execution_id)
+        held = [
+            Transition(d.from_status, d.to_status, d.trigger, d.actor, d.timestamp, d.reason)
+            for d in (contract.held if contract is not None else ())
+        ]
+        return [*self._transitions.get(execution_id, ()), *held]
 
 
 class InMemoryEvents:
@@ -435,7 +463,17 @@ class ExecutorHarness:
     transaction. After-commit work (a tool call) waits in :attr:`after_commit` until :meth:`settle`.
     """
 
-    def __init__(self, tools: FakeTools, clock: FakeClock | None = None, store: Store | None = None) -> None:
+    def __init__(
+        self,
+        tools: FakeTools,
+        clock: FakeClock | None = None,
+        store: Store | None = None,
+        *,
+        holds_starts: bool = False,
+    ) -> None:
+        """``holds_starts``: a call's start is held back, to be told with its end (as with ``[executor]
+        announce_running_after_seconds`` > 0: :meth:`announce_running` stands for a call still running
+        then); else told at once."""
         self.store: Store = store or InMemoryStore()
         self.tools = tools
         self.clock = clock or FakeClock()
@@ -443,7 +481,11 @@ class ExecutorHarness:
         self.answered: list[ExecutionConsequenceView] = []  # the settled views sent, in order
         self.execution = ExecutionHandlers()
         runner = ToolRunner(tools, default_time_limit=30.0, retry=QUICK_RETRY, max_result_chars=16_000)
-        self.calls = ToolCalls(runner, self._record)
+        self.calls = (
+            ToolCalls(runner, self._record, self.announce_running, 3600.0)
+            if holds_starts
+            else ToolCalls(runner, self._record)
+        )
         self.table = handlers(self.unit_for)
 
     @property
@@ -514,6 +556,10 @@ class ExecutorHarness:
                 unit.emit(data, aggregate_id=proposal.execution_id, aggregate_version=version)
 
         self.execute(emit_all)
+
+    def announce_running(self, execution_id: str) -> None:
+        """The call still runs ``announce_running_after_seconds`` after it started."""
+        self.execute(lambda unit: self.execution.announce_running(unit, execution_id))
 
     async def _record(self, execution_id: str, outcome: ToolOutcome) -> None:
         self.execute(lambda unit: self.execution.record_tool_outcome(unit, execution_id, outcome))

@@ -88,9 +88,12 @@ def _verdict(out: Text, eid: str, data: dict[str, Any]) -> None:
 
 def _transitioned(out: Text, eid: str, data: dict[str, Any]) -> None:
     out.append(f"{eid} ")
-    out.append_text(status_text(data.get("from_status")))
-    out.append(" → ")
-    out.append_text(status_text(data.get("to_status")))
+    # The moves held back and told with this one (a call's start, with its end) come first.
+    moves = [*(data.get("earlier") or []), data]
+    out.append_text(status_text(moves[0].get("from_status")))
+    for moved in moves:
+        out.append(" → ")
+        out.append_text(status_text(moved.get("to_status")))
     out.append(f"  {data.get('trigger')} by {data.get('actor')}", style="bright_black")
     if data.get("error_message"):
         out.append(f"  {compact(data['error_message'], 60)}", style="red")

@@ -178,9 +178,10 @@ async def test_seed_003_worked_example_end_to_end(
         assert len(journal) == len(SEED_TRACE) + 2  # the two announcements repeat their creation
 
     # On the wire, each contract is announced (created, and its first moves) once its verdict moved it:
-    # the confirmation, its form, its two later moves and the form closed by the first, then the e-mail
-    # and its end.
-    events = await published(stack, 1 + 1 + 2 + 1 + 1 + 1)
+    # the confirmation, its form, its two later moves and the form closed by the first; then the e-mail,
+    # announced when its call ended: created, started (the start written before the call and held back
+    # to be told with its end) and ended in one event.
+    events = await published(stack, 1 + 1 + 2 + 1 + 1)
     (form_requested,) = (e.data for e in events if isinstance(e.data, EcsRequested))
     assert [(e.type, e.aggregate_id, e.aggregate_version) for e in events] == [
         ("execution.contract_created", "exec-002", 3),
@@ -188,8 +189,7 @@ async def test_seed_003_worked_example_end_to_end(
         ("execution.transitioned", "exec-002", 5),
         ("execution.transitioned", "exec-002", 6),
         ("ecs.closed", form_aggregate("exec-002", form_requested.requested_at), 1),
-        ("execution.contract_created", "exec-001", 2),
-        ("execution.transitioned", "exec-001", 3),
+        ("execution.contract_created", "exec-001", 3),
     ]
     closed = events[4].data
     assert isinstance(closed, EcsClosed)
@@ -202,7 +202,9 @@ async def test_seed_003_worked_example_end_to_end(
     assert sorted(on_the_wire) == sorted(SEED_TRACE)
     for contract in ("exec-001", "exec-002"):
         assert [s for s in on_the_wire if contract in s[1]] == [s for s in SEED_TRACE if contract in s[1]]
-    steps = [e.data.trace for e in events if isinstance(e.data, ExecutionTransitioned)]
+    announced = events[-1].data
+    assert isinstance(announced, ContractCreated)
+    steps = [moved.trace for moved in announced.transitions]
     assert steps[-1] is not None
     assert steps[-1].metadata == {
         "trigger": "succeed",
@@ -448,6 +450,40 @@ async def test_a_tool_past_its_time_limit_is_cancelled(stack: Stack, run_executo
         assert "time limit of 0.3s" in error(rt, "e-slow")
         assert transitions(rt, "e-slow")[-1] == ("running", "cancelled", "cancel", "tool_node")
     assert not marker.exists()
+
+
+async def test_a_calls_start_is_told_with_its_end_and_a_call_still_running_is_told_running_first(
+    stack: Stack, run_executor: RunExecutor
+) -> None:
+    quick, slow = {"command": "true"}, {"command": "sleep 1"}
+    async with run_executor(executor={"announce_running_after_seconds": 0.3}) as rt:
+        await stack.publish_as("reasoning", proposed("e-quick", "shell.run", quick))
+        await stack.publish_as("firewall", verdict("e-quick", "allow", quick, tool="shell.run"))
+        await reaches(rt, "e-quick", "completed")
+        await stack.publish_as("reasoning", proposed("e-slow", "shell.run", slow))
+        await stack.publish_as("firewall", verdict("e-slow", "allow", slow, tool="shell.run"))
+        await reaches(rt, "e-slow", "running")
+        assert transitions(rt, "e-slow") == [("pending", "running", "start", "tool_node")]
+        await reaches(rt, "e-slow", "completed")
+    told = [
+        (e.aggregate_id, e.aggregate_version, [(m.from_status, m.to_status) for m in _moves(e.data)])
+        for e in await published(stack, 3)
+    ]
+    assert told == [
+        ("e-quick", 3, [("pending", "running"), ("running", "completed")]),  # created, started, ended
+        ("e-slow", 2, [("pending", "running")]),  # still running 0.3 s after its start: told so then
+        ("e-slow", 3, [("running", "completed")]),
+    ]
+
+
+def _moves(data: EventData) -> list[ExecutionTransitioned]:
+    match data:
+        case ContractCreated():
+            return data.transitions
+        case ExecutionTransitioned():
+            return data.moves()
+        case _:
+            return []
 
 
 async def test_a_session_abort_cancels_its_pending_and_waiting_contracts(

@@ -28,3 +28,27 @@ def test_an_announcement_that_carries_a_refusal_shows_its_end_and_why() -> None:
     line = event_line(announcement({"to_status": "running"}, refused)).plain
     assert "pending → running → rejected email.send" in line
     assert "duplicate: an identical action is in flight" in line
+
+
+def test_a_transition_shows_the_start_told_with_it_before_its_own_move() -> None:
+    start = {"from_status": "waiting", "to_status": "running"}
+    line = event_line(
+        {
+            "seq": 9,
+            "subject": "overseer.executor.execution.transitioned",
+            "type": "execution.transitioned",
+            "event": {
+                "occurred_at": 0.0,
+                "correlation_id": "session-1",
+                "data": {
+                    "execution_id": "exec-12345678",
+                    "from_status": "running",
+                    "to_status": "completed",
+                    "trigger": "succeed",
+                    "actor": "tool_node",
+                    "earlier": [start],
+                },
+            },
+        }
+    ).plain
+    assert "waiting → running → completed" in line

@@ -91,3 +91,15 @@ def test_one_page_has_each_family_once_with_every_services_samples() -> None:
     assert value(page, "overseer_consumer_lag", service="observer", consumer="main") == 3
     assert value(page, "overseer_relay_backlog") == 4
     assert value(page, "overseer_service_up", service="col") == 0
+
+
+def test_a_start_told_with_its_end_times_the_tool_from_that_start() -> None:
+    metrics = ServiceMetrics("executor")
+    start = transition("mail", "running", 500.0, from_status="waiting")
+    end = transition("mail", "completed", 500.5).model_copy(update={"earlier": [start]})
+    steps = [created("mail", "email.send"), transition("mail", "running", 10.0, from_status="pending")]
+    steps += [transition("mail", "waiting", 10.1), end]
+    metrics.committed([], [event(step, "mail") for step in steps])
+    text = metrics.exposition()
+    assert value(text, "overseer_tool_seconds_count", tool="email.send", status="completed") == 1
+    assert value(text, "overseer_tool_seconds_sum", tool="email.send") == 0.5

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
+from overseer_events.catalogue import ExecutionTransitioned
 from overseer_executor.adapters.tools.base import StaticToolPlugin
 from overseer_executor.adapters.tools.registry import ToolRegistry
 from overseer_executor.application.tool_runner import RetryPolicy, ToolCalls, ToolRunner
@@ -36,8 +38,6 @@ class ScriptedPlugin(StaticToolPlugin):
 def running(timeout_seconds: float | None = None) -> ExecutionContract:
     c = contract(proposal(tool="fs.list", args={"path": "."}))
     if timeout_seconds is not None:
-        from dataclasses import replace
-
         c = replace(c, timeout_seconds=timeout_seconds)
     return decide_verdict(c, verdict("allow", {"path": "."}), dependency=None, twin=None, now=1).contract
 
@@ -166,3 +166,54 @@ async def test_an_outcome_that_cannot_be_recorded_fails_its_own_call_and_no_othe
     assert (ended[0], ended[2]) == (None, None)
     assert isinstance(ended[1], OSError)
     assert not calls.in_flight("exec-2")  # recovered at the next start, like a crash during the call
+
+
+async def test_a_held_start_is_announced_only_when_its_call_still_runs_past_the_delay() -> None:
+    release = asyncio.Event()
+
+    class Gated(ScriptedPlugin):
+        async def answer(self, args: dict[str, Any], tc: ToolCall) -> str:
+            if tc.execution_id == "slow":
+                await release.wait()
+            return "[]"
+
+    announced: list[str] = []
+    recorded: list[str] = []
+
+    async def record(execution_id: str, outcome: ToolOutcome) -> None:
+        recorded.append(execution_id)
+
+    calls = ToolCalls(runner(Gated([])), record, announced.append, announce_after=0.05)
+    start = running()
+    held = replace(start, held=(ExecutionTransitioned.model_validate(_START),))
+    quick = calls.run(replace(held, execution_id="quick"))
+    slow = asyncio.ensure_future(calls.run(replace(held, execution_id="slow")))
+    await quick
+    await asyncio.sleep(0.1)
+    assert (announced, recorded) == (["slow"], ["quick"])  # the quick call's start goes with its end
+    release.set()
+    await slow
+    await asyncio.sleep(0.1)
+    assert (announced, recorded) == (["slow"], ["quick", "slow"])
+
+
+async def test_a_start_told_at_once_sets_no_timer() -> None:
+    announced: list[str] = []
+
+    async def record(execution_id: str, outcome: ToolOutcome) -> None:
+        await asyncio.sleep(0.05)
+
+    calls = ToolCalls(runner(ScriptedPlugin(["[]"])), record, announced.append, announce_after=0.01)
+    await calls.run(running())  # nothing held back (held is empty): nothing to announce later
+    assert announced == []
+
+
+_START = {
+    "execution_id": "e",
+    "session_id": "s",
+    "from_status": "pending",
+    "to_status": "running",
+    "trigger": "start",
+    "actor": "tool_node",
+    "timestamp": 1.0,
+}

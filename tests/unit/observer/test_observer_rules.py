@@ -12,7 +12,7 @@ from overseer_events.machines import EXECUTION_MACHINE, ExecutionStatus
 from overseer_events.rendering import build_tool_result_from_consequences
 from overseer_events.summary import default_action_summary
 from overseer_events.views import CONSEQUENCE_LABELS, ExecutionConsequenceView
-from overseer_observer.domain.contract import ObservedContract, observe_creation, observe_transition
+from overseer_observer.domain.contract import ObservedContract, observe, observe_creation, observe_transition
 from overseer_observer.domain.summary import actor_category
 from overseer_observer.domain.views import consequence_view, snapshot, timeline, topology
 from tests.unit.observer.observer_folding import FoldedExample
@@ -358,3 +358,29 @@ def test_a_contract_announced_with_its_first_moves_folds_as_its_creation_and_tho
         for execution_id, contract in one_by_one.contracts.items()
     }
     assert announced.records == one_by_one.records
+
+
+def test_a_start_told_with_its_end_folds_as_the_two_moves_told_one_by_one_would() -> None:
+    data = TOOL_CREATED.data
+    assert isinstance(data, ContractCreated)
+    created = observe_creation(None, data, 1)
+
+    def moved(frm: str, to: str, second: int) -> ExecutionTransitioned:
+        return ExecutionTransitioned(
+            execution_id=TOOL_ID,
+            session_id=SESSION,
+            from_status=frm,
+            to_status=to,
+            trigger="t",
+            actor="tool_node",
+            timestamp=at(5110 + second),
+            result="sent" if to == "completed" else None,
+        )
+
+    start, end = moved("pending", "running", 1), moved("running", "completed", 2)
+    running, first = observe(created, start, 0.0, 2)
+    one_by_one, second = observe(running, end, 0.0, 3)
+    together, records = observe(created, end.model_copy(update={"earlier": [start]}), 0.0, 3)
+    assert together == one_by_one
+    assert records == (*first, *second)
+    assert [(r.to_status, r.sequence_number) for r in records] == [("running", 0), ("completed", 1)]

@@ -560,6 +560,15 @@ class ExecutionTransitioned(EventData):
     irreversible: bool = False
     co_id: str | None = None
     trace: TraceStep | None = None
+    # The moves the contract made before this one that nobody was told of yet, in order: the start of a
+    # call the executor runs, written to its store before the call and announced with the call's end
+    # (see ``execution.moves_held``). Each is one aggregate version after the one before it; this
+    # event's own move is the event's version.
+    earlier: list[ExecutionTransitioned] = Field(default_factory=list)
+
+    def moves(self) -> list[ExecutionTransitioned]:
+        """Every move this event tells of, in order: the earlier ones, then its own."""
+        return [*self.earlier, self] if self.earlier else [self]
 
 
 @event("execution.contract_created")
@@ -597,6 +606,24 @@ class ContractCreated(EventData):
     def ended(self) -> ExecutionTransitioned | None:
         """The end among the moves it made at once, if it ended in the instant it was announced."""
         return next((moved for moved in self.transitions if is_terminal(moved.to_status)), None)
+
+
+@event("execution.moves_held")
+class MovesHeld(EventData):
+    """Moves of a contract written to the executor's store and not yet announced (kept in the store,
+    never published): the start of a call the executor runs is made durable before the call, and told
+    with the call's end, in one event (its ``transitions``, or an ``execution.transitioned``'s
+    ``earlier``), or on its own once the call has run for ``[executor] announce_running_after_seconds``.
+    ``moves`` are all the contract holds back so far. Its aggregate is :func:`held_aggregate`."""
+
+    execution_id: str
+    moves: list[ExecutionTransitioned]
+
+
+def held_aggregate(execution_id: str) -> str:
+    """The aggregate of a contract's ``execution.moves_held`` (apart from the contract's own versions,
+    which the moves take only when they are announced)."""
+    return f"held:{execution_id}"
 
 
 @event("execution.contract_drafted")

@@ -40,6 +40,7 @@ OWNERSHIP: dict[str, tuple[str, ...]] = {
         "execution.transitioned",
         "execution.contract_created",
         "execution.contract_drafted",
+        "execution.moves_held",
         "ecs.requested",
         "ecs.closed",
         "tools.announced",
@@ -61,10 +62,13 @@ OWNERSHIP: dict[str, tuple[str, ...]] = {
 
 # Event types kept in their owner's store and never published: the executor's draft of a contract
 # (``execution.contract_drafted``), a proposal it holds until the verdict moves it, announced then as
-# ``execution.contract_created`` with its first moves; and, in a firewall store from an older version,
+# ``execution.contract_created`` with its first moves; the moves it holds back while a call runs
+# (``execution.moves_held``: its start, announced with its end); and, in a firewall store from an older version,
 # the audit chain's entries (``audit.recorded``: the chain is now rows of the firewall's ``fw_audit``,
 # anchored outside it by the heads its verdicts and its ``audit.head_published`` carry).
-KEPT_IN_STORE: frozenset[str] = frozenset({"audit.recorded", "execution.contract_drafted"})
+KEPT_IN_STORE: frozenset[str] = frozenset(
+    {"audit.recorded", "execution.contract_drafted", "execution.moves_held"}
+)
 
 # Event types that are sent and never stored: published on core NATS after the commit that derives
 # them (:meth:`Subjects.ephemeral`), outside the events stream, so they have no sequence number and

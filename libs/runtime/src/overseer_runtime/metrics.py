@@ -124,9 +124,14 @@ class ServiceMetrics:
     def _created(self, data: ContractCreated) -> None:
         self._tools[data.execution_id] = data.tool or data.action_type
         for moved in data.transitions:  # the moves it made at once (a started call entered RUNNING)
-            self._transitioned(moved)
+            self._moved(moved)
 
     def _transitioned(self, data: ExecutionTransitioned) -> None:
+        for moved in data.earlier:  # a call's start, held back and told with its end
+            self._moved(moved)
+        self._moved(data)
+
+    def _moved(self, data: ExecutionTransitioned) -> None:
         execution_id = data.execution_id
         if data.to_status == "running":
             self._running_since[execution_id] = data.timestamp

@@ -142,7 +142,14 @@ class ExecutorService(Service):
                 self.unit_for, lambda unit: self.execution.record_tool_outcome(unit, execution_id, outcome)
             )
 
-        self.calls = ToolCalls(runner, record)
+        def announce_running(execution_id: str) -> None:
+            runtime.spawn(
+                runtime.execute_in(
+                    self.unit_for, lambda unit: self.execution.announce_running(unit, execution_id)
+                )
+            )
+
+        self.calls = ToolCalls(runner, record, announce_running, cfg.announce_running_after_seconds)
         # The catalogue as the firewall will judge from it: now, and after every change of the tools.
         self.announcer = CatalogueAnnouncer(
             specs=self.registry.specs,

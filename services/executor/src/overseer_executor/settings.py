@@ -27,6 +27,7 @@ class ExecutorSettings(Section):
     max_result_chars: int
     drain_seconds: float
     run_ahead_seconds: float = Field(ge=0)
+    announce_running_after_seconds: float = Field(ge=0)
 
 
 class EmailSettings(Section):

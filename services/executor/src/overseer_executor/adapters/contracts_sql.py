@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
+from pydantic import TypeAdapter
 
 from overseer_events.catalogue import (
     ContractCreated,
@@ -28,6 +29,7 @@ from overseer_events.catalogue import (
     EcsRequested,
     ExecutionTransitioned,
     HumanDecisionRecorded,
+    MovesHeld,
     Principal,
     VerdictIssued,
 )
@@ -51,6 +53,7 @@ from overseer_runtime.store import EventStore
 
 _dumps = orjson.dumps
 _loads = orjson.loads
+_HELD = TypeAdapter(list[ExecutionTransitioned])
 
 
 # What inserting a contract's row does when the row is there: a draft leaves it as it is; an announcement
@@ -59,7 +62,7 @@ _KEEP_KNOWN = "ON CONFLICT(execution_id) DO NOTHING"
 _ANNOUNCE_DRAFTED = (
     "ON CONFLICT(execution_id) DO UPDATE SET draft = NULL, version = excluded.version, "
     "status = excluded.status, updated_at = excluded.updated_at, result = excluded.result, "
-    "error_message = excluded.error_message"
+    "error_message = excluded.error_message, held = NULL"
 )
 
 
@@ -97,7 +100,8 @@ class ContractsProjection(SqlProjection):
         error_message   TEXT,
         runs_at         TEXT NOT NULL, -- executor | agent (the agent runs the call and reports)
         draft           BLOB,          -- the contract_created still to announce (a drafted contract)
-        summary         TEXT           -- the proposer's own words for the action, if it gave them
+        summary         TEXT,          -- the proposer's own words for the action, if it gave them
+        held            BLOB           -- moves written and not yet announced (execution.moves_held)
     );
     -- The claim on an idempotency key (claims.py) is a contract's status: a twin is found by key and status.
     DROP INDEX IF EXISTS executor_contracts_completed_key;
@@ -150,6 +154,8 @@ class ContractsProjection(SqlProjection):
                 self._created(conn, created, event)
             case ExecutionTransitioned() as transitioned:
                 self._moved(conn, transitioned, event.aggregate_version)
+            case MovesHeld() as held:
+                self._held(conn, held)
             case EcsRequested() as requested:
                 self._requested(conn, requested, event)
             case VerdictIssued() as verdict:
@@ -182,7 +188,7 @@ class ContractsProjection(SqlProjection):
         error = next((m.error_message for m in reversed(moves) if m.error_message is not None), None)
         conn.execute(
             "INSERT INTO executor_contracts VALUES "
-            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) " + on_conflict,
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL) " + on_conflict,
             (
                 d.execution_id,
                 d.session_id,
@@ -211,13 +217,36 @@ class ContractsProjection(SqlProjection):
 
     @staticmethod
     def _moved(conn: sqlite3.Connection, d: ExecutionTransitioned, version: int) -> None:
+        """The moves the event tells of (those held back before it too): the row as the last leaves it."""
         conn.execute(
-            "UPDATE executor_contracts SET status = ?, version = ?, updated_at = ?, "
+            "UPDATE executor_contracts SET status = ?, version = ?, updated_at = ?, held = NULL, "
             "result = COALESCE(?, result), error_message = COALESCE(?, error_message) WHERE execution_id = ?",
             (d.to_status, version, d.timestamp, d.result, d.error_message, d.execution_id),
         )
-        if d.from_status == "waiting":
-            _answer_approval(conn, d.execution_id, d.timestamp, d.trigger)
+        for moved in d.moves():
+            if moved.from_status == "waiting":
+                _answer_approval(conn, moved.execution_id, moved.timestamp, moved.trigger)
+
+    @staticmethod
+    def _held(conn: sqlite3.Connection, d: MovesHeld) -> None:
+        """Moves written and not announced: the row's state as the last leaves it, its version unchanged
+        (the moves take their versions when they are announced)."""
+        last = d.moves[-1]
+        conn.execute(
+            "UPDATE executor_contracts SET status = ?, updated_at = ?, held = ?, "
+            "result = COALESCE(?, result), error_message = COALESCE(?, error_message) WHERE execution_id = ?",
+            (
+                last.to_status,
+                last.timestamp,
+                _HELD.dump_json(d.moves),
+                last.result,
+                last.error_message,
+                d.execution_id,
+            ),
+        )
+        for moved in d.moves:
+            if moved.from_status == "waiting":
+                _answer_approval(conn, moved.execution_id, moved.timestamp, moved.trigger)
 
     @staticmethod
     def _requested(conn: sqlite3.Connection, d: EcsRequested, event: Envelope) -> None:
@@ -315,7 +344,7 @@ _CONTRACT_COLUMNS = (
     "c.idempotent, c.idempotency_key, c.timeout_seconds, c.co_id, c.proposer, c.depends_on, c.created_at, "
     "c.status, c.version, c.updated_at, c.result, c.error_message, "
     "v.decision, v.level, v.args, v.args_hash, v.reasons, v.preview, v.requested_by, "
-    "a.kind, a.args_hash, a.requested_at, c.runs_at, c.draft, c.summary"
+    "a.kind, a.args_hash, a.requested_at, c.runs_at, c.draft, c.summary, c.held"
 )
 _CONTRACT_FROM = (
     "FROM executor_contracts c "
@@ -369,6 +398,7 @@ def _contract(row: tuple[Any, ...]) -> ExecutionContract:
         runs_at="agent" if row[29] == "agent" else "executor",
         draft=None if row[30] is None else ContractCreated.model_validate_json(row[30]),
         summary=row[31],
+        held=() if row[32] is None else tuple(_HELD.validate_json(row[32])),
     )
 
 
@@ -522,22 +552,23 @@ class SqliteExecutorQueries(ExecutorQueries):
         return consequence(contract, was_suspended=contracts.was_asked(execution_id))
 
     def transitions(self, execution_id: str) -> list[Transition]:
-        found = []
+        found: list[ExecutionTransitioned] = []
         for stored in self.store.read_aggregate(execution_id):
             if stored.origin != "local":
                 continue
             match stored.envelope().data:
                 case ExecutionTransitioned() as d:
-                    moves = [d]
+                    moves = d.moves()
                 case ContractCreated() as created:
                     moves = created.transitions
                 case _:
                     continue
-            found += [
-                Transition(d.from_status, d.to_status, d.trigger, d.actor, d.timestamp, d.reason)
-                for d in moves
-            ]
-        return found
+            found += moves
+        contract = self.contract(execution_id)  # and the moves it holds back (a call's start) after them
+        return [
+            Transition(d.from_status, d.to_status, d.trigger, d.actor, d.timestamp, d.reason)
+            for d in (*found, *(contract.held if contract is not None else ()))
+        ]
 
 
 def _form(row: Mapping[str, Any]) -> ApprovalForm:

@@ -14,18 +14,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from overseer_events.catalogue import (
     ContractDrafted,
     ExecutionProposed,
+    ExecutionTransitioned,
     HumanDecisionRecorded,
     OutcomeReported,
     SessionCancelRequested,
     VerdictIssued,
     form_aggregate,
+    held_aggregate,
 )
-from overseer_events.envelope import Envelope
+from overseer_events.envelope import Envelope, EventData
 from overseer_events.machines import TERMINAL_STATUSES, ExecutionStatus
 from overseer_events.views import ExecutionConsequenceView, has_reached
 from overseer_executor.application.ports import ContractRepository, ToolSpecs
@@ -35,8 +37,10 @@ from overseer_executor.domain.contract import (
     Outcome,
     Verdict,
     announced,
+    announcing_held,
     closed_form,
     consequence,
+    held_moves,
     open_contract,
 )
 from overseer_executor.domain.rules import (
@@ -200,7 +204,26 @@ class ExecutionHandlers:
             self._commit(unit, contract, outcome)
         return len(stale)
 
+    def announce_running(self, unit: ExecutorUnit, execution_id: str) -> None:
+        """A call still running after ``[executor] announce_running_after_seconds``: its start, held back
+        to be told with its end, is announced now."""
+        contract = unit.contracts.get(execution_id)
+        if contract is not None:
+            self._announce(unit, contract, announcing_held(contract))
+
     # -- shared steps --------------------------------------------------------------------
+    @staticmethod
+    def _announce(unit: ExecutorUnit, before: ExecutionContract, events: list[tuple[EventData, int]]) -> None:
+        # The session is the correlation, also for work recorded after a tool call (no incoming event).
+        for data, version in events:
+            unit.emit(
+                data,
+                aggregate_id=before.execution_id,
+                aggregate_version=version,
+                correlation_id=before.session_id,
+                awaited=before.awaited,
+            )
+
     def _apply_verdict(self, unit: ExecutorUnit, contract: ExecutionContract, verdict: Verdict) -> None:
         dependency = unit.contracts.status_of(contract.depends_on)
         twin = unit.contracts.twin_of(contract)
@@ -217,15 +240,20 @@ class ExecutionHandlers:
             # recorded with its start (a contract announced now carries both).
             ended = decide_tool_outcome(outcome.contract, ran, now=unit.clock())
             outcome = Outcome(ended.contract, outcome.events + ended.events)
-        # The session is the correlation, also for work recorded after a tool call (no incoming event).
-        for data, version in announced(before, outcome.events):
+        contract = outcome.contract
+        if ran is None and _starts_a_call_here(before, outcome) and unit.calls.holds_starts:
+            # Written here before the call, announced with its end: one event instead of two for a call
+            # that ends soon (one still running later is announced then: ToolCalls, announce_running).
+            held = held_moves(before, outcome.events)
             unit.emit(
-                data,
-                aggregate_id=before.execution_id,
-                aggregate_version=version,
+                held,
+                aggregate_id=held_aggregate(before.execution_id),
+                aggregate_version=before.version + len(held.moves),
                 correlation_id=before.session_id,
-                awaited=before.awaited,
             )
+            contract = replace(contract, version=before.version, held=tuple(held.moves))
+        else:
+            self._announce(unit, before, announced(before, outcome.events))
         closed = closed_form(before, outcome.events)
         if closed is not None:  # whoever holds the form's card learns nothing can be decided on it now
             unit.emit(
@@ -234,7 +262,6 @@ class ExecutionHandlers:
                 aggregate_version=1,
                 correlation_id=before.session_id,
             )
-        contract = outcome.contract
         if outcome.run_tool:
             unit.after_commit(lambda: unit.calls.run(contract))
         if (
@@ -249,6 +276,18 @@ class ExecutionHandlers:
             for dependent in unit.contracts.pending_dependents(contract.execution_id):
                 if dependent.verdict is not None:
                     self._apply_verdict(unit, dependent, dependent.verdict)
+
+
+def _starts_a_call_here(before: ExecutionContract, outcome: Outcome) -> bool:
+    """Whether ``outcome`` is only moves into RUNNING for a call the executor runs after the commit."""
+    moves = outcome.events
+    return (
+        outcome.run_tool
+        and before.runs_here
+        and bool(moves)
+        and all(isinstance(data, ExecutionTransitioned) for data in moves)
+        and outcome.contract.status is ExecutionStatus.RUNNING
+    )
 
 
 def calls_to_run_ahead(

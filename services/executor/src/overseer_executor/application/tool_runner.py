@@ -104,14 +104,35 @@ class ToolRunner:
 RecordOutcome = Callable[[str, ToolOutcome], Awaitable[object]]
 
 
-class ToolCalls:
-    """The tool calls in flight, by execution id; ``record`` journals how each one ended."""
+# Starts announcing the start a contract holds back (its execution id), in a unit of work of its own.
+AnnounceRunning = Callable[[str], object]
 
-    def __init__(self, runner: ToolRunner, record: RecordOutcome) -> None:
+
+class ToolCalls:
+    """The tool calls in flight, by execution id; ``record`` journals how each one ended.
+
+    A call's start is written before the call and, with ``announce_after`` > 0, held back to be
+    announced with its end; ``announce`` tells it on its own if the call still runs ``announce_after``
+    seconds later (0: every start is announced at once)."""
+
+    def __init__(
+        self,
+        runner: ToolRunner,
+        record: RecordOutcome,
+        announce: AnnounceRunning | None = None,
+        announce_after: float = 0.0,
+    ) -> None:
         self.runner = runner
         self.record = record
+        self.announce = announce
+        self.announce_after = announce_after
         self._running: dict[str, asyncio.Task[None] | None] = {}
         self._ran: dict[str, tuple[ExecutionContract, ToolOutcome]] = {}  # see ``ahead``
+
+    @property
+    def holds_starts(self) -> bool:
+        """Whether a call's start waits to be announced with its end (see the class)."""
+        return self.announce is not None and self.announce_after > 0
 
     def in_flight(self, execution_id: str) -> bool:
         """Whether this process runs the contract's call now (recovery must not run it again)."""
@@ -127,10 +148,20 @@ class ToolCalls:
     async def _run(self, contract: ExecutionContract) -> None:
         execution_id = contract.execution_id
         self._running[execution_id] = asyncio.current_task()
+        late = None
+        if contract.held and self.announce is not None:
+            # A timer, not a task per call: most calls end before it fires, and cancel it. Concurrency:
+            # should it fire as the call ends, the end and the announcement are units of work of one
+            # writer, in turn; whichever comes second finds nothing held and announces no start twice.
+            late = asyncio.get_running_loop().call_later(self.announce_after, self.announce, execution_id)
         try:
             result = await self.runner.run(contract)
+            if late is not None:
+                late.cancel()
             await self.record(execution_id, result)
         finally:
+            if late is not None:
+                late.cancel()
             self._running.pop(execution_id, None)
 
     @contextlib.asynccontextmanager

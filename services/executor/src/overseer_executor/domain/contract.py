@@ -19,6 +19,7 @@ from overseer_events.catalogue import (
     EcsRequested,
     ExecutionProposed,
     ExecutionTransitioned,
+    MovesHeld,
     Principal,
     RunsAt,
     TraceStep,
@@ -98,6 +99,9 @@ class ExecutionContract:
     # While nobody has been told of the contract (it waits for its verdict, kept in the executor's store
     # at version 0): the ``execution.contract_created`` that will announce it, with its first moves.
     draft: ContractCreated | None = None
+    # Moves written to the executor's store and not yet announced (``execution.moves_held``): the start of
+    # a call that runs now, told with its end (``announced``). ``version`` counts announced moves only.
+    held: tuple[ExecutionTransitioned, ...] = ()
 
     @property
     def awaited(self) -> bool:
@@ -176,23 +180,50 @@ def announced(contract: ExecutionContract, events: Sequence[EventData]) -> list[
     moves it made at once (to RUNNING, on to WAITING; and its end, when it ended in the same instant: a
     refusal, or a read-only call that ran ahead of the commit), then the rest as they are (a form).
     One event instead of up to four for what happened in one instant; every later move is an
-    ``execution.transitioned`` of its own. The creation is version 1 and each move one more, so the
-    versions are the same as if each had been an event of its own.
+    ``execution.transitioned`` of its own. The moves the contract holds back (``held``: a call's start)
+    go first, in the creation's moves or in the first transition's ``earlier``. The creation is version 1
+    and each move one more, so the versions are the same as if each had been an event of its own.
     """
     rest = list(events)
-    if contract.draft is not None and rest:
-        moves: list[ExecutionTransitioned] = []
+    held = list(contract.held)
+    if rest and (contract.draft is not None or held):
+        leading: list[ExecutionTransitioned] = []
         for data in rest:
             if not isinstance(data, ExecutionTransitioned):
                 break
-            moves.append(data)
-        rest[: len(moves)] = [contract.draft.model_copy(update={"transitions": moves})]
+            leading.append(data)
+        if contract.draft is not None:
+            rest[: len(leading)] = [contract.draft.model_copy(update={"transitions": held + leading})]
+        elif leading:
+            rest[0] = leading[0].model_copy(update={"earlier": held})
+        else:
+            rest.insert(0, held[-1].model_copy(update={"earlier": held[:-1]}))
     numbered: list[tuple[EventData, int]] = []
     version = contract.version
     for data in rest:
-        version += 1 + (len(data.transitions) if isinstance(data, ContractCreated) else 0)
+        if isinstance(data, ContractCreated):
+            version += 1 + len(data.transitions)
+        elif isinstance(data, ExecutionTransitioned):
+            version += 1 + len(data.earlier)
+        else:
+            version += 1
         numbered.append((data, version))
     return numbered
+
+
+def announcing_held(contract: ExecutionContract) -> list[tuple[EventData, int]]:
+    """The announcement of the moves ``contract`` holds back, on their own (its call still runs): one
+    event, as the held moves' end would have carried them."""
+    if not contract.held:
+        return []
+    return announced(replace(contract, held=contract.held[:-1]), contract.held[-1:])
+
+
+def held_moves(contract: ExecutionContract, events: Sequence[EventData]) -> MovesHeld:
+    """What a contract holds back once ``events`` (its moves into RUNNING, a call about to start) are
+    written: every move held so far (see ``MovesHeld``)."""
+    moves = [*contract.held, *(data for data in events if isinstance(data, ExecutionTransitioned))]
+    return MovesHeld(execution_id=contract.execution_id, moves=moves)
 
 
 def closed_form(before: ExecutionContract, events: Sequence[EventData]) -> EcsClosed | None:

@@ -205,9 +205,11 @@ def observe(
     transition's one, or the first moves a contract's creation carries). ``version``: the event's
     aggregate version (the executor's events are folded by it)."""
     match data:
-        case ExecutionTransitioned():
+        case ExecutionTransitioned(earlier=[]):
             contract, record = observe_transition(current, data, version)
             return contract, (record,)
+        case ExecutionTransitioned():
+            return observe_moves(current, data.moves(), version)
         case ContractCreated():
             return observe_announcement(current, data, version)
         case ExecutionProposed():
@@ -224,11 +226,22 @@ def observe_announcement(
     moves = created.transitions
     created_version = (version or len(moves) + 1) - len(moves)
     contract = observe_creation(current, created, created_version)
+    return observe_moves(contract, moves, created_version + len(moves))
+
+
+def observe_moves(
+    current: ObservedContract | None, moves: list[ExecutionTransitioned], version: int | None
+) -> tuple[ObservedContract, tuple[TransitionRecord, ...]]:
+    """Moves told in one event (a creation's first moves; a call's start held back and told with its
+    end): each is one version after the one before, the last the event's own (``version``)."""
     records: list[TransitionRecord] = []
-    for step, moved in enumerate(moves, start=1):
-        contract, record = observe_transition(contract, moved, created_version + step)
+    for index, moved in enumerate(moves):
+        at = None if version is None else version - len(moves) + 1 + index
+        current, record = observe_transition(current, moved, at)
         records.append(record)
-    return contract, tuple(records)
+    if current is None:
+        raise ValueError("no moves to fold into an unknown contract")
+    return current, tuple(records)
 
 
 def _skeleton(moved: ExecutionTransitioned) -> ObservedContract:
