@@ -52,9 +52,7 @@ def approved(ex: ExecutorHarness) -> int:
     return before
 
 
-async def test_an_approved_calls_start_is_written_before_the_call_and_told_with_its_end_in_one_event() -> (
-    None
-):
+async def test_an_approved_calls_start_is_written_first_and_told_with_its_end_in_one_event() -> None:
     ex = executor("sent")
     before = approved(ex)
     held = [(e.aggregate_id, e.data) for e in ex.emitted[before:] if isinstance(e.data, MovesHeld)]

@@ -241,7 +241,7 @@ class ExecutionHandlers:
             ended = decide_tool_outcome(outcome.contract, ran, now=unit.clock())
             outcome = Outcome(ended.contract, outcome.events + ended.events)
         contract = outcome.contract
-        if ran is None and _starts_a_call_here(before, outcome) and unit.calls.holds_starts:
+        if _starts_a_call_here(before, outcome) and unit.calls.holds_starts:
             # Written here before the call, announced with its end: one event instead of two for a call
             # that ends soon (one still running later is announced then: ToolCalls, announce_running).
             held = held_moves(before, outcome.events)

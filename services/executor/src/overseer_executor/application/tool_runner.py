@@ -155,13 +155,13 @@ class ToolCalls:
             # writer, in turn; whichever comes second finds nothing held and announces no start twice.
             late = asyncio.get_running_loop().call_later(self.announce_after, self.announce, execution_id)
         try:
-            result = await self.runner.run(contract)
-            if late is not None:
-                late.cancel()
+            try:
+                result = await self.runner.run(contract)
+            finally:
+                if late is not None:
+                    late.cancel()
             await self.record(execution_id, result)
         finally:
-            if late is not None:
-                late.cancel()
             self._running.pop(execution_id, None)
 
     @contextlib.asynccontextmanager

@@ -202,12 +202,9 @@ def observe(
     current: ObservedContract | None, data: EventData, occurred_at: float, version: int | None = None
 ) -> tuple[ObservedContract, tuple[TransitionRecord, ...]]:
     """Fold any observed event into its contract, with the record of each transition it holds (a
-    transition's one, or the first moves a contract's creation carries). ``version``: the event's
+    transition's one and those it tells of before it, or the first moves a contract's creation carries). ``version``: the event's
     aggregate version (the executor's events are folded by it)."""
     match data:
-        case ExecutionTransitioned(earlier=[]):
-            contract, record = observe_transition(current, data, version)
-            return contract, (record,)
         case ExecutionTransitioned():
             return observe_moves(current, data.moves(), version)
         case ContractCreated():
