@@ -68,6 +68,7 @@ sys.path.insert(0, str(ROOT))
 from bench.common import cpu_per_action, cpu_seconds, drive, emit, event_loop_runner, latency_summary  # noqa: E402
 from bench.lean_http import LeanClient  # noqa: E402
 from overseer_cli.supervisor import provision_stack  # noqa: E402
+from overseer_events.machines.execution import is_terminal  # noqa: E402
 from overseer_events.subjects import Subjects  # noqa: E402
 from overseer_gateway.adapters.tokens import ensure_tokens_file  # noqa: E402
 from overseer_runtime.bus import connect  # noqa: E402
@@ -642,7 +643,7 @@ def approval_points(seen: Seen, sent: float, decided: float, answered: float) ->
     told = [
         (event, stored, move) for event, stored in seen["execution.transitioned"] for move in _moves(event)
     ]
-    ends = [(event, stored) for event, stored, move in told if move["to_status"] in ("completed", "failed")]
+    ends = [(event, stored) for event, stored, move in told if is_terminal(move["to_status"])]
     starts = [move for _, _, move in told if move["to_status"] == "running"]
     if not ends or not starts:
         return None

@@ -152,9 +152,7 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
                 form, status="answered", answered_at=d.timestamp, outcome=d.trigger
             )
         if own:
-            self._transitions.setdefault(d.execution_id, []).append(
-                Transition(d.from_status, d.to_status, d.trigger, d.actor, d.timestamp, d.reason)
-            )
+            self._transitions.setdefault(d.execution_id, []).append(Transition.of(d))
 
     def _requested(self, event: Envelope, d: EcsRequested) -> None:
         by = d.requested_by
@@ -307,10 +305,7 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
 
     def transitions(self, execution_id: str) -> list[Transition]:
         contract = self._contracts.get(execution_id)
-        held = [
-            Transition(d.from_status, d.to_status, d.trigger, d.actor, d.timestamp, d.reason)
-            for d in (contract.held if contract is not None else ())
-        ]
+        held = [Transition.of(moved) for moved in (contract.held if contract is not None else ())]
         return [*self._transitions.get(execution_id, ()), *held]
 
 

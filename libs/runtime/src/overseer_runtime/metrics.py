@@ -127,9 +127,8 @@ class ServiceMetrics:
             self._moved(moved)
 
     def _transitioned(self, data: ExecutionTransitioned) -> None:
-        for moved in data.earlier:  # a call's start, held back and told with its end
+        for moved in data.moves():  # a call's start, held back, comes first when told with its end
             self._moved(moved)
-        self._moved(data)
 
     def _moved(self, data: ExecutionTransitioned) -> None:
         execution_id = data.execution_id

@@ -564,11 +564,13 @@ class SqliteExecutorQueries(ExecutorQueries):
                 case _:
                     continue
             found += moves
-        contract = self.contract(execution_id)  # and the moves it holds back (a call's start) after them
-        return [
-            Transition(d.from_status, d.to_status, d.trigger, d.actor, d.timestamp, d.reason)
-            for d in (*found, *(contract.held if contract is not None else ()))
-        ]
+        # Then the moves it holds back (a call's start, told with its end), from its row alone.
+        held = self.store.conn.execute(
+            "SELECT held FROM executor_contracts WHERE execution_id = ?", (execution_id,)
+        ).fetchone()
+        if held is not None and held[0] is not None:
+            found += _HELD.validate_json(held[0])
+        return [Transition.of(moved) for moved in found]
 
 
 def _form(row: Mapping[str, Any]) -> ApprovalForm:

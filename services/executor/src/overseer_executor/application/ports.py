@@ -14,6 +14,7 @@ import abc
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from overseer_events.catalogue import ExecutionTransitioned
 from overseer_events.machines import ExecutionStatus
 from overseer_events.views import ExecutionConsequenceView
 from overseer_executor.domain.claims import Twin
@@ -185,6 +186,12 @@ class Transition:
     actor: str
     timestamp: float
     reason: str | None
+
+    @classmethod
+    def of(cls, moved: ExecutionTransitioned) -> Transition:
+        return cls(
+            moved.from_status, moved.to_status, moved.trigger, moved.actor, moved.timestamp, moved.reason
+        )
 
     def as_dict(self) -> JSON:
         return {

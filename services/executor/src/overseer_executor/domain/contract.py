@@ -194,10 +194,9 @@ def announced(contract: ExecutionContract, events: Sequence[EventData]) -> list[
             leading.append(data)
         if contract.draft is not None:
             rest[: len(leading)] = [contract.draft.model_copy(update={"transitions": held + leading})]
-        elif leading:
-            rest[0] = leading[0].model_copy(update={"earlier": held})
-        else:
-            rest.insert(0, held[-1].model_copy(update={"earlier": held[:-1]}))
+        else:  # the held moves go with the next move (or the last of them tells the others)
+            told = [*held, *leading[:1]]
+            rest[: len(leading[:1])] = [told[-1].model_copy(update={"earlier": told[:-1]})]
     numbered: list[tuple[EventData, int]] = []
     version = contract.version
     for data in rest:

@@ -16,6 +16,7 @@ import orjson
 
 from overseer_events.views import Until, view_has_reached
 from overseer_gateway.application.ports import SettledViews
+from overseer_runtime.unit_of_work import Waiters
 
 log = logging.getLogger("overseer.gateway.settled")
 
@@ -30,10 +31,10 @@ class ToldViews(SettledViews):
     def __init__(self, limit: int = RECENT_VIEWS) -> None:
         self.limit = limit
         self._views: dict[str, dict[str, Any]] = {}  # insertion order: the oldest first
-        self._waiting: dict[str, list[tuple[Until, asyncio.Future[dict[str, Any]]]]] = {}
+        self._told = Waiters()  # by execution id
 
     def told(self, body: bytes) -> None:
-        """A view the executor sent: kept, and handed to each request waiting that far."""
+        """A view the executor sent: kept, and each request waiting on its call woken to read it."""
         try:
             view = orjson.loads(body)
             execution_id = str(view["execution_id"])
@@ -45,22 +46,16 @@ class ToldViews(SettledViews):
         self._views[execution_id] = view
         if len(self._views) > self.limit:
             del self._views[next(iter(self._views))]
-        for until, future in self._waiting.get(execution_id, ()):
-            if not future.done() and view_has_reached(view, until):
-                future.set_result(view)
+        self._told.wake(execution_id)
 
     async def settled(self, execution_id: str, until: Until, timeout: float) -> dict[str, Any] | None:
-        view = self._views.get(execution_id)
-        if view is not None and view_has_reached(view, until):
-            return view
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        waiting = self._waiting.setdefault(execution_id, [])
-        waiting.append((until, future))
-        try:
-            return await asyncio.wait_for(future, timeout)
-        except TimeoutError:
-            return None
-        finally:
-            waiting.remove((until, future))
-            if not waiting:
-                del self._waiting[execution_id]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            view = self._views.get(execution_id)
+            if view is not None and view_has_reached(view, until):
+                return view
+            # A view not yet that far (WAITING, for a wait to the end) is waited past.
+            remaining = deadline - loop.time()
+            if remaining <= 0 or not await self._told.wait(execution_id, remaining):
+                return None
