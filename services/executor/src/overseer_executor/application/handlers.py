@@ -224,6 +224,20 @@ class ExecutionHandlers:
                 awaited=before.awaited,
             )
 
+    @staticmethod
+    def _hold(unit: ExecutorUnit, before: ExecutionContract, outcome: Outcome) -> ExecutionContract:
+        """Write the moves that start a call here and hold them back: announced with the call's end, one
+        event instead of two for a call that ends soon (one still running later is announced then:
+        ``ToolCalls``, :meth:`announce_running`). The contract as they leave it."""
+        held = held_moves(before, outcome.events)
+        unit.emit(
+            held,
+            aggregate_id=held_aggregate(before.execution_id),
+            aggregate_version=before.version + len(held.moves),
+            correlation_id=before.session_id,
+        )
+        return replace(outcome.contract, version=before.version, held=tuple(held.moves))
+
     def _apply_verdict(self, unit: ExecutorUnit, contract: ExecutionContract, verdict: Verdict) -> None:
         dependency = unit.contracts.status_of(contract.depends_on)
         twin = unit.contracts.twin_of(contract)
@@ -240,19 +254,10 @@ class ExecutionHandlers:
             # recorded with its start (a contract announced now carries both).
             ended = decide_tool_outcome(outcome.contract, ran, now=unit.clock())
             outcome = Outcome(ended.contract, outcome.events + ended.events)
-        contract = outcome.contract
         if _starts_a_call_here(before, outcome) and unit.calls.holds_starts:
-            # Written here before the call, announced with its end: one event instead of two for a call
-            # that ends soon (one still running later is announced then: ToolCalls, announce_running).
-            held = held_moves(before, outcome.events)
-            unit.emit(
-                held,
-                aggregate_id=held_aggregate(before.execution_id),
-                aggregate_version=before.version + len(held.moves),
-                correlation_id=before.session_id,
-            )
-            contract = replace(contract, version=before.version, held=tuple(held.moves))
+            contract = self._hold(unit, before, outcome)
         else:
+            contract = outcome.contract
             self._announce(unit, before, announced(before, outcome.events))
         closed = closed_form(before, outcome.events)
         if closed is not None:  # whoever holds the form's card learns nothing can be decided on it now
