@@ -34,7 +34,7 @@ line per scenario and concurrency compares them (actions per second, and both p5
     python bench/pipeline.py [pipeline_auto] [pipeline_approval] [pipeline_timeline]
                              [pipeline_approval_timeline] [pipeline_replicas]
                              [--no-peers] [--quick]
-                             [--profile DIR [--profiler pyinstrument|cprofile]]
+                             [--profile DIR [--profiler pyinstrument|cprofile|sql]]
 """
 
 from __future__ import annotations
@@ -76,6 +76,7 @@ from overseer_runtime.config import load_settings  # noqa: E402
 from overseer_runtime.launcher import EmbeddedNats, free_port  # noqa: E402
 from overseer_runtime.partitions import instances  # noqa: E402
 from overseer_runtime.permissions import PROVISIONER  # noqa: E402
+from overseer_runtime.sql_profile import PROFILE_ENV  # noqa: E402
 
 SERVICES = ("observer", "col", "firewall", "executor", "reasoning", "gateway")
 SCENARIOS = (
@@ -100,11 +101,14 @@ def summary(scenario: str, latencies: list[float], elapsed: float, concurrency: 
     return {"scenario": scenario, "actions": summary.pop("actions"), "concurrency": concurrency, **summary}
 
 
-# How each profiler runs a service (``-m overseer_<service>`` follows), writing its report to ``base.*``:
-# pyinstrument samples (wall time, a readable tree); cProfile counts every call (``pstats`` reads it).
-PROFILERS: dict[str, Callable[[Path], list[str]]] = {
-    "pyinstrument": lambda base: ["pyinstrument", "-r", "text", "-o", f"{base}.txt"],
-    "cprofile": lambda base: ["cProfile", "-o", f"{base}.prof"],
+# How each profiler runs a service: the interpreter's arguments before ``-m overseer_<service>`` and the
+# environment it adds, writing its report to ``base.*``: pyinstrument samples (wall time, a readable tree);
+# cProfile counts every call (``pstats`` reads it); sql counts the CPU time of each statement the service's
+# store runs (``overseer_runtime.sql_profile``: ``base-<pid>.txt``, read as text).
+PROFILERS: dict[str, Callable[[Path], tuple[list[str], dict[str, str]]]] = {
+    "pyinstrument": lambda base: (["-m", "pyinstrument", "-r", "text", "-o", f"{base}.txt"], {}),
+    "cprofile": lambda base: (["-m", "cProfile", "-o", f"{base}.prof"], {}),
+    "sql": lambda base: ([], {PROFILE_ENV: str(base.parent)}),
 }
 
 
@@ -153,13 +157,14 @@ class LocalStack:
             "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
         }
         for service, (name, partition) in [(s, i) for s in SERVICES for i in instances(s, self.partitions)]:
-            argv = [sys.executable, "-m", f"overseer_{service}"]
+            wrapper: list[str] = []
+            profiled: dict[str, str] = {}
             if self.profile is not None:
                 self.profile.mkdir(parents=True, exist_ok=True)
-                argv = [sys.executable, "-m", *PROFILERS[self.profiler](self.profile / name), *argv[1:]]
+                wrapper, profiled = PROFILERS[self.profiler](self.profile / name)
             self.children[name] = subprocess.Popen(
-                argv,
-                env=base | self.nats.env_for(service) | partition,
+                [sys.executable, *wrapper, "-m", f"overseer_{service}"],
+                env=base | self.nats.env_for(service) | partition | profiled,
                 stdout=(logs / f"{name}.log").open("ab"),
                 stderr=subprocess.STDOUT,
                 cwd=self.home,

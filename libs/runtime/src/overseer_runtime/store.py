@@ -40,6 +40,7 @@ import orjson
 from overseer_events.envelope import Envelope, decode
 from overseer_events.errors import ConcurrencyError
 from overseer_events.subjects import KEPT_IN_STORE
+from overseer_runtime import sql_profile
 from overseer_runtime.schema import store_ddl
 
 log = logging.getLogger("overseer.store")
@@ -199,8 +200,8 @@ class EventStore:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.writes = WriteHealth(self.path)
-        # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a batch is exactly one transaction.
-        self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        # Without an isolation level: we issue BEGIN/COMMIT ourselves, so a batch is exactly one transaction.
+        self.conn = sql_profile.connect(self.path)
         self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute(f"PRAGMA synchronous = {synchronous}")
@@ -212,6 +213,7 @@ class EventStore:
         self._page_size = int(self.conn.execute("PRAGMA page_size").fetchone()[0])
 
     def close(self) -> None:
+        sql_profile.write_counts(self.conn)
         self.conn.close()
 
     # -- transactions ------------------------------------------------------
