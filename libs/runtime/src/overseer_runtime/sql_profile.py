@@ -2,7 +2,8 @@
 
 Set ``OVERSEER_SQL_PROFILE`` to a folder and every event store a process opens counts, per statement
 text, how often it ran and the CPU time its thread spent in it (``time.thread_time_ns``: the time the
-process was waiting for a CPU is not counted, so the figures hold on a busy machine too). When the
+process was waiting for a CPU is not counted, so the figures hold on a busy machine too). What it counts
+is each ``execute``; the few bulk writes (``executemany``: imports, the agent's memory index) are not. When the
 store closes, or the process exits, the counts are written to ``<folder>/<database>-<pid>.txt``, one
 line per statement, the costliest first::
 
