@@ -116,16 +116,18 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
         self._contracts[d.execution_id] = replace(
             known, version=version - len(d.transitions), draft=None, held=()
         )
-        for index, moved in enumerate(d.transitions):
-            self._transitioned(version - len(d.transitions) + 1 + index, moved, own)
+        self._moves(version, d.transitions, own)
 
     def _told(self, version: int, d: ExecutionTransitioned, own: bool) -> None:
-        """The moves an event tells of (those held back before it too), each one version after the last."""
-        moves = d.moves()
-        for index, moved in enumerate(moves):
-            self._transitioned(version - len(moves) + 1 + index, moved, own)
+        """The moves an event tells of (those held back before it too)."""
+        self._moves(version, d.moves(), own)
         if (contract := self._contracts.get(d.execution_id)) is not None:
             self._contracts[d.execution_id] = replace(contract, held=())
+
+    def _moves(self, version: int, moves: list[ExecutionTransitioned], own: bool) -> None:
+        """Moves told in one event at ``version``: each one version after the one before, the last at it."""
+        for index, moved in enumerate(moves):
+            self._transitioned(version - len(moves) + 1 + index, moved, own)
 
     def _held(self, d: MovesHeld) -> None:
         """Moves written, not told: the state as each leaves it, the version as it was."""

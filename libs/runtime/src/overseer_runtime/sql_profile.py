@@ -75,6 +75,7 @@ def connect(path: Path) -> sqlite3.Connection:
 
 
 def write_counts(conn: sqlite3.Connection) -> None:
-    """Write what ``conn`` counted, if it is profiled (a store that closes)."""
+    """Write what ``conn`` counted, if it is profiled (a store that closes): once, not again at exit."""
     if isinstance(conn, ProfiledConnection):
+        atexit.unregister(conn.statements.write)
         conn.statements.write()

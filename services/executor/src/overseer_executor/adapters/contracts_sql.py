@@ -66,13 +66,15 @@ _ANNOUNCE_DRAFTED = (
 )
 
 
-def _answer_approval(conn: sqlite3.Connection, execution_id: str, at: float, outcome: str) -> None:
-    """The contract left WAITING: its open question is answered (how: the move's trigger)."""
-    conn.execute(
-        "UPDATE executor_approvals SET status = 'answered', answered_at = ?, outcome = ? "
-        "WHERE execution_id = ? AND status = 'pending'",
-        (at, outcome, execution_id),
-    )
+def _answer_approvals(conn: sqlite3.Connection, moves: Sequence[ExecutionTransitioned]) -> None:
+    """Each move out of WAITING answers the contract's open question (how: the move's trigger)."""
+    for moved in moves:
+        if moved.from_status == "waiting":
+            conn.execute(
+                "UPDATE executor_approvals SET status = 'answered', answered_at = ?, outcome = ? "
+                "WHERE execution_id = ? AND status = 'pending'",
+                (moved.timestamp, moved.trigger, moved.execution_id),
+            )
 
 
 class ContractsProjection(SqlProjection):
@@ -167,9 +169,7 @@ class ContractsProjection(SqlProjection):
         in one write of the row as they leave it (not one write per move)."""
         moves = d.transitions
         cls._insert(conn, d, event.aggregate_version, None, _ANNOUNCE_DRAFTED, moves)
-        for moved in moves:
-            if moved.from_status == "waiting":
-                _answer_approval(conn, moved.execution_id, moved.timestamp, moved.trigger)
+        _answer_approvals(conn, moves)
 
     @staticmethod
     def _insert(
@@ -223,9 +223,7 @@ class ContractsProjection(SqlProjection):
             "result = COALESCE(?, result), error_message = COALESCE(?, error_message) WHERE execution_id = ?",
             (d.to_status, version, d.timestamp, d.result, d.error_message, d.execution_id),
         )
-        for moved in d.moves():
-            if moved.from_status == "waiting":
-                _answer_approval(conn, moved.execution_id, moved.timestamp, moved.trigger)
+        _answer_approvals(conn, d.moves())
 
     @staticmethod
     def _held(conn: sqlite3.Connection, d: MovesHeld) -> None:
@@ -244,9 +242,7 @@ class ContractsProjection(SqlProjection):
                 d.execution_id,
             ),
         )
-        for moved in d.moves:
-            if moved.from_status == "waiting":
-                _answer_approval(conn, moved.execution_id, moved.timestamp, moved.trigger)
+        _answer_approvals(conn, d.moves)
 
     @staticmethod
     def _requested(conn: sqlite3.Connection, d: EcsRequested, event: Envelope) -> None:
