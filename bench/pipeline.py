@@ -113,8 +113,9 @@ PROFILERS: dict[str, Callable[[Path], tuple[list[str], dict[str, str]]]] = {
 
 
 class LocalStack:
-    """NATS and the six services as child processes under a temporary OVERSEER_HOME (``partitions``:
-    the replicas of a service running as several, each running one partition of the work)."""
+    """NATS and the six services (or those named in ``services``) as child processes under a temporary
+    OVERSEER_HOME (``partitions``: the replicas of a service running as several, each running one
+    partition of the work)."""
 
     def __init__(
         self,
@@ -122,8 +123,10 @@ class LocalStack:
         profile: Path | None = None,
         partitions: dict[str, int] | None = None,
         profiler: str = "pyinstrument",
+        services: tuple[str, ...] = SERVICES,
     ) -> None:
         self.home = home
+        self.services = services
         self.profiler = profiler
         self.port = free_port()
         self.nats = EmbeddedNats(home)
@@ -156,7 +159,9 @@ class LocalStack:
             **{f"OVERSEER_PARTITIONS__{s.upper()}": str(n) for s, n in self.partitions.items()},
             "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
         }
-        for service, (name, partition) in [(s, i) for s in SERVICES for i in instances(s, self.partitions)]:
+        for service, (name, partition) in [
+            (s, i) for s in self.services for i in instances(s, self.partitions)
+        ]:
             wrapper: list[str] = []
             profiled: dict[str, str] = {}
             if self.profile is not None:

@@ -7,7 +7,9 @@ firewall_evaluate with the Agent Governance Toolkit peer (bench/firewall_evaluat
 pipeline_auto and pipeline_approval with the LangGraph peer (bench/pipeline.py,
 bench/peers/), pipeline_timeline and pipeline_approval_timeline (bench/pipeline.py: an AUTO action's steps and
 an approved action's steps at concurrency 1), pipeline_replicas
-(bench/pipeline.py: pipeline_auto with one and two executor replicas), chat_turn with its LangGraph peer (bench/chat.py, bench/peers/), llm_plugin_overhead
+(bench/pipeline.py: pipeline_auto with one and two executor replicas), service_cpu (bench/service_cpu.py: the
+CPU per action of the executor, the firewall and the observer, each alone, replaying what it consumed in a
+pipeline_auto run), chat_turn with its LangGraph peer (bench/chat.py, bench/peers/), llm_plugin_overhead
 and llm_first_token (bench/llm.py: the model plugin against the raw openai client on a scripted server,
 and the model's first piece of text to a WebSocket client), mcp_proxy (bench/mcp_proxy.py: an allowed MCP call
 through the proxy against the MCP server itself), approval_notice (bench/channels.py: a held call's notice
@@ -40,6 +42,7 @@ SCRIPTS: dict[str, tuple[str, ...]] = {
         "pipeline_approval_timeline",
         "pipeline_replicas",
     ),
+    "service_cpu.py": ("service_cpu",),
     "chat.py": ("chat_turn",),
     "llm.py": ("llm_plugin_overhead", "llm_first_token"),
     "mcp_proxy.py": ("mcp_proxy",),

@@ -1,0 +1,306 @@
+"""Benchmark ``service_cpu``: one service's CPU per action, replaying what it consumed in a pipeline run.
+
+At high concurrency what limits the pipeline is the CPU its services spend per action, and on a shared
+machine a whole pipeline run's throughput moves by a quarter within an hour: a change that saves a few
+percent of one service's CPU cannot be told from that. This scenario measures one service at a time,
+alone, on the same input every time:
+
+1. **record**: ``pipeline_auto`` (``--actions`` actions at concurrency 32) on a whole stack, then every
+   message of the events stream, with its subject and headers (or ``--input FILE``: a recording kept
+   earlier with ``--record FILE``, so that two versions of the code replay exactly the same messages);
+2. **replay**, for each service named (default: executor, firewall, observer; any service but the gateway,
+   whose input is HTTP): NATS and that service alone, on a fresh home; the recorded messages its durable
+   consumers read, published by their owners in batches of ``--batch`` while the service is stopped
+   (``SIGSTOP``), then applied once it is continued (``SIGCONT``): every replay meets the same batches.
+   Its CPU time (its threads' time on a CPU, from ``/proc``) from the first batch to the last one applied, less what
+   it spends idle over that time (measured before the first), per action and per message.
+
+Each of ``--rounds`` rounds replays every service in turn (a round of each, then the next round: the
+machine's drift meets all alike); one JSON line per service, the median of its rounds:
+``{"scenario":"service_cpu","service":…,"actions":N,"messages":M,"cpu_ms_per_action":…,"cpu_us_per_message":…,"rounds":[…]}``.
+
+    python bench/service_cpu.py [SERVICE ...] [--actions N] [--batch K] [--rounds R]
+                                [--record FILE | --input FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+from nats.aio.client import Client
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.common import drive, emit, event_loop_runner  # noqa: E402
+from bench.pipeline import AutoScenario, BusCounts, LocalStack  # noqa: E402
+from overseer_events.subjects import Subjects, owner_of_subject, subject_matches  # noqa: E402
+from overseer_runtime.bus import connect  # noqa: E402
+from overseer_runtime.permissions import PROVISIONER  # noqa: E402
+
+REPLAYED = ("executor", "firewall", "observer", "reasoning", "col")  # every service that only consumes events
+IDLE_SECONDS = 1.0  # how long the service's idle CPU is measured before the replay
+POLL_SECONDS = 0.001  # how often the service's consumers are asked whether they applied a batch
+
+
+def note(text: str) -> None:
+    print(f"[service_cpu] {text}", file=sys.stderr, flush=True)
+
+
+def cpu_time(pid: int) -> float:
+    """Seconds the process's threads have run on a CPU (``/proc/<pid>/task/*/schedstat``, to the
+    nanosecond: ``/proc/<pid>/stat`` counts in ticks of 10 ms, too coarse for a second of idling)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, IndexError, ValueError):  # a thread that just ended
+            continue
+    return total / 1e9
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One message of the events stream as it was stored: its subject, its headers, its bytes."""
+
+    subject: str
+    headers: dict[str, str]
+    data: bytes
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "subject": self.subject,
+            "headers": self.headers,
+            "data": base64.b64encode(self.data).decode(),
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Recorded:
+        return cls(obj["subject"], dict(obj["headers"]), base64.b64decode(obj["data"]))
+
+
+@dataclass(frozen=True)
+class Recording:
+    actions: int
+    messages: list[Recorded]
+
+    def save(self, path: Path) -> None:
+        lines = [orjson.dumps({"actions": self.actions})] + [orjson.dumps(m.to_json()) for m in self.messages]
+        path.write_bytes(b"\n".join(lines) + b"\n")
+
+    @classmethod
+    def load(cls, path: Path) -> Recording:
+        head, *rest = path.read_bytes().splitlines()
+        return cls(
+            int(orjson.loads(head)["actions"]), [Recorded.from_json(orjson.loads(line)) for line in rest]
+        )
+
+
+async def record(actions: int) -> Recording:
+    """``actions`` AUTO actions at concurrency 32 on a whole stack; then every message the stream holds."""
+    home = Path(tempfile.mkdtemp(prefix="overseer-bench-record-"))
+    stack = LocalStack(home)
+    try:
+        await stack.start()
+        await stack.wait_healthy()
+        scenario = AutoScenario(stack, 32, f"service-cpu-{time.time_ns() % 10**9}")
+        try:
+            await drive(actions, 32, scenario.one)
+        finally:
+            await scenario.close()
+        async with BusCounts(stack) as bus:
+            await bus.settled()  # the follow-ups of the last actions are stored too
+        nc = await connect(stack.nats.url, name="bench-record", credential=stack.nats.credential(PROVISIONER))
+        try:
+            messages = await _stream_messages(nc)
+        finally:
+            await nc.close()
+    finally:
+        stack.stop()
+        shutil.rmtree(home, ignore_errors=True)
+    note(f"recorded {len(messages)} messages of {actions} actions")
+    return Recording(actions, messages)
+
+
+async def _stream_messages(nc: Client) -> list[Recorded]:
+    js = nc.jetstream()
+    stream = Subjects().events_stream
+    info = await js.stream_info(stream)
+    out = []
+    for sequence in range(int(info.state.first_seq), int(info.state.last_seq) + 1):
+        msg = await js.get_msg(stream, seq=sequence)
+        headers = {
+            k: v for k, v in (msg.headers or {}).items() if not k.startswith("Nats-") or k == "Nats-Msg-Id"
+        }
+        out.append(Recorded(msg.subject or "", headers, msg.data or b""))
+    return out
+
+
+@dataclass
+class Consumers:
+    """The durable consumers of one service: their filters, and whether they applied all they were given."""
+
+    nc: Client
+    names: list[str]
+    filters: tuple[str, ...]
+
+    @classmethod
+    async def of(cls, nc: Client, service: str) -> Consumers:
+        js = nc.jetstream()
+        infos = await js.consumers_info(Subjects().events_stream)
+        mine = [c for c in infos if c.name == service or c.name.startswith(f"{service}_")]
+        filters = []
+        for info in mine:
+            config = info.config
+            filters.extend(
+                config.filter_subjects or ([config.filter_subject] if config.filter_subject else [])
+            )
+        return cls(nc, [c.name for c in mine], tuple(filters))
+
+    async def waiting(self) -> bool:
+        """Whether every consumer has a pull request waiting (the service is up and reading)."""
+        js = self.nc.jetstream()
+        infos = [await js.consumer_info(Subjects().events_stream, name) for name in self.names]
+        return all(int(info.num_waiting or 0) > 0 for info in infos)
+
+    async def applied(self) -> bool:
+        """Whether every message given to the consumers was acknowledged (applied and committed)."""
+        js = self.nc.jetstream()
+        for name in self.names:
+            info = await js.consumer_info(Subjects().events_stream, name)
+            if int(info.num_pending or 0) or int(info.num_ack_pending or 0):
+                return False
+        return True
+
+
+async def replay(recording: Recording, service: str, batch: int) -> dict[str, Any]:
+    """The service alone applying what it consumed in the recording: its CPU per action and per message."""
+    home = Path(tempfile.mkdtemp(prefix=f"overseer-bench-{service}-"))
+    stack = LocalStack(home, services=(service,))
+    connections: list[Client] = []
+    publishers: dict[str, Client] = {}  # by owner: each owner's events are published with its credential
+    try:
+        await stack.start()
+        nats = stack.nats
+        watcher = await connect(nats.url, name="bench-watch", credential=nats.credential(PROVISIONER))
+        connections.append(watcher)
+        consumers = await Consumers.of(watcher, service)
+        wanted = [m for m in recording.messages if subject_matches(m.subject, consumers.filters)]
+        for owner in {owner_of_subject(m.subject) for m in wanted}:
+            assert owner is not None, "every event's subject names its owner"
+            publishers[owner] = await connect(
+                nats.url, name=f"bench-{owner}", credential=nats.credential(owner)
+            )
+            connections.append(publishers[owner])
+        await _until(consumers.waiting, timeout=90.0)
+        process = stack.children[service]
+        # The first tenth warms the process up (its first batches pay for what it loads and caches once).
+        warm = max(batch, len(wanted) // 10 // batch * batch)
+        for first in range(0, warm, batch):
+            await _apply(process, publishers, consumers, wanted[first : first + batch])
+        wanted = wanted[warm:]
+        before = cpu_time(process.pid)
+        await asyncio.sleep(IDLE_SECONDS)
+        idle_rate = (cpu_time(process.pid) - before) / IDLE_SECONDS
+        started, spent_before = time.monotonic(), cpu_time(process.pid)
+        for first in range(0, len(wanted), batch):
+            await _apply(process, publishers, consumers, wanted[first : first + batch])
+        spent = cpu_time(process.pid) - spent_before - idle_rate * (time.monotonic() - started)
+    finally:
+        for nc in connections:
+            await nc.close()
+        stack.stop()
+        shutil.rmtree(home, ignore_errors=True)
+    actions = recording.actions * len(wanted) / (len(wanted) + warm)  # those of the measured messages
+    return {
+        "service": service,
+        "actions": round(actions),
+        "messages": len(wanted),
+        "cpu_ms_per_action": round(spent * 1000 / actions, 4),
+        "cpu_us_per_message": round(spent * 1e6 / max(len(wanted), 1), 1),
+    }
+
+
+async def _apply(
+    process: subprocess.Popen[bytes],
+    publishers: dict[str, Client],
+    consumers: Consumers,
+    messages: list[Recorded],
+) -> None:
+    """Publish ``messages`` while the service is stopped, continue it, and wait until it applied them."""
+    process.send_signal(signal.SIGSTOP)
+    try:
+        for message in messages:
+            owner = owner_of_subject(message.subject)
+            assert owner is not None
+            await (
+                publishers[owner].jetstream().publish(message.subject, message.data, headers=message.headers)
+            )
+    finally:
+        process.send_signal(signal.SIGCONT)
+    await _until(consumers.applied, timeout=60.0)
+
+
+async def _until(check: Callable[[], Awaitable[bool]], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not await check():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{check.__qualname__} still false after {timeout:g}s")
+        await asyncio.sleep(POLL_SECONDS)
+
+
+async def run(options: argparse.Namespace) -> None:
+    recording = Recording.load(options.input) if options.input else await record(options.actions)
+    if options.record:
+        recording.save(options.record)
+    services = options.services or ["executor", "firewall", "observer"]
+    rounds: dict[str, list[dict[str, Any]]] = {service: [] for service in services}
+    for _ in range(options.rounds):
+        for service in services:
+            rounds[service].append(await replay(recording, service, options.batch))
+            note(f"{service}: {rounds[service][-1]}")
+    for service, runs in rounds.items():
+        emit(
+            {
+                "scenario": "service_cpu",
+                "service": service,
+                "actions": runs[0]["actions"],
+                "messages": runs[0]["messages"],
+                "batch": options.batch,
+                "cpu_ms_per_action": round(statistics.median(r["cpu_ms_per_action"] for r in runs), 4),
+                "cpu_us_per_message": round(statistics.median(r["cpu_us_per_message"] for r in runs), 1),
+                "rounds": [r["cpu_ms_per_action"] for r in runs],
+            }
+        )
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("services", nargs="*", choices=[[], "service_cpu", *REPLAYED], default=[])
+    parser.add_argument("--actions", type=int, default=2000, help="AUTO actions recorded")
+    parser.add_argument("--batch", type=int, default=24, help="messages published per stop of the service")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--record", type=Path, help="keep the recorded messages in this file")
+    parser.add_argument("--input", type=Path, help="replay a recording kept with --record")
+    options = parser.parse_args(argv)
+    options.services = [s for s in options.services if s != "service_cpu"]  # bench/run.py names the scenario
+    event_loop_runner()(run(options))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
