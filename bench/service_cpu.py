@@ -5,22 +5,26 @@ machine a whole pipeline run's throughput moves by a quarter within an hour: a c
 percent of one service's CPU cannot be told from that. This scenario measures one service at a time,
 alone, on the same input every time:
 
-1. **record**: ``pipeline_auto`` (``--actions`` actions at concurrency 32) on a whole stack, then every
-   message of the events stream, with its subject and headers (or ``--input FILE``: a recording kept
-   earlier with ``--record FILE``, so that two versions of the code replay exactly the same messages);
+1. **record**: ``pipeline_auto`` (or, with ``--pipeline approval``, ``pipeline_approval``: each action held
+   for a person and approved by an automatic operator), ``--actions`` actions at concurrency 32 on a whole
+   stack, then every message of the events stream, with its subject and headers (or ``--input FILE``: a
+   recording kept earlier with ``--record FILE``, so that two versions of the code replay exactly the
+   same messages);
 2. **replay**, for each service named (default: executor, firewall, observer; any service but the gateway,
    whose input is HTTP): NATS and that service alone, on a fresh home; the recorded messages its durable
    consumers read, published by their owners in batches of ``--batch`` while the service is stopped
    (``SIGSTOP``), then applied once it is continued (``SIGCONT``): every replay meets the same batches.
-   Its CPU time (its threads' time on a CPU, from ``/proc``) from the first batch to the last one applied, less what
-   it spends idle over that time (measured before the first), per action and per message.
+   The first tenth of them warms the process up; then its CPU time (its threads' time on a CPU, from
+   ``/proc``) from the next batch to the last one applied, less what it spends idle over that time
+   (measured just before), per action and per message.
 
 Each of ``--rounds`` rounds replays every service in turn (a round of each, then the next round: the
 machine's drift meets all alike); one JSON line per service, the median of its rounds:
-``{"scenario":"service_cpu","service":…,"actions":N,"messages":M,"cpu_ms_per_action":…,"cpu_us_per_message":…,"rounds":[…]}``.
+``{"scenario":"service_cpu","for":"pipeline_auto","service":…,"actions":N,"messages":M,"batch":K,"cpu_ms_per_action":…,``
+``"cpu_us_per_message":…,"rounds":[…]}`` (the actions and messages measured, past the warm-up).
 
-    python bench/service_cpu.py [SERVICE ...] [--actions N] [--batch K] [--rounds R]
-                                [--record FILE | --input FILE]
+    python bench/service_cpu.py [SERVICE ...] [--pipeline auto|approval] [--actions N] [--batch K]
+                                [--rounds R] [--record FILE | --input FILE]
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import drive, emit, event_loop_runner  # noqa: E402
-from bench.pipeline import AutoScenario, BusCounts, LocalStack  # noqa: E402
+from bench.pipeline import ApprovalScenario, AutoScenario, BusCounts, LocalStack, make_fs_write_confirm  # noqa: E402
 from overseer_events.subjects import Subjects, owner_of_subject, subject_matches  # noqa: E402
 from overseer_runtime.bus import connect  # noqa: E402
 from overseer_runtime.permissions import PROVISIONER  # noqa: E402
@@ -95,29 +99,42 @@ class Recorded:
 
 @dataclass(frozen=True)
 class Recording:
+    pipeline: str  # the scenario recorded: pipeline_auto or pipeline_approval
     actions: int
     messages: list[Recorded]
 
     def save(self, path: Path) -> None:
-        lines = [orjson.dumps({"actions": self.actions})] + [orjson.dumps(m.to_json()) for m in self.messages]
-        path.write_bytes(b"\n".join(lines) + b"\n")
+        head = orjson.dumps({"pipeline": self.pipeline, "actions": self.actions})
+        path.write_bytes(b"\n".join([head, *(orjson.dumps(m.to_json()) for m in self.messages)]) + b"\n")
 
     @classmethod
     def load(cls, path: Path) -> Recording:
-        head, *rest = path.read_bytes().splitlines()
+        first, *rest = path.read_bytes().splitlines()
+        head = orjson.loads(first)
         return cls(
-            int(orjson.loads(head)["actions"]), [Recorded.from_json(orjson.loads(line)) for line in rest]
+            head["pipeline"], int(head["actions"]), [Recorded.from_json(orjson.loads(m)) for m in rest]
         )
 
 
-async def record(actions: int) -> Recording:
-    """``actions`` AUTO actions at concurrency 32 on a whole stack; then every message the stream holds."""
+PIPELINES: dict[str, type[AutoScenario] | type[ApprovalScenario]] = {
+    "auto": AutoScenario,
+    "approval": ApprovalScenario,
+}
+
+
+async def record(pipeline: str, actions: int) -> Recording:
+    """``actions`` actions of ``pipeline`` at concurrency 32 on a whole stack; then every message the stream
+    holds."""
     home = Path(tempfile.mkdtemp(prefix="overseer-bench-record-"))
     stack = LocalStack(home)
+    scenario_cls = PIPELINES[pipeline]
     try:
         await stack.start()
         await stack.wait_healthy()
-        scenario = AutoScenario(stack, 32, f"service-cpu-{time.time_ns() % 10**9}")
+        if scenario_cls is ApprovalScenario:
+            await make_fs_write_confirm(stack)
+        scenario = scenario_cls(stack, 32, f"service-cpu-{time.time_ns() % 10**9}")
+        await scenario.start()
         try:
             await drive(actions, 32, scenario.one)
         finally:
@@ -132,8 +149,8 @@ async def record(actions: int) -> Recording:
     finally:
         stack.stop()
         shutil.rmtree(home, ignore_errors=True)
-    note(f"recorded {len(messages)} messages of {actions} actions")
-    return Recording(actions, messages)
+    note(f"recorded {len(messages)} messages of {actions} actions of {scenario_cls.name}")
+    return Recording(scenario_cls.name, actions, messages)
 
 
 async def _stream_messages(nc: Client) -> list[Recorded]:
@@ -264,7 +281,9 @@ async def _until(check: Callable[[], Awaitable[bool]], timeout: float) -> None:
 
 
 async def run(options: argparse.Namespace) -> None:
-    recording = Recording.load(options.input) if options.input else await record(options.actions)
+    recording = (
+        Recording.load(options.input) if options.input else await record(options.pipeline, options.actions)
+    )
     if options.record:
         recording.save(options.record)
     services = options.services or ["executor", "firewall", "observer"]
@@ -277,6 +296,7 @@ async def run(options: argparse.Namespace) -> None:
         emit(
             {
                 "scenario": "service_cpu",
+                "for": recording.pipeline,
                 "service": service,
                 "actions": runs[0]["actions"],
                 "messages": runs[0]["messages"],
@@ -291,7 +311,8 @@ async def run(options: argparse.Namespace) -> None:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("services", nargs="*", choices=[[], "service_cpu", *REPLAYED], default=[])
-    parser.add_argument("--actions", type=int, default=2000, help="AUTO actions recorded")
+    parser.add_argument("--pipeline", choices=sorted(PIPELINES), default="auto", help="the actions recorded")
+    parser.add_argument("--actions", type=int, default=2000, help="actions recorded")
     parser.add_argument("--batch", type=int, default=24, help="messages published per stop of the service")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--record", type=Path, help="keep the recorded messages in this file")
