@@ -227,6 +227,8 @@ async def replay(recording: Recording, service: str, batch: int) -> dict[str, An
         process = stack.children[service]
         # The first tenth warms the process up (its first batches pay for what it loads and caches once).
         warm = max(batch, len(wanted) // 10 // batch * batch)
+        if len(wanted) <= warm:
+            raise SystemExit(f"{service} read {len(wanted)} of the recorded messages: record more actions")
         for first in range(0, warm, batch):
             await _apply(process, publishers, consumers, wanted[first : first + batch])
         wanted = wanted[warm:]
@@ -264,9 +266,8 @@ async def _apply(
         for message in messages:
             owner = owner_of_subject(message.subject)
             assert owner is not None
-            await (
-                publishers[owner].jetstream().publish(message.subject, message.data, headers=message.headers)
-            )
+            js = publishers[owner].jetstream()
+            await js.publish(message.subject, message.data, headers=message.headers)
     finally:
         process.send_signal(signal.SIGCONT)
     await _until(consumers.applied, timeout=60.0)
