@@ -79,6 +79,19 @@ def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
     return out
 
 
+def cpu_time(pid: int) -> float:
+    """Seconds the process's live threads have run on a CPU (``/proc/<pid>/task/*/schedstat``), to the
+    nanosecond: for a short span of one process, such as a second of idling, where :func:`cpu_seconds`'s
+    ticks of 10 ms are too coarse (which, unlike this, also count the threads that have ended)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, IndexError, ValueError):  # a thread that just ended
+            continue
+    return total / 1e9
+
+
 def cpu_per_action(before: dict[str, float], after: dict[str, float], count: int, elapsed: float) -> str:
     """Where the CPU went between two :func:`cpu_seconds` readings, in ms per action, busiest first."""
     spent = {name: (after[name] - before.get(name, 0.0)) * 1000 / count for name in after}

@@ -50,11 +50,12 @@ from nats.aio.client import Client
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import drive, emit, event_loop_runner  # noqa: E402
+from bench.common import cpu_time, drive, emit, event_loop_runner  # noqa: E402
 from bench.pipeline import ApprovalScenario, AutoScenario, BusCounts, LocalStack, make_fs_write_confirm  # noqa: E402
 from overseer_events.subjects import Subjects, owner_of_subject, subject_matches  # noqa: E402
 from overseer_runtime.bus import connect  # noqa: E402
 from overseer_runtime.permissions import PROVISIONER  # noqa: E402
+from overseer_runtime.stream_reader import StreamReader  # noqa: E402
 
 REPLAYED = ("executor", "firewall", "observer", "reasoning", "col")  # every service that only consumes events
 IDLE_SECONDS = 1.0  # how long the service's idle CPU is measured before the replay
@@ -63,18 +64,6 @@ POLL_SECONDS = 0.001  # how often the service's consumers are asked whether they
 
 def note(text: str) -> None:
     print(f"[service_cpu] {text}", file=sys.stderr, flush=True)
-
-
-def cpu_time(pid: int) -> float:
-    """Seconds the process's threads have run on a CPU (``/proc/<pid>/task/*/schedstat``, to the
-    nanosecond: ``/proc/<pid>/stat`` counts in ticks of 10 ms, too coarse for a second of idling)."""
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            total += int((task / "schedstat").read_text().split()[0])
-        except (OSError, IndexError, ValueError):  # a thread that just ended
-            continue
-    return total / 1e9
 
 
 @dataclass(frozen=True)
@@ -154,17 +143,18 @@ async def record(pipeline: str, actions: int) -> Recording:
 
 
 async def _stream_messages(nc: Client) -> list[Recorded]:
-    js = nc.jetstream()
-    stream = Subjects().events_stream
-    info = await js.stream_info(stream)
-    out = []
-    for sequence in range(int(info.state.first_seq), int(info.state.last_seq) + 1):
-        msg = await js.get_msg(stream, seq=sequence)
-        headers = {
-            k: v for k, v in (msg.headers or {}).items() if not k.startswith("Nats-") or k == "Nats-Msg-Id"
-        }
-        out.append(Recorded(msg.subject or "", headers, msg.data or b""))
-    return out
+    """Every message of the events stream, with the headers its publisher gave it (the stream's own
+    ``Nats-*`` headers dropped, but the ``Nats-Msg-Id`` that de-duplicates it)."""
+    subjects = Subjects()
+    async with StreamReader(nc, subjects.events_stream) as reader:
+        return [
+            Recorded(
+                message.subject,
+                {k: v for k, v in message.headers.items() if not k.startswith("Nats-") or k == "Nats-Msg-Id"},
+                message.data,
+            )
+            async for message in reader.messages(f"{subjects.namespace}.>")
+        ]
 
 
 @dataclass

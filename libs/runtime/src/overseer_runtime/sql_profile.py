@@ -66,11 +66,11 @@ def connect(path: Path) -> sqlite3.Connection:
     """A store's connection to ``path`` (transactions issued by the store itself, usable from any thread);
     profiled (see the module) while ``OVERSEER_SQL_PROFILE`` is set."""
     folder = os.environ.get(PROFILE_ENV)
-    if not folder:
-        return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, factory=ProfiledConnection)
-    conn.statements = StatementCounts(Path(folder) / f"{path.stem}-{os.getpid()}.txt")
-    atexit.register(conn.statements.write)  # a process that ends without closing its store
+    factory = ProfiledConnection if folder else sqlite3.Connection
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, factory=factory)
+    if folder and isinstance(conn, ProfiledConnection):
+        conn.statements = StatementCounts(Path(folder) / f"{path.stem}-{os.getpid()}.txt")
+        atexit.register(conn.statements.write)  # a process that ends without closing its store
     return conn
 
 

@@ -37,6 +37,7 @@ class StreamMessage:
     seq: int
     subject: str
     data: bytes
+    headers: dict[str, str]  # as published, with the stream's own (``Nats-Sequence``, ``Nats-Time-Stamp``…)
 
 
 class StreamReader:
@@ -111,7 +112,7 @@ class StreamReader:
                     )
                 found.append(
                     StreamMessage(
-                        int(headers["Nats-Sequence"]), headers.get("Nats-Subject", subject), msg.data
+                        int(headers["Nats-Sequence"]), headers.get("Nats-Subject", subject), msg.data, headers
                     )
                 )
                 if "Nats-Num-Pending" not in headers:  # a server that does not batch: one message per request
