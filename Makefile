@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed
 export UV_PYTHON := $(shell command -v $(PYTHON))
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: run test test-unit test-integration test-llm bench lint fmt typecheck clean install system-deps test-system-deps llm-system-deps lock
+.PHONY: run test test-unit test-integration test-llm bench lint fmt typecheck clean install system-deps test-system-deps llm-system-deps bench-system-deps lock
 
 $(UV):
 	$(PYTHON) -m venv .uv
@@ -27,6 +27,11 @@ system-deps:
 test-system-deps: system-deps
 	@test -x /usr/bin/chromium || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 	@dpkg -s fonts-wqy-zenhei >/dev/null 2>&1 || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y fonts-wqy-zenhei; }
+
+# `bench/service_cpu.py --instructions` counts a service's instructions under valgrind's callgrind: Debian's
+# valgrind, installed only when it is missing.
+bench-system-deps:
+	@command -v callgrind_control >/dev/null 2>&1 || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y valgrind; }
 
 PACKAGES := uv.lock pyproject.toml $(wildcard libs/*/pyproject.toml services/*/pyproject.toml) cli/pyproject.toml
 
@@ -76,7 +81,7 @@ test-unit: $(STAMP)
 test-integration: $(STAMP)
 	$(PY) -m pytest -q tests/integration tests/e2e
 
-bench: $(STAMP)
+bench: $(STAMP) | bench-system-deps
 	$(PY) bench/run.py
 
 lint: $(STAMP)

@@ -115,7 +115,8 @@ PROFILERS: dict[str, Callable[[Path], tuple[list[str], dict[str, str]]]] = {
 class LocalStack:
     """NATS and the six services (or those named in ``services``) as child processes under a temporary
     OVERSEER_HOME (``partitions``: the replicas of a service running as several, each running one
-    partition of the work)."""
+    partition of the work; ``launcher``: a command each service's interpreter runs under, with the
+    environment it adds, such as valgrind's)."""
 
     def __init__(
         self,
@@ -124,9 +125,11 @@ class LocalStack:
         partitions: dict[str, int] | None = None,
         profiler: str = "pyinstrument",
         services: tuple[str, ...] = SERVICES,
+        launcher: tuple[list[str], dict[str, str]] = ([], {}),
     ) -> None:
         self.home = home
         self.services = services
+        self.launcher = launcher
         self.profiler = profiler
         self.port = free_port()
         self.nats = EmbeddedNats(home)
@@ -167,9 +170,10 @@ class LocalStack:
             if self.profile is not None:
                 self.profile.mkdir(parents=True, exist_ok=True)
                 wrapper, profiled = PROFILERS[self.profiler](self.profile / name)
+            prefix, launched = self.launcher
             self.children[name] = subprocess.Popen(
-                [sys.executable, *wrapper, "-m", f"overseer_{service}"],
-                env=base | self.nats.env_for(service) | partition | profiled,
+                [*prefix, sys.executable, *wrapper, "-m", f"overseer_{service}"],
+                env=base | self.nats.env_for(service) | partition | profiled | launched,
                 stdout=(logs / f"{name}.log").open("ab"),
                 stderr=subprocess.STDOUT,
                 cwd=self.home,

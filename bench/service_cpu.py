@@ -18,13 +18,19 @@ alone, on the same input every time:
    ``/proc``) from the next batch to the last one applied, less what it spends idle over that time
    (measured just before), per action and per message.
 
+With ``--instructions`` the replayed service runs under valgrind's callgrind, which counts the instructions
+it executes from the next batch to the last one applied: the same count, to a few parts in a thousand,
+for the same code and input however busy the machine is, so a change worth 1 % of a service shows in one
+round of each version (the service runs about forty times slower meanwhile; one round of the executor
+takes about a minute). The lines then say ``instructions_per_action`` and ``instructions_per_message``.
+
 Each of ``--rounds`` rounds replays every service in turn (a round of each, then the next round: the
 machine's drift meets all alike); one JSON line per service, the median of its rounds:
 ``{"scenario":"service_cpu","for":"pipeline_auto","service":…,"actions":N,"messages":M,"batch":K,"cpu_ms_per_action":…,``
 ``"cpu_us_per_message":…,"rounds":[…]}`` (the actions and messages measured, past the warm-up).
 
     python bench/service_cpu.py [SERVICE ...] [--pipeline auto|approval] [--actions N] [--batch K]
-                                [--rounds R] [--record FILE | --input FILE]
+                                [--rounds R] [--record FILE | --input FILE] [--instructions]
 """
 
 from __future__ import annotations
@@ -194,10 +200,15 @@ class Consumers:
         return True
 
 
-async def replay(recording: Recording, service: str, batch: int) -> dict[str, Any]:
-    """The service alone applying what it consumed in the recording: its CPU per action and per message."""
+async def replay(
+    recording: Recording, service: str, batch: int, instructions: bool = False
+) -> dict[str, Any]:
+    """The service alone applying what it consumed in the recording: its CPU per action and per message
+    (``instructions``: the instructions it executed instead, counted by valgrind)."""
     home = Path(tempfile.mkdtemp(prefix=f"overseer-bench-{service}-"))
-    stack = LocalStack(home, services=(service,))
+    stack = LocalStack(
+        home, services=(service,), launcher=under_callgrind(home) if instructions else ([], {})
+    )
     connections: list[Client] = []
     publishers: dict[str, Client] = {}  # by owner: each owner's events are published with its credential
     try:
@@ -213,7 +224,7 @@ async def replay(recording: Recording, service: str, batch: int) -> dict[str, An
                 nats.url, name=f"bench-{owner}", credential=nats.credential(owner)
             )
             connections.append(publishers[owner])
-        await _until(consumers.waiting, timeout=90.0)
+        await _until(consumers.waiting, timeout=300.0 if instructions else 90.0)
         process = stack.children[service]
         # The first tenth warms the process up (its first batches pay for what it loads and caches once).
         warm = max(batch, len(wanted) // 10 // batch * batch)
@@ -222,19 +233,25 @@ async def replay(recording: Recording, service: str, batch: int) -> dict[str, An
         for first in range(0, warm, batch):
             await _apply(process, publishers, consumers, wanted[first : first + batch])
         wanted = wanted[warm:]
-        before = cpu_time(process.pid)
-        await asyncio.sleep(IDLE_SECONDS)
-        idle_rate = (cpu_time(process.pid) - before) / IDLE_SECONDS
-        started, spent_before = time.monotonic(), cpu_time(process.pid)
+        counter = Instructions(home, process.pid) if instructions else CpuTime(process.pid)
+        await counter.start()
         for first in range(0, len(wanted), batch):
             await _apply(process, publishers, consumers, wanted[first : first + batch])
-        spent = cpu_time(process.pid) - spent_before - idle_rate * (time.monotonic() - started)
+        spent = await counter.stop()
     finally:
         for nc in connections:
             await nc.close()
         stack.stop()
         shutil.rmtree(home, ignore_errors=True)
     actions = recording.actions * len(wanted) / (len(wanted) + warm)  # those of the measured messages
+    if instructions:
+        return {
+            "service": service,
+            "actions": round(actions),
+            "messages": len(wanted),
+            "instructions_per_action": round(spent / actions),
+            "instructions_per_message": round(spent / max(len(wanted), 1)),
+        }
     return {
         "service": service,
         "actions": round(actions),
@@ -242,6 +259,69 @@ async def replay(recording: Recording, service: str, batch: int) -> dict[str, An
         "cpu_ms_per_action": round(spent * 1000 / actions, 4),
         "cpu_us_per_message": round(spent * 1e6 / max(len(wanted), 1), 1),
     }
+
+
+def under_callgrind(home: Path) -> tuple[list[str], dict[str, str]]:
+    """The replayed service under valgrind's callgrind, counting nothing until told (``Instructions``), with
+    its string hashes fixed (a dict's layout, hence the instructions that walk it, depends on them)."""
+    command = [
+        "valgrind",
+        "--tool=callgrind",
+        "--instr-atstart=no",
+        f"--callgrind-out-file={home}/callgrind.%p",
+    ]
+    return command, {"PYTHONHASHSEED": "0"}
+
+
+class CpuTime:
+    """The process's CPU time between ``start`` and ``stop`` (seconds), less its idle rate, measured over
+    a second before ``start``: a process waiting for messages still wakes for timers and heartbeats."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.idle_rate = self.spent_before = self.started = 0.0
+
+    async def start(self) -> None:
+        before = cpu_time(self.pid)
+        await asyncio.sleep(IDLE_SECONDS)
+        self.idle_rate = (cpu_time(self.pid) - before) / IDLE_SECONDS
+        self.started, self.spent_before = time.monotonic(), cpu_time(self.pid)
+
+    async def stop(self) -> float:
+        return cpu_time(self.pid) - self.spent_before - self.idle_rate * (time.monotonic() - self.started)
+
+
+class Instructions:
+    """The instructions a process under :func:`under_callgrind` executed between ``start`` and ``stop``: the
+    same for the same code and input whatever else the machine does (to a few parts in a thousand), where
+    CPU time on a shared machine moves by several percent within minutes."""
+
+    def __init__(self, home: Path, pid: int) -> None:
+        self.home = home
+        self.pid = pid
+
+    async def start(self) -> None:
+        await _callgrind_control("--instr=on", self.pid)
+
+    async def stop(self) -> float:
+        await _callgrind_control("--dump", self.pid)
+        dump = self.home / f"callgrind.{self.pid}.1"  # the first dump: what ran since the counting began
+        totals = [line for line in dump.read_text().splitlines() if line.startswith("totals:")]
+        return float(totals[0].split()[1])
+
+
+async def _callgrind_control(option: str, pid: int) -> None:
+    """Tell the callgrind of ``pid`` to do something; returns once it did."""
+    process = await asyncio.create_subprocess_exec(
+        "callgrind_control",
+        option,
+        str(pid),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    output, _ = await process.communicate()
+    if process.returncode != 0 or b"OK" not in output:
+        raise RuntimeError(f"callgrind_control {option} {pid}: {output.decode(errors='replace')}")
 
 
 async def _apply(
@@ -281,8 +361,13 @@ async def run(options: argparse.Namespace) -> None:
     rounds: dict[str, list[dict[str, Any]]] = {service: [] for service in services}
     for _ in range(options.rounds):
         for service in services:
-            rounds[service].append(await replay(recording, service, options.batch))
+            rounds[service].append(await replay(recording, service, options.batch, options.instructions))
             note(f"{service}: {rounds[service][-1]}")
+    per_action, per_message = (
+        ("instructions_per_action", "instructions_per_message")
+        if options.instructions
+        else ("cpu_ms_per_action", "cpu_us_per_message")
+    )
     for service, runs in rounds.items():
         emit(
             {
@@ -292,9 +377,9 @@ async def run(options: argparse.Namespace) -> None:
                 "actions": runs[0]["actions"],
                 "messages": runs[0]["messages"],
                 "batch": options.batch,
-                "cpu_ms_per_action": round(statistics.median(r["cpu_ms_per_action"] for r in runs), 4),
-                "cpu_us_per_message": round(statistics.median(r["cpu_us_per_message"] for r in runs), 1),
-                "rounds": [r["cpu_ms_per_action"] for r in runs],
+                per_action: statistics.median(r[per_action] for r in runs),
+                per_message: statistics.median(r[per_message] for r in runs),
+                "rounds": [r[per_action] for r in runs],
             }
         )
 
@@ -308,6 +393,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--record", type=Path, help="keep the recorded messages in this file")
     parser.add_argument("--input", type=Path, help="replay a recording kept with --record")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count each service's instructions under valgrind's callgrind instead of its CPU time",
+    )
     options = parser.parse_args(argv)
     options.services = [s for s in options.services if s != "service_cpu"]  # bench/run.py names the scenario
     event_loop_runner()(run(options))
