@@ -69,6 +69,7 @@ class Replier(Service):
         self.fail_texts = fail_texts or set()
         self.transient_once = transient_once or set()
         self.linger = linger
+        self.handled: list[str] = []  # every text handled, in order, each time it was
 
     def projections(self) -> list[SqlProjection]:
         return [SeenMessages()]
@@ -80,6 +81,7 @@ class Replier(Service):
         return HandlerTable[UnitOfWork](lambda uow: uow).on(MessageReceived, self.reply)
 
     def reply(self, data: MessageReceived, uow: UnitOfWork, event: Envelope) -> None:
+        self.handled.append(data.text)
         if data.text in self.fail_texts:
             raise ValueError(f"cannot answer {data.text!r}")
         if data.text in self.transient_once:
@@ -92,6 +94,12 @@ class Replier(Service):
             aggregate_id=f"reply:{event.event_id}",
             actor="reasoning:test",
         )
+
+
+class ReapplyingReplier(Replier):
+    """The replier, its batches applied without a savepoint per message (see ``Service.reapplies_batches``)."""
+
+    reapplies_batches = True
 
 
 def seen(runtime_store_conn: sqlite3.Connection) -> list[str]:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 
 import orjson
+import pytest
 
 from overseer_events.catalogue import MessageReceived
 from overseer_events.envelope import new_event
 from overseer_runtime.testing import Stack, eventually
 from overseer_runtime.unit_of_work import Waiters
-from tests.support.toy import Replier, Sender, on_server, replies, seen
+from tests.support.toy import ReapplyingReplier, Replier, Sender, on_server, replies, seen
 
 
 async def test_an_event_travels_from_outbox_to_consumer_and_back(stack: Stack) -> None:
@@ -204,7 +205,10 @@ async def test_rebuilt_read_models_equal_the_incremental_ones(stack: Stack) -> N
         assert list(rs.store.conn.execute("SELECT * FROM replies ORDER BY event_id")) == live_replies
 
 
-async def test_poison_goes_to_the_dead_letter_stream_and_the_rest_is_processed(stack: Stack) -> None:
+@pytest.mark.parametrize("replier", [Replier, ReapplyingReplier])
+async def test_poison_goes_to_the_dead_letter_stream_and_the_rest_is_processed(
+    stack: Stack, replier: type[Replier]
+) -> None:
     good1 = new_event(
         MessageReceived(session_id="s", text="before"), aggregate_id="a", aggregate_version=1, actor="t"
     )
@@ -222,9 +226,10 @@ async def test_poison_goes_to_the_dead_letter_stream_and_the_rest_is_processed(s
         await js.publish(subject, orjson.dumps({**orjson.loads(good1.encode()), "type": "no.such.type"}))
         await js.publish(subject, bad.encode())
         await js.publish(subject, good2.encode())
-    async with stack.runtime(Replier(fail_texts={"explode"})) as rs:
+    async with stack.runtime(replier(fail_texts={"explode"})) as rs:
         await eventually(lambda: seen(rs.store.conn) == ["before", "after"])
         await eventually(lambda: rs.store.tracking("reasoning@events") == 5)
+        assert replies(rs.store.conn) == 2
     dead = await _dlq_headers(stack)
     reasons = sorted(h["Overseer-Reason"].split(":")[0] for h in dead)
     assert reasons == ["handler error", "undecodable", "undecodable"]
@@ -232,9 +237,36 @@ async def test_poison_goes_to_the_dead_letter_stream_and_the_rest_is_processed(s
     assert all(h["Overseer-Original-Subject"] == subject for h in dead)
 
 
-async def test_a_transient_failure_is_redelivered_and_applied(stack: Stack) -> None:
+async def test_a_batch_applied_without_savepoints_is_applied_again_message_by_message_when_one_fails(
+    stack: Stack,
+) -> None:
+    async with stack.client("gateway") as nc:
+        js = nc.jetstream()
+        subject = stack.subjects.event("gateway", "conversation.message_received")
+        for version, text in enumerate(["first", "explode", "last"], start=1):
+            event = new_event(
+                MessageReceived(session_id="s", text=text),
+                aggregate_id="a",
+                aggregate_version=version,
+                actor="t",
+            )
+            await js.publish(subject, event.encode())
+    replier = ReapplyingReplier(fail_texts={"explode"})
+    async with stack.runtime(replier) as rs:
+        await eventually(lambda: rs.store.tracking("reasoning@events") == 3)
+        # One batch: handled without savepoints up to the failure, rolled back whole, then each message
+        # in its own savepoint; what the first try wrote is gone, so each effect is there once.
+        assert replier.handled == ["first", "explode", "first", "explode", "last"]
+        assert seen(rs.store.conn) == ["first", "last"]
+        assert replies(rs.store.conn) == 2
+        own = rs.store.conn.execute("SELECT COUNT(*) FROM events WHERE origin = 'local'").fetchone()[0]
+        assert own == 2
+
+
+@pytest.mark.parametrize("replier", [Replier, ReapplyingReplier])
+async def test_a_transient_failure_is_redelivered_and_applied(stack: Stack, replier: type[Replier]) -> None:
     sender = Sender()
-    async with stack.runtime(sender) as gw, stack.runtime(Replier(transient_once={"flaky"})) as rs:
+    async with stack.runtime(sender) as gw, stack.runtime(replier(transient_once={"flaky"})) as rs:
         await gw.execute(lambda uow: sender.say(uow, "s", "flaky"))
         await eventually(lambda: replies(rs.store.conn) == 1, timeout=15)
         assert seen(rs.store.conn) == ["flaky"]

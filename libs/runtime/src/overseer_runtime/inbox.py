@@ -6,7 +6,11 @@ alone: see :mod:`overseer_runtime.partitions`), and not one the service ignores
 skipped), projected and handled,
 the events the handlers emit are appended to the outbox and projected, and the consumer's
 tracking row is advanced, all in **one** SQLite transaction; the messages are acked only after
-the commit. A :class:`~overseer_events.errors.TransientError` is nak'ed with a delay; a message
+the commit. Each message is applied in a savepoint of its own, so that one that fails rolls back
+alone; a service whose handlers change nothing outside their unit of work
+(:attr:`~overseer_runtime.service.Service.reapplies_batches`) has its batches applied without them
+first, and, should a message fail, the whole batch rolled back and applied again, message by message
+(a savepoint costs SQLite a copy of every page the message changes that the batch changed before). A :class:`~overseer_events.errors.TransientError` is nak'ed with a delay; a message
 that cannot be decoded, is not its owner's, or whose handler fails is dead-lettered with the
 reason and terminated. A batch the store refuses to write (a full disk, an immutable file) is
 applied again, after a backoff each time, until the store takes it.
@@ -74,6 +78,7 @@ class Inbox:
         dead_lettered: Callable[[], None] = lambda: None,
         applies: Callable[[Envelope], bool] = lambda _: True,
         prepare: Prepare = lambda _: nullcontext(),
+        reapplies: bool = False,
     ) -> None:
         self.service = service
         self.store = store
@@ -87,6 +92,7 @@ class Inbox:
         self._dead_lettered = dead_lettered
         self._applies = applies
         self._prepare = prepare
+        self._reapplies = reapplies
 
     def on_batch(self, consumer: str, wanted: tuple[str, ...]) -> OnBatch:
         """The batch callback of ``consumer``, which asked for the subjects ``wanted``."""
@@ -119,14 +125,26 @@ class Inbox:
             await self._dead_letter(msg, reason)
 
     def _apply_messages(self, consumer: str, admitted: Admitted) -> Applied:
+        if self._reapplies:
+            try:
+                return self._apply_all(consumer, admitted, isolated=False)
+            except _MessageFailed:
+                pass  # the whole batch is rolled back: applied again, each message on its own
+        return self._apply_all(consumer, admitted, isolated=True)
+
+    def _apply_all(self, consumer: str, admitted: Admitted, *, isolated: bool) -> Applied:
         applied = Applied()
         last_seq = 0
-        # One transaction for the whole batch; each message in a savepoint so one bad
+        # One transaction for the whole batch; each message in a savepoint (``isolated``) so one bad
         # message rolls back alone while the rest of the batch still commits.
         with self.store.transaction() as conn:
             for msg, event in admitted:
                 last_seq = max(last_seq, stream_position(msg)[0])
-                outcome = self._apply_one(conn, msg, event)
+                outcome = (
+                    self._apply_one(conn, msg, event)
+                    if isolated
+                    else self._apply_unisolated(conn, msg, event)
+                )
                 match outcome:
                     case UnitOfWork():
                         applied.units.append(outcome)
@@ -195,6 +213,20 @@ class Inbox:
             return f"handler error: {type(exc).__name__}: {exc}"
         return outcome
 
+    def _apply_unisolated(
+        self, conn: sqlite3.Connection, msg: Msg, event: Envelope | str
+    ) -> UnitOfWork | str:
+        """The message's unit of work, or what became of it, with no savepoint: a handler that fails
+        raises :class:`_MessageFailed`, which rolls the whole batch back (see ``_apply_messages``)."""
+        if isinstance(event, str):
+            return event
+        try:
+            return self._record_and_handle(conn, msg, event)
+        except Exception as exc:
+            if is_unwritable(exc):
+                raise
+            raise _MessageFailed from exc
+
     def _record_and_handle(self, conn: sqlite3.Connection, msg: Msg, event: Envelope) -> UnitOfWork | str:
         headers = msg.headers or {}
         with tracing.span_for_event(
@@ -228,6 +260,11 @@ class Inbox:
             await msg.nak(delay=self._nak_delay * 4)
             return
         await msg.term()
+
+
+class _MessageFailed(Exception):
+    """A message of a batch applied without savepoints failed: the batch is applied again, each message
+    in a savepoint of its own, where it fails alone (and is nak'ed or dead-lettered as usual)."""
 
 
 # The longest a message that failed for a passing reason waits before it is offered again.

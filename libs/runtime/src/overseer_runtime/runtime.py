@@ -188,6 +188,7 @@ class Runtime:
             nak_delay=nats.nak_delay_seconds,
             dead_lettered=self.metrics.dead_lettered,
             applies=self._applies,
+            reapplies=self.service.reapplies_batches,
         )
         plans = consumer_plan(self.service.name, self.service.subscriptions(), self.subjects, self.partition)
         for plan in plans:

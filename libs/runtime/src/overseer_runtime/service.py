@@ -119,6 +119,12 @@ class Service:
     """What a service is; subclass in ``services/<name>/src/overseer_<name>/bootstrap.py``."""
 
     name: ClassVar[str] = ""
+    # Whether the service's handlers change nothing but their unit of work (its store, and work run
+    # after its commit): then its batches are applied without a savepoint per message, and a batch in
+    # which one fails is rolled back and applied again, message by message (see overseer_runtime.inbox),
+    # so every message before the failing one is handled twice. A service whose handlers change its
+    # memory as they go (the firewall's kernel) keeps a savepoint per message.
+    reapplies_batches: ClassVar[bool] = False
 
     def projections(self) -> Sequence[Projection]:
         return []

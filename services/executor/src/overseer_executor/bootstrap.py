@@ -47,6 +47,10 @@ ACTOR = "executor"
 
 class ExecutorService(Service):
     name = "executor"
+    # Its handlers change the store and leave the rest to after the commit; the one thing they take from
+    # memory, a read-only call's outcome run ahead, is taken once: a batch applied again finds it gone
+    # and runs that call after its commit instead.
+    reapplies_batches = True
 
     # Built by start(): nothing is consumed, and RPC answers 503, until start() returned.
     settings: ExecutorSettings

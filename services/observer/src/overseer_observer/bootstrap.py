@@ -28,6 +28,9 @@ class ObserverService(Service):
     """The observer: folds every execution event, announces each transition, answers queries."""
 
     name = "observer"
+    # Its handlers change the store and announce after the commit; the fold they read back in memory is
+    # the last one made, made again when a batch is applied again.
+    reapplies_batches = True
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
