@@ -71,8 +71,18 @@ async def test_the_meeting_invite_waits_for_a_person_then_arrives(full_stack: Fu
     stream = Stream()
     url = full_stack.ws_url + "?" + urlencode({"session": session, "since": 0})
     headers = {"Authorization": f"Bearer {full_stack.tokens['viewer']}"}
-    async with connect(url, additional_headers=headers) as ws:
+    # A second client follows the observer's execution states: sent on core NATS, never stored, and only
+    # while a live client follows them (the gateway tells the observer so).
+    states = Stream()
+    states_url = (
+        full_stack.ws_url + "?" + urlencode({"session": session, "subjects": "observation.execution_state"})
+    )
+    async with (
+        connect(url, additional_headers=headers) as ws,
+        connect(states_url, additional_headers=headers) as states_ws,
+    ):
         follower = asyncio.create_task(stream.follow(ws))
+        states_follower = asyncio.create_task(states.follow(states_ws))
         try:
             # 1-2. The agent proposes the irreversible call.
             async with full_stack.client("agent") as agent:
@@ -132,8 +142,15 @@ async def test_the_meeting_invite_waits_for_a_person_then_arrives(full_stack: Fu
             )
             # One events stream: the observer's fact is stored after the transition that caused it.
             assert completed["seq"] < fact["seq"]
+            await states.until(lambda m: m["event"]["data"]["to_status"] == "completed")
         finally:
             follower.cancel()
+            states_follower.cancel()
+
+    assert [(m["type"], m["event"]["data"]["to_status"]) for m in states.messages] == [
+        ("observation.execution_state", status) for status in ("running", "waiting", "running", "completed")
+    ]
+    assert all("seq" not in m for m in states.messages)  # not stored: no place on the stream
 
     assert stream.transitions(execution_id) == [
         ("pending", "running", "start"),

@@ -354,3 +354,29 @@ async def test_only_the_executor_may_tell_how_a_call_settled_and_only_the_gatewa
 
 def test_a_session_id_cannot_reach_another_subject_through_its_dots_or_wildcards(own_stack: Stack) -> None:
     assert own_stack.subjects.reply_delta("a.b>*").endswith(".reasoning.a_b__")
+
+
+async def test_only_the_gateway_may_say_that_a_live_client_follows_the_ephemeral_events(
+    own_stack: Stack,
+) -> None:
+    """Every service may hear it (the observer sends its execution states only then); none but the
+    gateway, whose WebSocket clients follow them, may say it."""
+    subject = own_stack.subjects.ephemeral_listeners
+    received: list[bytes] = []
+    async with own_stack.client("observer") as observer:
+
+        async def heard(msg: Msg) -> None:
+            received.append(msg.subject.encode())
+
+        await observer.subscribe(subject, cb=heard)
+        await observer.flush()
+        for user in (u for u in CREDENTIALS if u != "gateway"):
+            async with own_stack.client(user) as nc:
+                await nc.publish(subject, b"")
+                await nc.flush()
+                assert "permissions violation" in (await refusal_of(nc)).lower(), user
+        async with own_stack.client("gateway") as gateway:
+            await gateway.publish(subject, b"")
+            await gateway.flush()
+        await asyncio.sleep(0.2)
+    assert received == [subject.encode()]

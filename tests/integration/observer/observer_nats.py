@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -12,7 +13,10 @@ from nats.aio.msg import Msg
 
 from overseer_events.catalogue import ContractCreated, ExecutionProposed, ExecutionTransitioned
 from overseer_events.envelope import Envelope, new_event
-from overseer_runtime.testing import Stack
+from overseer_observer.bootstrap import ObserverService
+from overseer_runtime.listeners import say_listening
+from overseer_runtime.runtime import Runtime
+from overseer_runtime.testing import Stack, eventually
 from tests.unit.observer.observer_seed002 import SESSION, Step
 
 ACTORS = {"executor": "executor", "reasoning": "reasoning:agent", "gateway": "gateway:agent"}
@@ -57,8 +61,11 @@ async def published_by_observer(stack: Stack, event_type: str) -> list[dict[str,
 
 
 @asynccontextmanager
-async def sent_by_observer(stack: Stack) -> AsyncIterator[list[dict[str, Any]]]:
-    """Every ephemeral event the observer sends while this is open (core NATS, as the gateway hears them)."""
+async def sent_by_observer(stack: Stack, runtime: Runtime) -> AsyncIterator[list[dict[str, Any]]]:
+    """Every ephemeral event the observer of ``runtime`` sends while this is open (core NATS, as the gateway
+    hears them), saying meanwhile what the gateway says while a live client follows them."""
+    observer = runtime.service
+    assert isinstance(observer, ObserverService)
     sent: list[dict[str, Any]] = []
 
     async def heard(msg: Msg) -> None:
@@ -67,7 +74,11 @@ async def sent_by_observer(stack: Stack) -> AsyncIterator[list[dict[str, Any]]]:
     async with stack.client("gateway") as nc:
         subscription = await nc.subscribe(stack.subjects.ephemerals, cb=heard)
         await nc.flush()  # subscribed at the server before anything is sent
+        # As the gateway does while a live client follows them: the observer sends them only then.
+        listening = asyncio.get_running_loop().create_task(say_listening(nc, stack.subjects))
+        await eventually(lambda: observer.listeners.present)
         yield sent
+        listening.cancel()
         await subscription.unsubscribe()
 
 

@@ -8,6 +8,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 import pytest
+from nats.aio.msg import Msg
 
 from overseer_events.catalogue import ContractCreated, ExecutionTransitioned, Principal
 from overseer_observer.adapters.read_models import dump
@@ -143,7 +144,7 @@ async def test_sqlite_read_models_answer_exactly_what_the_pure_fold_answers(stac
 
 
 async def test_every_transition_is_sent_as_execution_state_and_never_stored(stack: Stack) -> None:
-    async with stack.runtime(observer_service()) as runtime, sent_by_observer(stack) as announced:
+    async with stack.runtime(observer_service()) as runtime, sent_by_observer(stack, runtime) as announced:
         await ExamplePublisher(stack).publish(*STEPS)
         await all_recorded(runtime, len(STEPS))
         await eventually(lambda: len(announced) >= 6, timeout=15)
@@ -167,10 +168,35 @@ async def test_every_transition_is_sent_as_execution_state_and_never_stored(stac
     assert kept == 2  # the two execution facts, nothing else
 
 
+async def test_with_no_live_client_following_them_no_execution_state_is_sent_and_the_facts_are_stored(
+    stack: Stack,
+) -> None:
+    heard: list[bytes] = []
+
+    async def sent(msg: Msg) -> None:
+        heard.append(msg.data)
+
+    async with stack.runtime(observer_service()) as runtime, stack.client("gateway") as nc:
+        subscription = await nc.subscribe(stack.subjects.ephemerals, cb=sent)
+        await nc.flush()  # a subscriber that never says a live client follows (the gateway says it then)
+        await ExamplePublisher(stack).publish(*STEPS)
+        await all_recorded(runtime, len(STEPS))
+
+        async def both_facts() -> list[dict[str, Any]]:
+            facts = await published_by_observer(stack, "observation.execution_fact")
+            return facts if len(facts) == 2 else []
+
+        facts = await eventually(both_facts, timeout=15)
+        await nc.flush()  # anything sent before the facts were stored has reached the subscription
+        await subscription.unsubscribe()
+    assert sorted(f["data"]["execution_id"] for f in facts) == sorted([ECS_ID, TOOL_ID])
+    assert heard == []
+
+
 async def test_contracts_announced_with_their_first_moves_read_and_are_sent_as_if_each_move_were_an_event(
     stack: Stack,
 ) -> None:
-    async with stack.runtime(observer_service()) as runtime, sent_by_observer(stack) as announced:
+    async with stack.runtime(observer_service()) as runtime, sent_by_observer(stack, runtime) as announced:
         await ExamplePublisher(stack).publish(*ANNOUNCED_STEPS)
         await all_recorded(runtime, len(ANNOUNCED_STEPS))
         await eventually(lambda: len(announced) >= 6, timeout=15)
@@ -230,7 +256,7 @@ async def test_a_restart_resumes_without_announcing_anything_twice(stack: Stack)
     async with stack.runtime(observer_service()) as runtime:
         await publisher.publish(*STEPS)
         await all_recorded(runtime, len(STEPS))
-    async with stack.runtime(observer_service()) as runtime, sent_by_observer(stack) as announced:
+    async with stack.runtime(observer_service()) as runtime, sent_by_observer(stack, runtime) as announced:
         await publisher.publish(*_one_more_contract())
         await all_recorded(runtime, len(STEPS) + 2)
         # The new contract's state is the only one sent: nothing before it was handled again.

@@ -183,6 +183,12 @@ class Subjects:
         """Every ephemeral event of the stack (the gateway's one subscription)."""
         return f"ephemeral.{self.namespace}.>"
 
+    @property
+    def ephemeral_listeners(self) -> str:
+        """Where the gateway says, on core NATS and with no body, that a live client follows ephemeral
+        events (again every few seconds while one does): a service builds and sends them only then."""
+        return f"listening.{self.namespace}.ephemeral"
+
     def awaited(self, service: str) -> str:
         """Where ``service`` says, on core NATS and with no body, that the stream has just stored an
         event of its marked awaited (:data:`AWAITED_HEADER`): a consumer that lets what follows a gather

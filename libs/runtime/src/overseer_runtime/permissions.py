@@ -99,8 +99,9 @@ _DIRECT_GET = ("$JS.API.DIRECT.GET.*", "$JS.API.DIRECT.GET.*.>")
 
 # What a service may do beyond the rules every service has.
 _EXTRA_PUBLISH: dict[str, tuple[str, ...]] = {
-    # The WebSocket clients' live stream, read from each client's cursor.
-    "gateway": _DIRECT_GET,
+    # The WebSocket clients' live stream, read from each client's cursor; and its word that a live client
+    # follows the ephemeral events (Subjects.ephemeral_listeners).
+    "gateway": (*_DIRECT_GET, "listening.*.ephemeral"),
     # The published audit heads, read back to verify the local chain against them.
     "firewall": _DIRECT_GET,
     # The agent's reply as it is written (core NATS, never stored): only reasoning writes it.
@@ -140,6 +141,8 @@ def service_permissions(service: str) -> Permissions:
         f"{inbox_prefix(service)}.>",
         # Another service's word that the stream stored an awaited event of its (no body: nothing to read).
         "awaited.*.*",
+        # The gateway's word that a live client follows the ephemeral events (none are sent otherwise).
+        "listening.*.ephemeral",
         *_EXTRA_SUBSCRIBE.get(service, ()),
     ]
     return Permissions(tuple(publish), tuple(subscribe), allow_responses=True)

@@ -15,6 +15,7 @@ from overseer_observer.application.handlers import ObserverUnit
 from overseer_observer.application.queries import ExecutionObserver
 from overseer_observer.entrypoints import events
 from overseer_observer.entrypoints.rpc import rpc
+from overseer_runtime.listeners import Listeners
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.rpc import RpcTable
 from overseer_runtime.service import HandlerTable, Host, Service
@@ -35,6 +36,7 @@ class ObserverService(Service):
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
         self.observations = ExecutionObservations()
+        self.listeners = Listeners()  # whether a live client follows the execution states
         # Set by start(): no RPC is answered before it returned.
         self.queries: ExecutionObserver
         self.runtime: Host
@@ -58,6 +60,7 @@ class ObserverService(Service):
             emit=uow.emit_as(ACTOR),
             announce=uow.announce_as(ACTOR),
             awaited=uow.awaited,
+            followed=self.listeners.present,
         )
 
     async def caught_up(self) -> None:
@@ -66,6 +69,7 @@ class ObserverService(Service):
 
     async def start(self, runtime: Host) -> None:
         self.runtime = runtime
+        await self.listeners.follow(runtime.nc, runtime.subjects)
         self.queries = ExecutionObserver(
             SqliteObservationReader(runtime.store.conn),
             ReaderSessions(runtime.reader),

@@ -55,6 +55,7 @@ from overseer_events.envelope import registered_types
 from overseer_events.subjects import EPHEMERAL, SERVICES, Subjects, owners_of, type_of_subject
 from overseer_gateway.application.ports import SlowClient
 from overseer_gateway.domain.patterns import SubjectFilter
+from overseer_runtime.listeners import say_listening
 from overseer_runtime.stream_reader import StreamReader
 
 log = logging.getLogger("overseer.gateway.live")
@@ -227,6 +228,7 @@ class LiveStream:
         # Ephemeral events: one subscription, while any feed's pattern names one of their subjects.
         self._ephemerals: Subscription | None = None
         self._ephemeral_feeds: set[LiveFeed] = set()
+        self._saying_listening: asyncio.Task[None] | None = None  # while any feed follows them
         self._ephemeral_subjects = [
             f"{subjects.namespace}.{owner}.{kind}" for kind in sorted(EPHEMERAL) for owner in owners_of(kind)
         ]
@@ -301,11 +303,18 @@ class LiveStream:
                         follower.offer_now(frame)
 
             self._ephemerals = await self.nc.subscribe(self.subjects.ephemerals, cb=sent)
+            # Subscribed first: what a service sends once it heard this reaches the subscription.
+            self._saying_listening = asyncio.get_running_loop().create_task(
+                say_listening(self.nc, self.subjects)
+            )
 
     async def _unfollow_ephemerals(self, feed: LiveFeed) -> None:
         self._ephemeral_feeds.discard(feed)
         if self._ephemerals is not None and not self._ephemeral_feeds:
             subscription, self._ephemerals = self._ephemerals, None
+            if self._saying_listening is not None:
+                self._saying_listening.cancel()
+                self._saying_listening = None
             with contextlib.suppress(Exception):
                 await subscription.unsubscribe()
 

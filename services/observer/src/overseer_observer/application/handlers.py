@@ -17,10 +17,14 @@ class ObserverUnit:
     emit: Emit
     announce: Announce
     awaited: bool = False  # whether the event handled was marked awaited (its fact is awaited too)
+    # Whether a live client follows the execution states (see overseer_runtime.listeners): with none,
+    # they are not even built.
+    followed: bool = True
 
 
 def announce_transitions(execution_id: str, unit: ObserverUnit, event_id: str) -> None:
-    """Sends the ``execution_state`` of each transition the event held (never stored), and stores the
+    """Sends the ``execution_state`` of each transition the event held (never stored; only while a live
+    client follows them), and stores the
     execution fact once the contract has ended (what the agent remembers and answers from): awaited when
     the end was (Overseer's own agent resumes its turn on it)."""
     # What the projection wrote for this event is at hand, with no second read of the rows.
@@ -29,7 +33,7 @@ def announce_transitions(execution_id: str, unit: ObserverUnit, event_id: str) -
         raise LookupError(f"event {event_id} of {execution_id} was not projected")
     contract, records = folded
     session = contract.session_id
-    for record in records:
+    for record in records if unit.followed else ():
         unit.announce(
             execution_state(contract, record), aggregate_id=contract.execution_id, correlation_id=session
         )
