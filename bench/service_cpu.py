@@ -244,20 +244,11 @@ async def replay(
         stack.stop()
         shutil.rmtree(home, ignore_errors=True)
     actions = recording.actions * len(wanted) / (len(wanted) + warm)  # those of the measured messages
-    if instructions:
-        return {
-            "service": service,
-            "actions": round(actions),
-            "messages": len(wanted),
-            "instructions_per_action": round(spent / actions),
-            "instructions_per_message": round(spent / max(len(wanted), 1)),
-        }
     return {
         "service": service,
         "actions": round(actions),
         "messages": len(wanted),
-        "cpu_ms_per_action": round(spent * 1000 / actions, 4),
-        "cpu_us_per_message": round(spent * 1e6 / max(len(wanted), 1), 1),
+        **counter.figures(spent, actions, len(wanted)),
     }
 
 
@@ -277,6 +268,8 @@ class CpuTime:
     """The process's CPU time between ``start`` and ``stop`` (seconds), less its idle rate, measured over
     a second before ``start``: a process waiting for messages still wakes for timers and heartbeats."""
 
+    FIGURES = ("cpu_ms_per_action", "cpu_us_per_message")  # what ``figures`` names
+
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.idle_rate = self.spent_before = self.started = 0.0
@@ -290,11 +283,21 @@ class CpuTime:
     async def stop(self) -> float:
         return cpu_time(self.pid) - self.spent_before - self.idle_rate * (time.monotonic() - self.started)
 
+    @classmethod
+    def figures(cls, spent: float, actions: float, messages: int) -> dict[str, float]:
+        per_action, per_message = cls.FIGURES
+        return {
+            per_action: round(spent * 1000 / actions, 4),
+            per_message: round(spent * 1e6 / max(messages, 1), 1),
+        }
+
 
 class Instructions:
     """The instructions a process under :func:`under_callgrind` executed between ``start`` and ``stop``: the
     same for the same code and input whatever else the machine does (to a few parts in a thousand), where
     CPU time on a shared machine moves by several percent within minutes."""
+
+    FIGURES = ("instructions_per_action", "instructions_per_message")  # what ``figures`` names
 
     def __init__(self, home: Path, pid: int) -> None:
         self.home = home
@@ -308,6 +311,11 @@ class Instructions:
         dump = self.home / f"callgrind.{self.pid}.1"  # the first dump: what ran since the counting began
         totals = [line for line in dump.read_text().splitlines() if line.startswith("totals:")]
         return float(totals[0].split()[1])
+
+    @classmethod
+    def figures(cls, spent: float, actions: float, messages: int) -> dict[str, float]:
+        per_action, per_message = cls.FIGURES
+        return {per_action: round(spent / actions), per_message: round(spent / max(messages, 1))}
 
 
 async def _callgrind_control(option: str, pid: int) -> None:
@@ -363,11 +371,7 @@ async def run(options: argparse.Namespace) -> None:
         for service in services:
             rounds[service].append(await replay(recording, service, options.batch, options.instructions))
             note(f"{service}: {rounds[service][-1]}")
-    per_action, per_message = (
-        ("instructions_per_action", "instructions_per_message")
-        if options.instructions
-        else ("cpu_ms_per_action", "cpu_us_per_message")
-    )
+    per_action, per_message = (Instructions if options.instructions else CpuTime).FIGURES
     for service, runs in rounds.items():
         emit(
             {
@@ -377,8 +381,8 @@ async def run(options: argparse.Namespace) -> None:
                 "actions": runs[0]["actions"],
                 "messages": runs[0]["messages"],
                 "batch": options.batch,
-                per_action: statistics.median(r[per_action] for r in runs),
-                per_message: statistics.median(r[per_message] for r in runs),
+                per_action: round(statistics.median(r[per_action] for r in runs), 4),
+                per_message: round(statistics.median(r[per_message] for r in runs), 1),
                 "rounds": [r[per_action] for r in runs],
             }
         )

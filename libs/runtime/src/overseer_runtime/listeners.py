@@ -14,6 +14,7 @@ it within :data:`REPEAT_SECONDS`; what it would have sent meanwhile is what such
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 
@@ -22,6 +23,8 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
 from overseer_events.subjects import Subjects
+
+log = logging.getLogger("overseer.runtime")
 
 REPEAT_SECONDS = 1.0
 HEARD_FOR_SECONDS = 3.0
@@ -54,6 +57,9 @@ async def say_listening(nc: Client, subjects: Subjects) -> None:
     """Say that a live client follows the ephemeral events, at once and every :data:`REPEAT_SECONDS`,
     until cancelled (the gateway runs it while one does)."""
     while True:
-        await nc.publish(subjects.ephemeral_listeners, b"")
-        await nc.flush()
+        try:
+            await nc.publish(subjects.ephemeral_listeners, b"")
+            await nc.flush()
+        except Exception as exc:  # a word repeated every second: one lost (a reconnect) is said again
+            log.debug("could not say that a live client listens: %r", exc)
         await asyncio.sleep(REPEAT_SECONDS)
