@@ -8,9 +8,10 @@ the events the handlers emit are appended to the outbox and projected, and the c
 tracking row is advanced, all in **one** SQLite transaction; the messages are acked only after
 the commit. Each message is applied in a savepoint of its own, so that one that fails rolls back
 alone; a service whose handlers change nothing outside their unit of work
-(:attr:`~overseer_runtime.service.Service.reapplies_batches`) has its batches applied without them
-first, and, should a message fail, the whole batch rolled back and applied again, message by message
-(a savepoint costs SQLite a copy of every page the message changes that the batch changed before). A :class:`~overseer_events.errors.TransientError` is nak'ed with a delay; a message
+(:attr:`~overseer_runtime.service.Service.reapplies_batches`) has its batches applied without
+savepoints first and, should a message fail, the whole batch rolled back and applied again, each
+message in its savepoint (a savepoint costs SQLite a copy of every page the message changes that the
+batch changed before). A :class:`~overseer_events.errors.TransientError` is nak'ed with a delay; a message
 that cannot be decoded, is not its owner's, or whose handler fails is dead-lettered with the
 reason and terminated. A batch the store refuses to write (a full disk, an immutable file) is
 applied again, after a backoff each time, until the store takes it.
@@ -140,11 +141,7 @@ class Inbox:
         with self.store.transaction() as conn:
             for msg, event in admitted:
                 last_seq = max(last_seq, stream_position(msg)[0])
-                outcome = (
-                    self._apply_one(conn, msg, event)
-                    if isolated
-                    else self._apply_unisolated(conn, msg, event)
-                )
+                outcome = self._apply_one(conn, msg, event, isolated=isolated)
                 match outcome:
                     case UnitOfWork():
                         applied.units.append(outcome)
@@ -193,39 +190,30 @@ class Inbox:
             return "skipped"
         return event
 
-    def _apply_one(self, conn: sqlite3.Connection, msg: Msg, event: Envelope | str) -> UnitOfWork | str:
-        """The message's unit of work, or what became of it: skipped, duplicate, transient, or why it is poison."""
+    def _apply_one(
+        self, conn: sqlite3.Connection, msg: Msg, event: Envelope | str, *, isolated: bool
+    ) -> UnitOfWork | str:
+        """The message's unit of work, or what became of it: skipped, duplicate, transient, or why it is
+        poison. ``isolated``: in a savepoint of its own, which a failure rolls back alone; else a failure
+        raises :class:`_MessageFailed`, which rolls the whole batch back (see ``_apply_messages``)."""
         if isinstance(event, str):
             return event
         try:
             # Nested in the batch's transaction: the message's own savepoint, rolled back alone.
-            with self.store.transaction():
-                outcome = self._record_and_handle(conn, msg, event)
-        except TransientError as exc:
-            log.info("%s: transient failure on %s, redelivering: %s", self.service, event.event_id, exc)
-            return "transient"
+            with self.store.transaction() if isolated else nullcontext():
+                return self._record_and_handle(conn, msg, event)
         except Exception as exc:
             if is_unwritable(exc):
                 # The store refuses writes, whatever the event: the batch is abandoned whole and
                 # applied again once the store takes writes (see _apply_when_writable).
                 raise
+            if not isolated:
+                raise _MessageFailed from exc
+            if isinstance(exc, TransientError):
+                log.info("%s: transient failure on %s, redelivering: %s", self.service, event.event_id, exc)
+                return "transient"
             log.warning("%s: %s %s rejected: %r", self.service, event.type, event.event_id, exc)
             return f"handler error: {type(exc).__name__}: {exc}"
-        return outcome
-
-    def _apply_unisolated(
-        self, conn: sqlite3.Connection, msg: Msg, event: Envelope | str
-    ) -> UnitOfWork | str:
-        """The message's unit of work, or what became of it, with no savepoint: a handler that fails
-        raises :class:`_MessageFailed`, which rolls the whole batch back (see ``_apply_messages``)."""
-        if isinstance(event, str):
-            return event
-        try:
-            return self._record_and_handle(conn, msg, event)
-        except Exception as exc:
-            if is_unwritable(exc):
-                raise
-            raise _MessageFailed from exc
 
     def _record_and_handle(self, conn: sqlite3.Connection, msg: Msg, event: Envelope) -> UnitOfWork | str:
         headers = msg.headers or {}
