@@ -19,9 +19,9 @@ alone, on the same input every time:
    (measured just before), per action and per message.
 
 With ``--instructions`` the replayed service runs under valgrind's callgrind, which counts the instructions
-it executes from the next batch to the last one applied: the same count, to a few parts in a thousand,
-for the same code and input however busy the machine is, so a change worth 1 % of a service shows in one
-round of each version (the service runs about forty times slower meanwhile; one round of the executor
+it executes from the next batch to the last one applied: for the same code and input the same count to
+a few parts in a thousand on a quiet machine, within 1 % with other work beside it (a slower round wakes
+the service for more timers), so a change worth 1 % of a service shows in one round of each version (the service runs about forty times slower meanwhile; one round of the executor
 takes about a minute). The lines then say ``instructions_per_action`` and ``instructions_per_message``.
 
 Each of ``--rounds`` rounds replays every service in turn (a round of each, then the next round: the
@@ -294,8 +294,8 @@ class CpuTime:
 
 class Instructions:
     """The instructions a process under :func:`under_callgrind` executed between ``start`` and ``stop``: the
-    same for the same code and input whatever else the machine does (to a few parts in a thousand), where
-    CPU time on a shared machine moves by several percent within minutes."""
+    same for the same code and input to a few parts in a thousand on a quiet machine and within 1 % on a
+    busy one, where CPU time on a shared machine moves by several percent within minutes."""
 
     FIGURES = ("instructions_per_action", "instructions_per_message")  # what ``figures`` names
 
