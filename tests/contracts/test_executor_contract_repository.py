@@ -10,7 +10,7 @@ import pytest
 from overseer_events.canonical import args_hash
 from overseer_events.machines import ExecutionStatus
 from overseer_executor.domain.claims import Twin
-from overseer_executor.domain.contract import ExecutionContract
+from overseer_executor.domain.contract import ExecutionContract, creation
 from overseer_executor.domain.idempotency import idempotency_key
 from tests.contracts.executor_backends import BACKENDS, Backend, close_backend, make_backend
 from tests.unit.executor.executor_builders import AGENT, INVITE, event, verdict_issued
@@ -80,18 +80,20 @@ def test_a_drafted_contract_reads_back_its_announcement_until_its_verdict_announ
     executor.propose("exec-001")
     drafted = executor.contracts.get("exec-001")
     assert drafted is not None
-    assert drafted.draft is not None
-    assert (drafted.draft.execution_id, drafted.draft.tool, drafted.draft.args) == (
+    assert drafted.drafted_by is not None
+    announcement = creation(drafted, drafted.drafted_by, [])
+    assert (announcement.execution_id, announcement.tool, announcement.args) == (
         "exec-001",
         "email.send",
         INVITE,
     )
-    assert drafted.draft.transitions == []
+    assert announcement.trace is not None
+    assert announcement.trace.action == "create_contract:exec-001"
 
     executor.verdict("exec-001", "allow")
     started = executor.contracts.get("exec-001")
     assert started is not None
-    assert (started.draft, started.status, started.version) == (None, S.RUNNING, 2)
+    assert (started.drafted_by, started.status, started.version) == (None, S.RUNNING, 2)
 
 
 async def test_a_call_announced_already_ended_reads_back_ended_with_its_result_and_last_version(
@@ -104,7 +106,7 @@ async def test_a_call_announced_already_ended_reads_back_ended_with_its_result_a
     await executor.deliver_batch(event(verdict_issued("exec-001", "allow", listing, tool="dir.read")))
     done = executor.contracts.get("exec-001")
     assert done is not None
-    assert (done.draft, done.status, done.version, done.result, done.error_message) == (
+    assert (done.drafted_by, done.status, done.version, done.result, done.error_message) == (
         None,
         S.COMPLETED,
         3,
@@ -310,7 +312,7 @@ def test_a_drafted_contract_whose_start_is_held_stays_drafted_until_its_end_anno
     holding.verdict("exec-001", "allow", level="APPROVE")
     running = holding.contracts.get("exec-001")
     assert running is not None
-    assert (running.status, running.version, running.draft is not None, len(running.held)) == (
+    assert (running.status, running.version, running.drafted_by is not None, len(running.held)) == (
         S.RUNNING,
         0,
         True,
@@ -319,4 +321,4 @@ def test_a_drafted_contract_whose_start_is_held_stays_drafted_until_its_end_anno
     holding.tool_ends("exec-001", "succeeded", "sent")
     done = holding.contracts.get("exec-001")
     assert done is not None
-    assert (done.status, done.version, done.draft, done.held) == (S.COMPLETED, 3, None, ())
+    assert (done.status, done.version, done.drafted_by, done.held) == (S.COMPLETED, 3, None, ())

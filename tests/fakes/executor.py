@@ -83,7 +83,8 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
             case ContractDrafted() as d:
                 if d.contract.execution_id not in self._contracts:
                     drafted = ExecutionContract.from_created(d.contract)
-                    self._contracts[d.contract.execution_id] = replace(drafted, version=0, draft=d.contract)
+                    node = d.contract.trace.node_id if d.contract.trace is not None else ""
+                    self._contracts[d.contract.execution_id] = replace(drafted, version=0, drafted_by=node)
             case ContractCreated() as d:
                 self._created(event.aggregate_version, d, own)
             case ExecutionTransitioned() as d:
@@ -114,7 +115,7 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
         """The contract announced, and the moves it made at once, each one version after the last."""
         known = self._contracts.get(d.execution_id) or ExecutionContract.from_created(d)
         self._contracts[d.execution_id] = replace(
-            known, version=version - len(d.transitions), draft=None, held=()
+            known, version=version - len(d.transitions), drafted_by=None, held=()
         )
         self._moves(version, d.transitions, own)
 

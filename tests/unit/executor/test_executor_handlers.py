@@ -13,6 +13,7 @@ from overseer_events.catalogue import (
 )
 from overseer_events.machines import ExecutionStatus
 from overseer_events.subjects import KEPT_IN_STORE
+from overseer_executor.domain.contract import creation
 from overseer_executor.domain.tools import ToolCall, ToolError
 from tests.fakes.executor import Answer, ExecutorHarness, FakeClock, FakeTools
 from tests.unit.executor.executor_builders import (
@@ -54,7 +55,9 @@ def test_a_proposal_drafts_a_pending_contract_named_after_its_publisher_and_tell
     assert drafted.type in KEPT_IN_STORE
     assert drafted.data.contract.trace is not None
     assert drafted.data.contract.trace.node_id == "gateway"
-    assert contract.draft == drafted.data.contract
+    # What announces it later is made from the contract as stored: the very draft.
+    assert contract.drafted_by == "gateway"
+    assert creation(contract, contract.drafted_by, []) == drafted.data.contract
 
 
 def test_an_allowed_contract_is_announced_created_and_started_in_one_event_and_ends_in_its_own() -> None:
@@ -66,7 +69,7 @@ def test_an_allowed_contract_is_announced_created_and_started_in_one_event_and_e
     assert isinstance(created.data, ContractCreated)
     assert created.aggregate_version == 2
     assert [(m.from_status, m.to_status) for m in created.data.transitions] == [("pending", "running")]
-    assert ex.contract("exec-001").draft is None
+    assert ex.contract("exec-001").drafted_by is None
 
 
 def test_a_held_contract_is_announced_with_its_moves_to_waiting_then_its_form() -> None:

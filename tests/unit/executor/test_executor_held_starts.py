@@ -91,7 +91,7 @@ async def test_a_call_allowed_at_once_is_announced_created_started_and_ended_in_
     assert isinstance(created.data, ContractCreated)
     assert moves_of(created.data) == [("pending", "running"), ("running", "completed")]
     assert created.aggregate_version == 3
-    assert (ex.contract("exec-001").version, ex.contract("exec-001").draft) == (3, None)
+    assert (ex.contract("exec-001").version, ex.contract("exec-001").drafted_by) == (3, None)
 
 
 async def test_a_call_still_running_is_announced_running_and_its_end_is_told_on_its_own() -> None:

@@ -3,7 +3,8 @@
 Tables (all rebuilt from the store's events, own and received):
 
 * ``executor_contracts``: one row per contract, its current status and version (a drafted one, which
-  nobody has been told of yet, at version 0 with the ``execution.contract_created`` that will announce it);
+  nobody has been told of yet, at version 0 with the node that proposed it: the columns are the
+  ``execution.contract_created`` that will announce it, made again from them when it is announced);
 * ``executor_verdicts``: the firewall's verdict per execution (kept even when it
   arrives before the proposal: that is how an early verdict is parked);
 * ``executor_approvals``: every ``ecs.requested`` form, pending until the contract leaves WAITING;
@@ -60,7 +61,7 @@ _HELD = TypeAdapter(list[ExecutionTransitioned])
 # ends the draft and takes the state its first moves leave it in.
 _KEEP_KNOWN = "ON CONFLICT(execution_id) DO NOTHING"
 _ANNOUNCE_DRAFTED = (
-    "ON CONFLICT(execution_id) DO UPDATE SET draft = NULL, version = excluded.version, "
+    "ON CONFLICT(execution_id) DO UPDATE SET drafted_by = NULL, version = excluded.version, "
     "status = excluded.status, updated_at = excluded.updated_at, result = excluded.result, "
     "error_message = excluded.error_message, held = NULL"
 )
@@ -101,7 +102,7 @@ class ContractsProjection(SqlProjection):
         result          TEXT,
         error_message   TEXT,
         runs_at         TEXT NOT NULL, -- executor | agent (the agent runs the call and reports)
-        draft           BLOB,          -- the contract_created still to announce (a drafted contract)
+        drafted_by      TEXT,          -- a drafted contract (not announced yet): the node that proposed it
         summary         TEXT,          -- the proposer's own words for the action, if it gave them
         held            BLOB           -- moves written and not yet announced (execution.moves_held)
     );
@@ -150,8 +151,9 @@ class ContractsProjection(SqlProjection):
         """Each applier receives its event's data by class (other events change nothing here)."""
         match event.data:
             case ContractDrafted() as drafted:
-                draft = drafted.contract.model_dump_json()
-                self._insert(conn, drafted.contract, event.aggregate_version, draft, _KEEP_KNOWN)
+                contract = drafted.contract
+                node = contract.trace.node_id if contract.trace is not None else ""
+                self._insert(conn, contract, event.aggregate_version, node, _KEEP_KNOWN)
             case ContractCreated() as created:
                 self._created(conn, created, event)
             case ExecutionTransitioned() as transitioned:
@@ -176,7 +178,7 @@ class ContractsProjection(SqlProjection):
         conn: sqlite3.Connection,
         d: ContractCreated,
         version: int,
-        draft: str | None,
+        drafted_by: str | None,
         on_conflict: str,
         moves: Sequence[ExecutionTransitioned] = (),
     ) -> None:
@@ -210,7 +212,7 @@ class ContractsProjection(SqlProjection):
                 result,
                 error,
                 d.runs_at,
-                draft,
+                drafted_by,
                 d.summary,
             ),
         )
@@ -340,7 +342,7 @@ _CONTRACT_COLUMNS = (
     "c.idempotent, c.idempotency_key, c.timeout_seconds, c.co_id, c.proposer, c.depends_on, c.created_at, "
     "c.status, c.version, c.updated_at, c.result, c.error_message, "
     "v.decision, v.level, v.args, v.args_hash, v.reasons, v.preview, v.requested_by, "
-    "a.kind, a.args_hash, a.requested_at, c.runs_at, c.draft, c.summary, c.held"
+    "a.kind, a.args_hash, a.requested_at, c.runs_at, c.drafted_by, c.summary, c.held"
 )
 _CONTRACT_FROM = (
     "FROM executor_contracts c "
@@ -392,7 +394,7 @@ def _contract(row: tuple[Any, ...]) -> ExecutionContract:
         verdict=verdict,
         open_request=form,
         runs_at="agent" if row[29] == "agent" else "executor",
-        draft=None if row[30] is None else ContractCreated.model_validate_json(row[30]),
+        drafted_by=row[30],
         summary=row[31],
         held=() if row[32] is None else tuple(_HELD.validate_json(row[32])),
     )

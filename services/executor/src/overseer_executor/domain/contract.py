@@ -97,8 +97,9 @@ class ExecutionContract:
     runs_at: RunsAt = "executor"  # "agent": the agent runs the tool itself, once allowed, and reports
     summary: str | None = None  # the proposer's own words for the action, when it gave them
     # While nobody has been told of the contract (it waits for its verdict, kept in the executor's store
-    # at version 0): the ``execution.contract_created`` that will announce it, with its first moves.
-    draft: ContractCreated | None = None
+    # at version 0): the node that proposed it, the first step of its trace. Its first decision announces
+    # it (``creation``: the ``execution.contract_created`` made from these fields, with its first moves).
+    drafted_by: str | None = None
     # Moves written to the executor's store and not yet announced (``execution.moves_held``): the start of
     # a call that runs now, told with its end (``announced``). ``version`` counts announced moves only.
     held: tuple[ExecutionTransitioned, ...] = ()
@@ -186,14 +187,14 @@ def announced(contract: ExecutionContract, events: Sequence[EventData]) -> list[
     """
     rest = list(events)
     held = list(contract.held)
-    if rest and (contract.draft is not None or held):
+    if rest and (contract.drafted_by is not None or held):
         leading: list[ExecutionTransitioned] = []
         for data in rest:
             if not isinstance(data, ExecutionTransitioned):
                 break
             leading.append(data)
-        if contract.draft is not None:
-            rest[: len(leading)] = [contract.draft.model_copy(update={"transitions": held + leading})]
+        if contract.drafted_by is not None:
+            rest[: len(leading)] = [creation(contract, contract.drafted_by, held + leading)]
         else:  # the held moves go with the next move (or the last of them tells the others)
             told = [*held, *leading[:1]]
             rest[: len(leading[:1])] = [told[-1].model_copy(update={"earlier": told[:-1]})]
@@ -290,16 +291,56 @@ def open_contract(
         created_at=now,
         runs_at=proposal.runs_at,
         summary=proposal.summary or None,
-        trace=TraceStep(
-            node_id=node_id,
-            action=f"create_contract:{proposal.execution_id}",
-            metadata={
-                "contract_id": proposal.execution_id,
-                "action_type": proposal.action_type,
-                "irreversible": irreversible,
-                "idempotency_key": key,
-            },
+        trace=creation_step(proposal.execution_id, proposal.action_type, irreversible, key, node_id),
+    )
+
+
+def creation(
+    contract: ExecutionContract, node_id: str, transitions: list[ExecutionTransitioned]
+) -> ContractCreated:
+    """The ``execution.contract_created`` that announces ``contract``, drafted by ``node_id``, with the
+    moves it made at once: the draft's fields as the contract keeps them."""
+    return ContractCreated(
+        execution_id=contract.execution_id,
+        session_id=contract.session_id,
+        action_type=contract.action_type,
+        action_detail=contract.action_detail,
+        tool=contract.tool,
+        args=contract.args,
+        irreversible=contract.irreversible,
+        idempotent=contract.idempotent,
+        idempotency_key=contract.idempotency_key,
+        timeout_seconds=contract.timeout_seconds,
+        co_id=contract.co_id,
+        proposer=contract.proposer,
+        depends_on=contract.depends_on,
+        created_at=contract.created_at,
+        runs_at=contract.runs_at,
+        summary=contract.summary,
+        trace=creation_step(
+            contract.execution_id,
+            contract.action_type,
+            contract.irreversible,
+            contract.idempotency_key,
+            node_id,
         ),
+        transitions=transitions,
+    )
+
+
+def creation_step(
+    execution_id: str, action_type: str, irreversible: bool, idempotency_key: str | None, node_id: str
+) -> TraceStep:
+    """The ExecutionStep of a contract's creation (``create_contract:<id>``, by the proposing node)."""
+    return TraceStep(
+        node_id=node_id,
+        action=f"create_contract:{execution_id}",
+        metadata={
+            "contract_id": execution_id,
+            "action_type": action_type,
+            "irreversible": irreversible,
+            "idempotency_key": idempotency_key,
+        },
     )
 
 
