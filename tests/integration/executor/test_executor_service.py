@@ -109,15 +109,15 @@ def transitions(rt: Runtime, execution_id: str) -> list[tuple[str, str, str, str
 
 
 def trace_of(data: EventData) -> list[tuple[str, str]]:
-    """The steps of the execution trace an event carries: a contract's creation (drafted, or announced
-    with its first moves), a transition's move."""
+    """The steps of the execution trace an event tells of: a contract's creation (drafted, or announced
+    with its first moves), a transition's move (each move's step made from the move)."""
     match data:
         case ContractDrafted():
             steps = [data.contract.trace]
         case ContractCreated():
-            steps = [data.trace, *(moved.trace for moved in data.transitions)]
+            steps = [data.trace, *(moved.step() for moved in data.transitions)]
         case ExecutionTransitioned():
-            steps = [data.trace]
+            steps = [data.step()]
         case _:
             steps = []
     assert None not in steps, data
@@ -204,8 +204,7 @@ async def test_seed_003_worked_example_end_to_end(
         assert [s for s in on_the_wire if contract in s[1]] == [s for s in SEED_TRACE if contract in s[1]]
     announced = events[-1].data
     assert isinstance(announced, ContractCreated)
-    steps = [moved.trace for moved in announced.transitions]
-    assert steps[-1] is not None
+    steps = [moved.step() for moved in announced.transitions]
     assert steps[-1].metadata == {
         "trigger": "succeed",
         "actor": "tool_node",

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from overseer_events.catalogue import MessageReceived
+from overseer_events.catalogue import ExecutionTransitioned, MessageReceived
 from overseer_events.envelope import decode, new_event, registered_types
 from overseer_events.errors import EventDecodeError, UnknownEventType
 from overseer_events.subjects import OWNERSHIP, owners_of
@@ -92,3 +92,27 @@ def test_events_are_immutable() -> None:
 def test_every_catalogued_type_has_an_owner() -> None:
     for event_type in registered_types():
         assert owners_of(event_type), f"{event_type} has no owner in {sorted(OWNERSHIP)}"
+
+
+def test_a_move_stored_with_the_trace_step_it_once_carried_decodes_to_the_same_step() -> None:
+    move = ExecutionTransitioned(
+        execution_id="exec-001",
+        session_id="s-1",
+        from_status="running",
+        to_status="completed",
+        trigger="succeed",
+        actor="tool_node",
+        timestamp=2.0,
+        result="sent",
+        irreversible=True,
+    )
+    sent = orjson.loads(
+        new_event(move, aggregate_id="exec-001", aggregate_version=3, actor="executor").encode()
+    )
+    assert "trace" not in sent["data"]
+    sent["data"]["trace"] = move.step().model_dump()  # a body that carries the step as a field of its own
+    stored = decode(orjson.dumps(sent)).data
+    assert isinstance(stored, ExecutionTransitioned)
+    assert stored == move
+    assert stored.step() == move.step()
+    assert (stored.step().action, stored.step().result) == ("transition:exec-001:running→completed", "sent")

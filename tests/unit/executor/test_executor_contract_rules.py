@@ -115,10 +115,9 @@ def test_allow_starts_a_tool_call_and_runs_its_tool() -> None:
     assert out.contract.status == ExecutionStatus.RUNNING
 
 
-def test_every_transition_carries_its_seed_003_trace_step() -> None:
+def test_every_transition_is_its_seed_003_trace_step() -> None:
     out = decide_verdict(contract(), verdict("allow"), dependency=None, twin=None, now=2.0)
-    step = transition(out, 0).trace
-    assert step is not None
+    step = transition(out, 0).step()
     assert step.node_id == "tool_node"
     assert step.action == "transition:exec-001:pending→running"
     assert step.metadata == {
@@ -324,9 +323,7 @@ def test_a_tool_result_completes_the_contract() -> None:
     out = decide_tool_outcome(running(), ToolOutcome("succeeded", "sent"), now=3)
     assert moves_of(out) == [("running", "completed", "succeed", "tool_node")]
     assert out.contract.result == "sent"
-    step = transition(out, 0).trace
-    assert step is not None
-    assert step.result == "sent"
+    assert transition(out, 0).step().result == "sent"
 
 
 def test_a_tool_error_fails_the_contract_with_the_error() -> None:

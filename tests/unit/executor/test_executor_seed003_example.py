@@ -31,9 +31,9 @@ def trace(executor: ExecutorHarness) -> list[tuple[str, str]]:
             case ContractDrafted():
                 steps.append(data.contract.trace)
             case ContractCreated():
-                steps += [moved.trace for moved in data.transitions]
+                steps += [moved.step() for moved in data.transitions]
             case ExecutionTransitioned():
-                steps.append(data.trace)
+                steps.append(data.step())
     assert None not in steps, steps
     return [(step.node_id, step.action) for step in steps if step is not None]
 

@@ -17,7 +17,6 @@ from overseer_events.catalogue import (
     ExecutionProposed,
     ExecutionTransitioned,
     Principal,
-    TraceStep,
 )
 from overseer_events.envelope import Envelope, new_event
 from overseer_observer.domain.contract import ObservedEvent
@@ -68,16 +67,6 @@ def _moved(
         actor=actor,
         timestamp=at(ms),
         irreversible=irreversible,
-        trace=TraceStep(
-            node_id=actor,
-            action=f"transition:{execution_id}:{frm}→{to}",
-            metadata={
-                "trigger": trigger,
-                "actor": actor,
-                "contract_id": execution_id,
-                "irreversible": irreversible,
-            },
-        ),
         **kw,
     )
     return Step("executor", data, at(ms))

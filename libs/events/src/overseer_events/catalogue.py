@@ -537,7 +537,8 @@ class AgentModeSet(EventData):
 
 # --------------------------------------------------------------- executor --
 class TraceStep(EventData):
-    """The ExecutionStep: ``transition:<id>:<from>→<to>``."""
+    """The ExecutionStep: ``create_contract:<id>`` (a contract's ``trace``), or ``transition:<id>:<from>→<to>``
+    (a move's :meth:`ExecutionTransitioned.step`)."""
 
     node_id: str
     action: str
@@ -559,7 +560,6 @@ class ExecutionTransitioned(EventData):
     error_message: str | None = None
     irreversible: bool = False
     co_id: str | None = None
-    trace: TraceStep | None = None
     # The moves the contract made before this one that nobody was told of yet, in order: the start of a
     # call the executor runs, written to its store before the call and announced with the call's end
     # (see ``execution.moves_held``). Each is one aggregate version after the one before it; this
@@ -569,6 +569,22 @@ class ExecutionTransitioned(EventData):
     def moves(self) -> list[ExecutionTransitioned]:
         """Every move this event tells of, in order: the earlier ones, then its own."""
         return [*self.earlier, self] if self.earlier else [self]
+
+    def step(self) -> TraceStep:
+        """The step this move adds to the execution trace, made from the move itself (it is not sent:
+        every part of it is a field of the move; a move's result is the contract's once it has one, as
+        only a contract's last move carries one)."""
+        return TraceStep(
+            node_id=self.actor,
+            action=f"transition:{self.execution_id}:{self.from_status}→{self.to_status}",
+            result=self.result,
+            metadata={
+                "trigger": self.trigger,
+                "actor": self.actor,
+                "contract_id": self.execution_id,
+                "irreversible": self.irreversible,
+            },
+        )
 
 
 @event("execution.contract_created")

@@ -2,8 +2,8 @@
 
 State is rebuilt from the executor's own events (``execution.contract_created``,
 ``execution.transitioned``, ``ecs.requested``) plus the firewall's verdict;
-:func:`evolve` is the only way it changes, and :func:`trace_step` is the
-trace step of one transition. The rules that move a contract are in ``rules.py``.
+:func:`evolve` is the only way it changes; :func:`creation_step` is the first step of its execution
+trace (each move's is ``ExecutionTransitioned.step``). The rules that move a contract are in ``rules.py``.
 """
 
 from __future__ import annotations
@@ -373,29 +373,6 @@ def evolve(contract: ExecutionContract, data: EventData) -> ExecutionContract:
             )
         case _:
             raise TypeError(f"{type(data).__name__} is not an event of the execution contract")
-
-
-def trace_step(
-    execution_id: str,
-    irreversible: bool,
-    result: str | None,
-    from_status: str,
-    to_status: str,
-    trigger: str,
-    actor: str,
-) -> TraceStep:
-    """The ExecutionStep for one transition (``result``: the contract's result after it)."""
-    return TraceStep(
-        node_id=actor,
-        action=f"transition:{execution_id}:{from_status}→{to_status}",
-        result=result,
-        metadata={
-            "trigger": trigger,
-            "actor": actor,
-            "contract_id": execution_id,
-            "irreversible": irreversible,
-        },
-    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@
 Each returns an :class:`Outcome` (the events to append and whether the tool
 runs next). The plans are tables; :class:`Moves` fires their triggers on the
 shared ``EXECUTION_MACHINE`` (so an illegal move raises ``InvalidTransition``)
-and collects the events that record them, each with its trace step.
+and collects the events that record them (each one step of the execution trace).
 The actors: ``tool_node`` moves tool calls, ``ecs_node`` moves ECS
 requests, ``graph_runner`` resumes, times out and finishes what a human answered.
 """
@@ -24,7 +24,7 @@ from overseer_events.machines import (
 )
 from overseer_executor.domain.alignment import ANSWERS, Answer, check_resume_alignment
 from overseer_executor.domain.claims import Twin, twin_refusal
-from overseer_executor.domain.contract import ExecutionContract, Outcome, Verdict, evolve, trace_step
+from overseer_executor.domain.contract import ExecutionContract, Outcome, Verdict, evolve
 
 # Triggers whose text is the contract's result; the others (reject, fail, cancel, timeout) carry an error.
 _RESULT_TRIGGERS = frozenset({"succeed"})
@@ -96,15 +96,6 @@ class Moves:
         """Fire ``trigger`` as ``actor``; raises ``InvalidTransition`` when the machine refuses it."""
         before = self.contract
         target = EXECUTION_MACHINE.next_state(before.status, trigger, actor)
-        step = trace_step(
-            before.execution_id,
-            before.irreversible,
-            result if result is not None else before.result,
-            before.status.value,
-            target.value,
-            trigger,
-            actor,
-        )
         data = ExecutionTransitioned(
             execution_id=before.execution_id,
             session_id=before.session_id,
@@ -118,7 +109,6 @@ class Moves:
             error_message=error,
             irreversible=before.irreversible,
             co_id=before.co_id,
-            trace=step,
         )
         self.contract = evolve(before, data)
         self.events.append(data)
