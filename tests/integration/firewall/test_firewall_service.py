@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from overseer_events.catalogue import ExecutionProposed
+from overseer_events.envelope import Envelope
+from overseer_firewall.application.ports import FirewallUnit
 from overseer_firewall.bootstrap import FirewallService
 from overseer_runtime.rpc import RpcError
 from overseer_runtime.testing import Stack, eventually
@@ -329,3 +332,38 @@ async def test_the_safety_prompt_is_served_to_the_reasoning_service(stack: Stack
         assert "```decision" in answer["prompt"]
         assert "email.send [APPROVE, irreversible]" in answer["prompt"]
         assert answer["confidence_floor"] == 0.4
+
+
+class FirewallFailingOn(FirewallService):
+    """A firewall whose handler fails on one proposal (a fault before it judged it)."""
+
+    def __init__(self, execution_id: str) -> None:
+        super().__init__()
+        judge = self.firewall.on_proposed
+
+        def on_proposed(data: ExecutionProposed, unit: FirewallUnit, event: Envelope) -> None:
+            if data.execution_id == execution_id:
+                raise RuntimeError("a fault in the handler")
+            judge(data, unit, event)
+
+        self.firewall.on_proposed = on_proposed  # type: ignore[method-assign]
+
+
+async def test_a_batch_applied_again_after_a_failure_counts_each_proposal_once_in_the_kernel(
+    stack: Stack,
+) -> None:
+    # Published before the firewall starts: one batch, applied without savepoints, failing at the
+    # second proposal, rolled back whole and applied again message by message.
+    first = await propose(stack, "fs.list", {"path": "."})
+    failing = await propose(stack, "fs.list", {"path": "docs"})
+    last = await propose(stack, "fs.list", {"path": "notes"})
+    firewall = FirewallFailingOn(failing)
+    async with stack.runtime(firewall) as rt:
+        await eventually(lambda: len(emitted(rt, "firewall.verdict_issued")) == 2)
+        assert [v["execution_id"] for v in emitted(rt, "firewall.verdict_issued")] == [first, last]
+        # The kernel was made again from the store before the batch was applied again: the first
+        # proposal, judged in the rolled-back try, is counted once, as the store counts it.
+        stored = rt.store.conn.execute(
+            "SELECT calls FROM fw_session_usage WHERE session_id = 'session-1'"
+        ).fetchone()[0]
+        assert firewall.state.engine.usage.of("session-1").calls == stored == 2

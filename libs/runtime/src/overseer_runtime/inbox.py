@@ -7,14 +7,15 @@ skipped), projected and handled,
 the events the handlers emit are appended to the outbox and projected, and the consumer's
 tracking row is advanced, all in **one** SQLite transaction; the messages are acked only after
 the commit. Each message is applied in a savepoint of its own, so that one that fails rolls back
-alone; a service whose handlers change nothing outside their unit of work
-(:attr:`~overseer_runtime.service.Service.reapplies_batches`) has its batches applied without
-savepoints first and, should a message fail, the whole batch rolled back and applied again, each
-message in its savepoint (a savepoint costs SQLite a copy of every page the message changes that the
-batch changed before). A :class:`~overseer_events.errors.TransientError` is nak'ed with a delay; a message
-that cannot be decoded, is not its owner's, or whose handler fails is dead-lettered with the
-reason and terminated. A batch the store refuses to write (a full disk, an immutable file) is
-applied again, after a backoff each time, until the store takes it.
+alone; a service that says so (:attr:`~overseer_runtime.service.Service.reapplies_batches`) has its
+batches applied without savepoints first and, should a message fail, the whole batch rolled back and
+applied again, each message in its savepoint (a savepoint costs SQLite a copy of every page the message
+changes that the batch changed before). A :class:`~overseer_events.errors.TransientError` is nak'ed with
+a delay; a message that cannot be decoded, is not its owner's, or whose handler fails is dead-lettered
+with the reason and terminated. A batch the store refuses to write (a full disk, an immutable file) is
+applied again, after a backoff each time, until the store takes it. Whenever a batch is rolled back
+after its handlers ran, the service is told before it is applied again
+(:meth:`~overseer_runtime.service.Service.rolled_back`), so that what they keep in memory follows.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ class Inbox:
         applies: Callable[[Envelope], bool] = lambda _: True,
         prepare: Prepare = lambda _: nullcontext(),
         reapplies: bool = False,
+        rolled_back: Callable[[], None] = lambda: None,
     ) -> None:
         self.service = service
         self.store = store
@@ -94,6 +96,7 @@ class Inbox:
         self._applies = applies
         self._prepare = prepare
         self._reapplies = reapplies
+        self._rolled_back = rolled_back
 
     def on_batch(self, consumer: str, wanted: tuple[str, ...]) -> OnBatch:
         """The batch callback of ``consumer``, which asked for the subjects ``wanted``."""
@@ -112,6 +115,7 @@ class Inbox:
             except sqlite3.Error as exc:
                 if not is_unwritable(exc):
                     raise
+                self._rolled_back()
         if applied is None:  # what was prepared is dropped: a later try prepares nothing
             applied = await self._apply_when_writable(consumer, admitted)
         # Ack only after commit: a crash before this line redelivers, and the
@@ -130,7 +134,9 @@ class Inbox:
             try:
                 return self._apply_all(consumer, admitted, isolated=False)
             except _MessageFailed:
-                pass  # the whole batch is rolled back: applied again, each message on its own
+                # The whole batch is rolled back: applied again, each message on its own, on what the
+                # service keeps in memory as the last commit left it.
+                self._rolled_back()
         return self._apply_all(consumer, admitted, isolated=True)
 
     def _apply_all(self, consumer: str, admitted: Admitted, *, isolated: bool) -> Applied:
@@ -170,6 +176,7 @@ class Inbox:
         """
 
         async def keep_in_progress(_: RetryCallState) -> None:
+            self._rolled_back()
             for msg, _event in admitted:
                 with contextlib.suppress(Exception):
                     await msg.in_progress()

@@ -189,6 +189,7 @@ class Runtime:
             dead_lettered=self.metrics.dead_lettered,
             applies=self._applies,
             reapplies=self.service.reapplies_batches,
+            rolled_back=self.service.rolled_back,
         )
         plans = consumer_plan(self.service.name, self.service.subscriptions(), self.subjects, self.partition)
         for plan in plans:

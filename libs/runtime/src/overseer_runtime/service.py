@@ -119,11 +119,11 @@ class Service:
     """What a service is; subclass in ``services/<name>/src/overseer_<name>/bootstrap.py``."""
 
     name: ClassVar[str] = ""
-    # Whether the service's handlers change nothing but their unit of work (its store, and work run
-    # after its commit): then its batches are applied without a savepoint per message, and a batch in
-    # which one fails is rolled back and applied again, message by message (see overseer_runtime.inbox),
-    # so every message before the failing one is handled twice. A service whose handlers change its
-    # memory as they go (the firewall's kernel) keeps a savepoint per message.
+    # Whether the service's batches are applied without a savepoint per message: a batch in which one
+    # fails is rolled back and applied again, message by message (see overseer_runtime.inbox), so every
+    # message before the failing one is handled twice. Right for a service whose handlers change nothing
+    # but their unit of work (its store, and work run after its commit), or put back what else they
+    # changed when told that their batch was rolled back (``rolled_back``: the firewall's kernel).
     reapplies_batches: ClassVar[bool] = False
 
     def projections(self) -> Sequence[Projection]:
@@ -150,6 +150,12 @@ class Service:
         recorded with what started it) and must not hold the store's write lock meanwhile. A handler
         that finds nothing prepared does the work the usual way. Nothing, unless a service says so."""
         return contextlib.nullcontext()
+
+    def rolled_back(self) -> None:
+        """A batch's transaction was rolled back after its handlers ran (it is applied again, message by
+        message, or once the store takes writes): put back what they changed outside the store as the
+        last commit left it. Called between two transactions, on the event loop: nothing else is applied
+        meanwhile. Nothing, unless a service keeps such memory."""
 
     def health_details(self) -> dict[str, Any]:
         """What the service adds to its health answer (``details``): how it runs (its planner, say)."""

@@ -27,6 +27,7 @@ from overseer_firewall.adapters.policy_state import (
     SqlitePathGrants,
     SqlitePolicyVersions,
     SqliteToolCatalogue,
+    policy_rows,
 )
 from overseer_firewall.adapters.proposals import ProposalsProjection, ReaderProposalHistory, SqliteProposals
 from overseer_firewall.adapters.published_policy import admin_policy_published
@@ -48,7 +49,7 @@ from overseer_runtime.partitions import Partition
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.rpc import RpcTable
 from overseer_runtime.service import HandlerTable, Host, Service
-from overseer_runtime.store import Projection
+from overseer_runtime.store import EventStore, Projection
 from overseer_runtime.unit_of_work import UnitOfWork
 
 log = logging.getLogger("overseer.firewall")
@@ -69,6 +70,10 @@ class FirewallService(Service):
     """The kernel: FirewallEngine, HumanGate, PerceptionBus, AuditLog — every safety judgement."""
 
     name = "firewall"
+    # Its handlers fold what makes it stricter into the kernel as they go (each proposal seen, counted
+    # against its session's budget; a session paused): a batch rolled back makes the kernel again from
+    # the store (``rolled_back``), so a batch applied again counts nothing twice.
+    reapplies_batches = True
 
     def __init__(self, *, clock: Callable[[], float] | None = None, policy_file: Path | None = None) -> None:
         self.clock = clock or time.time
@@ -79,6 +84,10 @@ class FirewallService(Service):
         self.prompt = PromptPolicy()
         self.partition = Partition()
         # Set by start(): no event is handled and no RPC answered before it returned.
+        self.store: EventStore
+        self.roots: Roots
+        self.resolver: RealPathResolver
+        self.warm_events: int
         self.env: Surroundings
         self.queries: FirewallQueries
         self.commands: FirewallCommands
@@ -128,12 +137,11 @@ class FirewallService(Service):
         home = runtime.settings.home
         sandbox = home / runtime.settings.typed("tools", ToolSandbox).sandbox
         sandbox.mkdir(parents=True, exist_ok=True)
-        roots = Roots(sandbox=str(sandbox), cwd=settings.cwd or os.getcwd(), home=str(home))
-        resolver = RealPathResolver([roots.sandbox, roots.cwd, roots.home])
-        self.state.engine = FirewallEngine(
-            PolicyStore(), sandbox_root=roots.sandbox, cwd=roots.cwd, home=roots.home, resolver=resolver
-        )
-        self.state.engine.modes.share_out(partition.index, partition.count)
+        self.roots = roots = Roots(sandbox=str(sandbox), cwd=settings.cwd or os.getcwd(), home=str(home))
+        self.resolver = RealPathResolver([roots.sandbox, roots.cwd, roots.home])
+        self.store = runtime.store
+        self.warm_events = settings.warm_events
+        self.state.engine = self._new_engine()
         self.env = Surroundings(
             sandbox_root=roots.sandbox,
             current_file=read_current_file,
@@ -163,21 +171,41 @@ class FirewallService(Service):
         self.replay_limit = settings.replay_limit
         self.anchor.bind(in_unit, runtime.spawn, settings.audit_head_linger_seconds, chain=partition.index)
 
-        self.state.load(await policy.rows())
+        self.state.load(policy_rows(runtime.store.conn))
         if self.firewall.keeper:
             await self._seed_admin_policy(settings)
         elif self.state.engine.policy.admin.version == 0:
             await self._await_admin_policy(runtime)
         # Records committed before a crash, whose head was not yet published: anchor them now.
         await self.anchor.flush()
-        warmed = self.state.warm(
-            recent_events(runtime.store, PERCEPTION, settings.warm_events),
-            SqliteProposals(runtime.store.conn).get,
-        )
+        warmed = self._warm()
         log.info(
             "firewall: policy version %s, %s recent events replayed", self.state.engine.policy.version, warmed
         )
         runtime.spawn(self._timer(settings.timer_interval_seconds))
+
+    def rolled_back(self) -> None:
+        """The kernel made again from the store, as at start: the policy state from its read models, loop
+        windows and perception counters from the recent events (so a batch applied again after a
+        rollback counts nothing twice; what it forgets of older events, a restart forgets too)."""
+        self.state.engine = self._new_engine()
+        self.state.load(policy_rows(self.store.conn))
+        warmed = self._warm()
+        log.info("firewall: a batch was rolled back; the kernel was made again from %s recent events", warmed)
+
+    def _new_engine(self) -> FirewallEngine:
+        roots = self.roots
+        engine = FirewallEngine(
+            PolicyStore(), sandbox_root=roots.sandbox, cwd=roots.cwd, home=roots.home, resolver=self.resolver
+        )
+        engine.modes.share_out(self.partition.index, self.partition.count)
+        return engine
+
+    def _warm(self) -> int:
+        """Loop windows and perception counters refilled from the store's most recent events."""
+        return self.state.warm(
+            recent_events(self.store, PERCEPTION, self.warm_events), SqliteProposals(self.store.conn).get
+        )
 
     async def sessions_in_flight(self, host: Host) -> set[str]:
         return await host.execute_in(

@@ -326,6 +326,71 @@ class SqlitePathGrants:
         return row is not None
 
 
+# What the kernel loads from the policy read models, one query per part (see ``_policy_rows``).
+_POLICY_QUERIES = {
+    "admin": "SELECT version, policy FROM fw_admin_policy ORDER BY version DESC LIMIT 1",
+    "version": "SELECT version FROM fw_user_version WHERE id = 1",
+    "levels": "SELECT tool, level, previous, trigger, hint FROM fw_user_levels",
+    "modes": "SELECT principal, mode, grant_json FROM fw_agent_modes",
+    "sessions": "SELECT session_id, paused, aborts FROM fw_sessions",
+    "grants": "SELECT session_id, tool, path, request_id, granted_by FROM fw_path_grants "
+    "ORDER BY granted_at, request_id",
+    "catalogue": "SELECT tools, withdrawn FROM fw_catalogue WHERE id = 1",
+    "reviews": "SELECT unreviewed FROM fw_catalogue_reviews WHERE id = 1",
+    "usage": "SELECT session_id, calls, tokens FROM fw_session_usage",
+}
+Rows = list[dict[str, Any]]
+
+
+def _policy_rows(fetched: dict[str, Rows]) -> PolicyRows:
+    """The policy state from the answer to each of ``_POLICY_QUERIES``."""
+    admin = next(iter(fetched["admin"]), None)
+    version = next(iter(fetched["version"]), None)
+    catalogue = next(iter(fetched["catalogue"]), None)
+    reviews = next(iter(fetched["reviews"]), None)
+    return PolicyRows(
+        catalogue=(
+            [AnnouncedTool.model_validate(tool) for tool in orjson.loads(catalogue["tools"])]
+            if catalogue
+            else None
+        ),
+        withdrawn=dict(orjson.loads(catalogue["withdrawn"])) if catalogue else {},
+        unreviewed=dict(orjson.loads(reviews["unreviewed"])) if reviews else {},
+        usage={r["session_id"]: Usage(int(r["calls"]), int(r["tokens"])) for r in fetched["usage"]},
+        admin_version=int(admin["version"]) if admin else None,
+        admin_policy=orjson.loads(admin["policy"]) if admin else None,
+        user_version=int(version["version"]) if version else 0,
+        user_levels={
+            r["tool"]: UserLevel(Level.parse(r["level"]), _level(r["previous"]), r["trigger"], r["hint"])
+            for r in fetched["levels"]
+        },
+        modes={
+            r["principal"]: mode_setting(
+                r["mode"], orjson.loads(r["grant_json"]) if r["grant_json"] else None
+            )
+            for r in fetched["modes"]
+        },
+        sessions={
+            r["session_id"]: SessionState(bool(r["paused"]), int(r["aborts"])) for r in fetched["sessions"]
+        },
+        grants=tuple(
+            PathGrant(r["session_id"], r["tool"], r["path"], r["request_id"], r["granted_by"])
+            for r in fetched["grants"]
+        ),
+    )
+
+
+def policy_rows(conn: sqlite3.Connection) -> PolicyRows:
+    """The policy state in the store, read on ``conn`` in one go (the writer's connection, between its
+    transactions: all of it as the last commit left it)."""
+    fetched: dict[str, Rows] = {}
+    for part, sql in _POLICY_QUERIES.items():
+        cursor = conn.execute(sql)
+        names = [column[0] for column in cursor.description]
+        fetched[part] = [dict(zip(names, row, strict=True)) for row in cursor]
+    return _policy_rows(fetched)
+
+
 class ReaderPolicyState:
     """:class:`~overseer_firewall.application.ports.PolicyState` through the read-only reader."""
 
@@ -333,54 +398,7 @@ class ReaderPolicyState:
         self.reader = reader
 
     async def rows(self) -> PolicyRows:
-        fetch = self.reader.fetch_all
-        admin = await self.reader.fetch_one(
-            "SELECT version, policy FROM fw_admin_policy ORDER BY version DESC LIMIT 1"
-        )
-        version = await self.reader.fetch_one("SELECT version FROM fw_user_version WHERE id = 1")
-        levels = {
-            r["tool"]: UserLevel(Level.parse(r["level"]), _level(r["previous"]), r["trigger"], r["hint"])
-            for r in await fetch("SELECT tool, level, previous, trigger, hint FROM fw_user_levels")
-        }
-        modes = {
-            r["principal"]: mode_setting(
-                r["mode"], orjson.loads(r["grant_json"]) if r["grant_json"] else None
-            )
-            for r in await fetch("SELECT principal, mode, grant_json FROM fw_agent_modes")
-        }
-        sessions = {
-            r["session_id"]: SessionState(bool(r["paused"]), int(r["aborts"]))
-            for r in await fetch("SELECT session_id, paused, aborts FROM fw_sessions")
-        }
-        grants = tuple(
-            PathGrant(r["session_id"], r["tool"], r["path"], r["request_id"], r["granted_by"])
-            for r in await fetch(
-                "SELECT session_id, tool, path, request_id, granted_by FROM fw_path_grants "
-                "ORDER BY granted_at, request_id"
-            )
-        )
-        catalogue = await self.reader.fetch_one("SELECT tools, withdrawn FROM fw_catalogue WHERE id = 1")
-        reviews = await self.reader.fetch_one("SELECT unreviewed FROM fw_catalogue_reviews WHERE id = 1")
-        return PolicyRows(
-            catalogue=(
-                [AnnouncedTool.model_validate(tool) for tool in orjson.loads(catalogue["tools"])]
-                if catalogue
-                else None
-            ),
-            withdrawn=dict(orjson.loads(catalogue["withdrawn"])) if catalogue else {},
-            unreviewed=dict(orjson.loads(reviews["unreviewed"])) if reviews else {},
-            usage={
-                r["session_id"]: Usage(int(r["calls"]), int(r["tokens"]))
-                for r in await fetch("SELECT session_id, calls, tokens FROM fw_session_usage")
-            },
-            admin_version=int(admin["version"]) if admin else None,
-            admin_policy=orjson.loads(admin["policy"]) if admin else None,
-            user_version=int(version["version"]) if version else 0,
-            user_levels=levels,
-            modes=modes,
-            sessions=sessions,
-            grants=grants,
-        )
+        return _policy_rows({part: await self.reader.fetch_all(sql) for part, sql in _POLICY_QUERIES.items()})
 
     async def hints(self) -> list[dict[str, Any]]:
         return await self.reader.fetch_all("SELECT tool, kind, message, at FROM fw_hints ORDER BY at")
