@@ -19,6 +19,7 @@ from overseer_events.catalogue import (
     CoUpdateCommand,
 )
 from overseer_events.envelope import new_event
+from overseer_events.subjects import CO_HEADER
 from overseer_runtime.main import rebuild
 from overseer_runtime.rpc import RpcError
 from overseer_runtime.testing import Stack, eventually, received_from
@@ -256,6 +257,29 @@ async def test_execution_facts_are_recorded_without_a_status_change(stack: Stack
         assert [(r["execution_id"], r["outcome"]) for r in view["execution_reports"]] == [("exec-1", outcome)]
         assert view["linked_execution_ids"] == ["exec-1"]
         assert (view["status"], view["transitions"]) == (before["status"], before["transitions"])
+
+
+async def test_a_contract_fact_whose_headers_name_no_co_is_acknowledged_unread(stack: Stack) -> None:
+    async with stack.runtime(ColService()) as rt:
+        co = (await command(stack, create("unread facts")))["co"]
+        async with stack.client("executor") as nc:
+            js = nc.jetstream()
+            # Not even an event: read, it would be dead-lettered as undecodable; its headers say it names
+            # no Cognitive Object, so it is acknowledged without being decoded.
+            await js.publish(
+                stack.subjects.event("executor", "execution.contract_created"),
+                b"{not an event",
+                headers={"Nats-Msg-Id": new_id(), CO_HEADER: ""},
+            )
+            dead_letters = (await js.stream_info(stack.subjects.dlq_stream)).state.messages
+        await execution_facts(stack, "exec-1", co["co_id"], "completed")  # no header: decoded, and the COL's
+        view = await eventually(lambda: _reported(stack, co["co_id"]))
+        assert [r["execution_id"] for r in view["execution_reports"]] == ["exec-1"]
+        assert received_from(rt, "executor") == 3
+        async with stack.client("executor") as nc:
+            assert (
+                await nc.jetstream().stream_info(stack.subjects.dlq_stream)
+            ).state.messages == dead_letters
 
 
 async def _reported(stack: Stack, co_id: str) -> dict[str, Any] | None:

@@ -27,6 +27,7 @@ from overseer_events.catalogue import (
     form_aggregate,
 )
 from overseer_events.envelope import Envelope, EventData, decode
+from overseer_events.subjects import CO_HEADER
 from overseer_executor.adapters.contracts_sql import SqliteContractRepository, SqliteExecutorQueries
 from overseer_executor.adapters.smtp_sink import SmtpSink
 from overseer_executor.bootstrap import ExecutorService
@@ -176,6 +177,11 @@ async def test_seed_003_worked_example_end_to_end(
         ]
         assert list(dict.fromkeys(journal)) == SEED_TRACE
         assert len(journal) == len(SEED_TRACE) + 2  # the two announcements repeat their creation
+        # Each published contract event says in its headers which Cognitive Object it names (none here):
+        # a consumer with nothing to do with such an event need not decode it.
+        told = [e for e in stored if e.type in ("execution.contract_created", "execution.transitioned")]
+        assert told
+        assert all(e.header_map().get(CO_HEADER) == "" for e in told)
 
     # On the wire, each contract is announced (created, and its first moves) once its verdict moved it:
     # the confirmation, its form, its two later moves and the form closed by the first; then the e-mail,

@@ -15,6 +15,7 @@ from pydantic import AfterValidator, Field, StringConstraints, field_validator
 from overseer_events.canonical import MAX_DEPTH, nested_deeper_than
 from overseer_events.envelope import EventData, event, upcaster
 from overseer_events.machines.execution import is_terminal
+from overseer_events.subjects import CO_HEADER
 from overseer_events.views import ExecutionConsequenceView
 
 JSON = dict[str, Any]
@@ -570,6 +571,9 @@ class ExecutionTransitioned(EventData):
         """Every move this event tells of, in order: the earlier ones, then its own."""
         return [*self.earlier, self] if self.earlier else [self]
 
+    def headers(self) -> dict[str, str]:
+        return {CO_HEADER: self.co_id or ""}
+
     def step(self) -> TraceStep:
         """The step this move adds to the execution trace, made from the move itself (it is not sent:
         every part of it is a field of the move; a move's result is the contract's once it has one, as
@@ -618,6 +622,9 @@ class ContractCreated(EventData):
     # waits for ends reads those and the ends these carry. The event's aggregate version is the one
     # after its last move (the creation itself is version 1, each move one more).
     transitions: list[ExecutionTransitioned] = Field(default_factory=list)
+
+    def headers(self) -> dict[str, str]:
+        return {CO_HEADER: self.co_id or ""}
 
     def ended(self) -> ExecutionTransitioned | None:
         """The end among the moves it made at once, if it ended in the instant it was announced."""

@@ -188,6 +188,7 @@ class Runtime:
             nak_delay=nats.nak_delay_seconds,
             dead_lettered=self.metrics.dead_lettered,
             applies=self._applies,
+            ignores_message=self.service.ignores_message,
             reapplies=self.service.reapplies_batches,
             rolled_back=self.service.rolled_back,
         )

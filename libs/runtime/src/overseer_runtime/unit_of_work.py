@@ -214,9 +214,9 @@ class UnitOfWork:
         self._versions[aggregate_id] = aggregate_version
         event = self._envelope(data, aggregate_id, aggregate_version, actor, correlation_id, causation_id)
         subject = emitter.subjects.event(service, data.TYPE)
-        headers = tracing.current_headers()
+        headers = tracing.current_headers() | data.headers()
         if awaited:
-            headers = {**headers, AWAITED_HEADER: "1"}
+            headers[AWAITED_HEADER] = "1"
         body = event.encode()
         for position in emitter.store.append([event], subjects=[subject], headers=[headers], bodies=[body]):
             if data.TYPE not in KEPT_IN_STORE:  # the others are kept in the store alone, never published

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from overseer_col.adapters.read_model import CoReadModel, ReaderCoLists, SqliteCommandLog, SqliteCoRepository
 from overseer_col.application.handlers import ColUnit
@@ -44,6 +44,9 @@ class ColService(Service):
 
     def ignores(self, event: Envelope) -> bool:
         return events.ignored(event.data)
+
+    def ignores_message(self, headers: Mapping[str, str]) -> bool:
+        return events.ignored_unread(headers)
 
     def rpc(self) -> RpcTable:
         return rpc.rpc(self)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from overseer_col.application import handlers as col
 from overseer_col.application.handlers import ColUnit
@@ -18,6 +18,7 @@ from overseer_events.catalogue import (
     MemoryStored,
 )
 from overseer_events.envelope import EventData
+from overseer_events.subjects import CO_HEADER
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.service import HandlerTable
 from overseer_runtime.unit_of_work import UnitOfWork
@@ -57,6 +58,12 @@ def handlers(unit_for: Callable[[UnitOfWork], ColUnit]) -> HandlerTable[ColUnit]
         .on(ContractCreated, lambda fact, unit, _: col.report_execution_fact(fact, unit))
         .on(ExecutionTransitioned, lambda fact, unit, _: col.report_execution_fact(fact, unit))
     )
+
+
+def ignored_unread(headers: Mapping[str, str]) -> bool:
+    """A contract's fact whose headers say it names no Cognitive Object (``CO_HEADER`` empty): not even
+    decoded. One without the header is decoded and judged by :func:`ignored`."""
+    return headers.get(CO_HEADER) == ""
 
 
 def ignored(data: EventData) -> bool:
