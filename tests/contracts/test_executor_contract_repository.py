@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from overseer_events.canonical import args_hash
+from overseer_events.catalogue import ContractDrafted
 from overseer_events.machines import ExecutionStatus
 from overseer_executor.domain.claims import Twin
 from overseer_executor.domain.contract import ExecutionContract, creation
@@ -81,14 +82,14 @@ def test_a_drafted_contract_reads_back_its_announcement_until_its_verdict_announ
     drafted = executor.contracts.get("exec-001")
     assert drafted is not None
     assert drafted.drafted_by is not None
-    announcement = creation(drafted, drafted.drafted_by, [])
-    assert (announcement.execution_id, announcement.tool, announcement.args) == (
+    # What will announce it is made from the contract as stored: the very draft it was proposed as.
+    (draft,) = executor.emitted_data(ContractDrafted)
+    assert creation(drafted, drafted.drafted_by, []) == draft.contract
+    assert (draft.contract.execution_id, draft.contract.tool, draft.contract.args) == (
         "exec-001",
         "email.send",
         INVITE,
     )
-    assert announcement.trace is not None
-    assert announcement.trace.action == "create_contract:exec-001"
 
     executor.verdict("exec-001", "allow")
     started = executor.contracts.get("exec-001")

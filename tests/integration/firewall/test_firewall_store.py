@@ -7,8 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
+from overseer_firewall.adapters.policy_state import policy_rows
 from overseer_firewall.bootstrap import FirewallService
 from overseer_runtime.main import rebuild
 from overseer_runtime.runtime import Runtime
@@ -98,6 +100,13 @@ async def test_the_firewall_rebuilt_from_its_store_has_the_same_policy_state(
         rebuilt = await stack.rpc("firewall", "policy.get", {"read_model": True})
     assert rebuilt == live
     assert rebuilt["read_model"]["user_levels"] == live["user"]["levels"]
+    # The kernel's own read of the policy state (on the writer's connection: at start, and after a
+    # rollback) is the read-only reader's.
+    conn = sqlite3.connect(db)
+    try:
+        assert orjson.loads(orjson.dumps(policy_rows(conn).as_dict())) == rebuilt["read_model"]
+    finally:
+        conn.close()
 
 
 def dump(db: Path) -> dict[str, list[tuple[Any, ...]]]:

@@ -35,7 +35,7 @@ class EventData(BaseModel):
 
     def headers(self) -> dict[str, str]:
         """What the event says of itself in its message's headers, for a consumer that can tell from them
-        alone that it has nothing to do with the event (and so neither decodes nor records it). None,
+        alone that it has nothing to do with the event (and so neither decodes nor records it). Nothing,
         unless a type says so."""
         return {}
 
