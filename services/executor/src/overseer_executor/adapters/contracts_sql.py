@@ -57,13 +57,13 @@ _loads = orjson.loads
 _HELD = TypeAdapter(list[ExecutionTransitioned])
 
 
-# What inserting a contract's row does when the row is there: a draft leaves it as it is; an announcement
-# ends the draft and takes the state its first moves leave it in.
+# A draft inserted for a contract whose row is there leaves the row as it is.
 _KEEP_KNOWN = "ON CONFLICT(execution_id) DO NOTHING"
+# An announcement ends the draft and takes the state its first moves leave it in: the row's other
+# columns are the draft's already (a contract announced without a draft here is inserted whole).
 _ANNOUNCE_DRAFTED = (
-    "ON CONFLICT(execution_id) DO UPDATE SET drafted_by = NULL, version = excluded.version, "
-    "status = excluded.status, updated_at = excluded.updated_at, result = excluded.result, "
-    "error_message = excluded.error_message, held = NULL"
+    "UPDATE executor_contracts SET drafted_by = NULL, version = ?, status = ?, updated_at = ?, "
+    "result = ?, error_message = ?, held = NULL WHERE execution_id = ?"
 )
 
 
@@ -170,7 +170,13 @@ class ContractsProjection(SqlProjection):
         """The contract announced: its draft (if it was drafted) is done with, and its first moves made,
         in one write of the row as they leave it (not one write per move)."""
         moves = d.transitions
-        cls._insert(conn, d, event.aggregate_version, None, _ANNOUNCE_DRAFTED, moves)
+        status, updated_at, result, error = _left_by(d, moves)
+        version = event.aggregate_version
+        announced = conn.execute(
+            _ANNOUNCE_DRAFTED, (version, status, updated_at, result, error, d.execution_id)
+        ).rowcount
+        if not announced:
+            cls._insert(conn, d, version, None, _KEEP_KNOWN, moves)
         _answer_approvals(conn, moves)
 
     @staticmethod
@@ -183,11 +189,7 @@ class ContractsProjection(SqlProjection):
         moves: Sequence[ExecutionTransitioned] = (),
     ) -> None:
         """The contract's row at ``version``, as ``moves`` (made from PENDING) leave it."""
-        status, updated_at = (
-            (moves[-1].to_status, moves[-1].timestamp) if moves else ("pending", d.created_at)
-        )
-        result = next((m.result for m in reversed(moves) if m.result is not None), None)
-        error = next((m.error_message for m in reversed(moves) if m.error_message is not None), None)
+        status, updated_at, result, error = _left_by(d, moves)
         conn.execute(
             "INSERT INTO executor_contracts VALUES "
             "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL) " + on_conflict,
@@ -288,6 +290,17 @@ class ContractsProjection(SqlProjection):
                 event.occurred_at,
             ),
         )
+
+
+def _left_by(
+    d: ContractCreated, moves: Sequence[ExecutionTransitioned]
+) -> tuple[str, float, str | None, str | None]:
+    """The status, the time it was entered, the result and the error ``moves`` (made from PENDING) leave
+    the contract with."""
+    status, updated_at = (moves[-1].to_status, moves[-1].timestamp) if moves else ("pending", d.created_at)
+    result = next((m.result for m in reversed(moves) if m.result is not None), None)
+    error = next((m.error_message for m in reversed(moves) if m.error_message is not None), None)
+    return status, updated_at, result, error
 
 
 class RefusedDecisionsProjection(SqlProjection):
