@@ -47,9 +47,12 @@ class ExamplePublisher:
             occurred_at=step.occurred_at,
         )
 
-    async def publish(self, *steps: Step) -> None:
+    async def publish(self, *steps: Step) -> int:
+        """Publish ``steps`` in order; the stream sequence of the last."""
+        sequence = 0
         for step in steps:
-            await self.stack.publish_as(step.owner, self.envelope(step))
+            sequence = await self.stack.publish_as(step.owner, self.envelope(step))
+        return sequence
 
 
 async def published_by_observer(stack: Stack, event_type: str) -> list[dict[str, Any]]:

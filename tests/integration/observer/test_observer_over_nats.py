@@ -39,8 +39,9 @@ def observer_service() -> ObserverService:
     return ObserverService(clock=lambda: NOW)
 
 
-async def all_recorded(runtime: Runtime, count: int) -> None:
-    await eventually(lambda: runtime.store.count("remote") >= count, timeout=15)
+async def all_consumed(runtime: Runtime, sequence: int) -> None:
+    """Wait until the observer applied everything up to stream ``sequence`` (and committed it)."""
+    await eventually(lambda: max(runtime.store.trackings().values(), default=0) >= sequence, timeout=15)
 
 
 async def ask(stack: Stack, method: str, **payload: object) -> object:
@@ -77,8 +78,8 @@ def _tuples(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 async def test_seed002_worked_example_is_projected_from_events_over_nats(stack: Stack) -> None:
     async with stack.runtime(observer_service()) as runtime:
-        await ExamplePublisher(stack).publish(*STEPS)
-        await all_recorded(runtime, len(STEPS))
+        last = await ExamplePublisher(stack).publish(*STEPS)
+        await all_consumed(runtime, last)
 
         for execution_id in (ECS_ID, TOOL_ID):
             records = await ask_list(stack, "transitions", execution_id=execution_id)
@@ -129,12 +130,33 @@ async def test_seed002_worked_example_is_projected_from_events_over_nats(stack: 
         assert topology["initial_status"] == "pending"
 
 
+async def test_proposals_announced_in_their_batch_are_not_kept_and_change_no_answer(stack: Stack) -> None:
+    # Published before the observer starts: one batch, where each proposal's contract follows it. The
+    # e-mail's proposal is superseded by its announcement; the confirmation's says a summary its
+    # announcement does not carry, so it is kept.
+    last = await ExamplePublisher(stack).publish(*STEPS)
+    folded = FoldedExample(STEPS)
+    expected = ExecutionObserver(folded, folded, folded, clock=lambda: NOW)
+    async with stack.runtime(observer_service()) as runtime:
+        await all_consumed(runtime, last)
+        kept = list(runtime.store.read(origin="remote"))
+        assert [e.aggregate_id for e in kept if e.type == "execution.proposed"] == [ECS_ID]
+        assert len(kept) == len(STEPS) - 1
+        assert await ask(stack, "timeline", session_id=SESSION) == (
+            await expected.timeline(SESSION)
+        ).model_dump(mode="json")
+        for execution_id in (ECS_ID, TOOL_ID):
+            assert await ask(stack, "snapshot", execution_id=execution_id) == expected.snapshot(
+                execution_id
+            ).model_dump(mode="json")
+
+
 async def test_sqlite_read_models_answer_exactly_what_the_pure_fold_answers(stack: Stack) -> None:
     folded = FoldedExample(STEPS)
     expected = ExecutionObserver(folded, folded, folded, clock=lambda: NOW)
     async with stack.runtime(observer_service()) as runtime:
-        await ExamplePublisher(stack).publish(*STEPS)
-        await all_recorded(runtime, len(STEPS))
+        last = await ExamplePublisher(stack).publish(*STEPS)
+        await all_consumed(runtime, last)
         timeline = await expected.timeline(SESSION)
         assert await ask(stack, "timeline", session_id=SESSION) == timeline.model_dump(mode="json")
         for execution_id in (ECS_ID, TOOL_ID):
@@ -145,8 +167,8 @@ async def test_sqlite_read_models_answer_exactly_what_the_pure_fold_answers(stac
 
 async def test_every_transition_is_sent_as_execution_state_and_never_stored(stack: Stack) -> None:
     async with stack.runtime(observer_service()) as runtime, sent_by_observer(stack, runtime) as announced:
-        await ExamplePublisher(stack).publish(*STEPS)
-        await all_recorded(runtime, len(STEPS))
+        last = await ExamplePublisher(stack).publish(*STEPS)
+        await all_consumed(runtime, last)
         await eventually(lambda: len(announced) >= 6, timeout=15)
         stored = await published_by_observer(stack, "observation.execution_state")
         kept = runtime.store.count("local")
@@ -179,8 +201,8 @@ async def test_with_no_live_client_following_them_no_execution_state_is_sent_and
     async with stack.runtime(observer_service()) as runtime, stack.client("gateway") as nc:
         subscription = await nc.subscribe(stack.subjects.ephemerals, cb=sent)
         await nc.flush()  # a subscriber that never says a live client follows (the gateway says it then)
-        await ExamplePublisher(stack).publish(*STEPS)
-        await all_recorded(runtime, len(STEPS))
+        last = await ExamplePublisher(stack).publish(*STEPS)
+        await all_consumed(runtime, last)
 
         async def both_facts() -> list[dict[str, Any]]:
             facts = await published_by_observer(stack, "observation.execution_fact")
@@ -197,8 +219,8 @@ async def test_contracts_announced_with_their_first_moves_read_and_are_sent_as_i
     stack: Stack,
 ) -> None:
     async with stack.runtime(observer_service()) as runtime, sent_by_observer(stack, runtime) as announced:
-        await ExamplePublisher(stack).publish(*ANNOUNCED_STEPS)
-        await all_recorded(runtime, len(ANNOUNCED_STEPS))
+        last = await ExamplePublisher(stack).publish(*ANNOUNCED_STEPS)
+        await all_consumed(runtime, last)
         await eventually(lambda: len(announced) >= 6, timeout=15)
         for execution_id in (ECS_ID, TOOL_ID):
             records = await ask_list(stack, "transitions", execution_id=execution_id)
@@ -218,8 +240,8 @@ async def test_contracts_announced_with_their_first_moves_read_and_are_sent_as_i
 
 async def test_terminal_contracts_are_announced_as_execution_facts(stack: Stack) -> None:
     async with stack.runtime(observer_service()) as runtime:
-        await ExamplePublisher(stack).publish(*STEPS)
-        await all_recorded(runtime, len(STEPS))
+        last = await ExamplePublisher(stack).publish(*STEPS)
+        await all_consumed(runtime, last)
         facts = await eventually(
             lambda: _at_least(published_by_observer(stack, "observation.execution_fact"), 2), timeout=15
         )
@@ -237,8 +259,8 @@ async def test_the_observer_rebuilt_from_its_store_equals_its_live_read_models(s
     methods = [("timeline", {"session_id": SESSION}), ("consequences", {"session_id": SESSION})]
     methods += [(m, {"execution_id": i}) for m in ("snapshot", "transitions") for i in (ECS_ID, TOOL_ID)]
     async with stack.runtime(observer_service()) as runtime:
-        await ExamplePublisher(stack).publish(*STEPS)
-        await all_recorded(runtime, len(STEPS))
+        last = await ExamplePublisher(stack).publish(*STEPS)
+        await all_consumed(runtime, last)
         live_rows = dump(runtime.store.conn)
         live_answers = [await ask(stack, m, **p) for m, p in methods]
 
@@ -254,11 +276,11 @@ async def test_the_observer_rebuilt_from_its_store_equals_its_live_read_models(s
 async def test_a_restart_resumes_without_announcing_anything_twice(stack: Stack) -> None:
     publisher = ExamplePublisher(stack)
     async with stack.runtime(observer_service()) as runtime:
-        await publisher.publish(*STEPS)
-        await all_recorded(runtime, len(STEPS))
+        last = await publisher.publish(*STEPS)
+        await all_consumed(runtime, last)
     async with stack.runtime(observer_service()) as runtime, sent_by_observer(stack, runtime) as announced:
-        await publisher.publish(*_one_more_contract())
-        await all_recorded(runtime, len(STEPS) + 2)
+        last = await publisher.publish(*_one_more_contract())
+        await all_consumed(runtime, last)
         # The new contract's state is the only one sent: nothing before it was handled again.
         await eventually(lambda: len(announced) >= 1, timeout=15)
     assert [e["data"]["execution_id"] for e in announced] == ["exec-003"]

@@ -9,12 +9,13 @@ import pytest
 from overseer_events.catalogue import (
     ContractCreated,
     ExecutionFactObserved,
+    ExecutionProposed,
     ExecutionStateObserved,
     ExecutionTransitioned,
 )
 from overseer_events.subjects import subject_matches
 from overseer_observer.application.handlers import ObserverUnit, announce_transitions
-from overseer_observer.entrypoints.events import SUBSCRIPTIONS, handlers
+from overseer_observer.entrypoints.events import SUBSCRIPTIONS, handlers, superseded
 from overseer_runtime.unit_of_work import UnitOfWork
 from tests.fakes.observer import InMemoryObservations
 from tests.fakes.runtime import FakeUnitOfWork, RecordingEmit
@@ -121,3 +122,21 @@ def test_the_table_handles_only_types_the_observer_subscribes_to() -> None:
     patterns = tuple(pattern for s in SUBSCRIPTIONS for pattern in s.types)
     assert table.event_types() == {"execution.transitioned", "execution.contract_created"}
     assert all(subject_matches(kind, patterns) for kind in table.event_types())
+
+
+def test_a_proposal_whose_contract_is_announced_later_in_its_batch_is_superseded() -> None:
+    proposed, created = TOOL_PROPOSED.delivered(), TOOL_CREATED.delivered()
+    assert superseded([proposed, created]) == {proposed.event_id}
+    assert superseded([proposed]) == set()  # its contract not in the batch: folded as it comes
+    other = replace(TOOL_CREATED, data=TOOL_CREATED.data.model_copy(update={"execution_id": "exec-999"}))
+    assert superseded([proposed, other.delivered()]) == set()
+
+
+def test_a_proposal_whose_summary_its_announcement_does_not_carry_is_kept() -> None:
+    assert isinstance(TOOL_PROPOSED.data, ExecutionProposed)
+    said = replace(TOOL_PROPOSED, data=TOOL_PROPOSED.data.model_copy(update={"summary": "mail Bob"}))
+    proposed, created = said.delivered(), TOOL_CREATED.delivered()
+    assert superseded([proposed, created]) == set()
+    assert isinstance(TOOL_CREATED.data, ContractCreated)
+    carried = TOOL_CREATED.data.model_copy(update={"summary": "mail Bob"})
+    assert superseded([proposed, replace(TOOL_CREATED, data=carried).delivered()]) == {proposed.event_id}

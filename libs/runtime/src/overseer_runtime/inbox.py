@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sqlite3
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence, Set
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 
@@ -80,6 +80,7 @@ class Inbox:
         dead_lettered: Callable[[], None] = lambda: None,
         applies: Callable[[Envelope], bool] = lambda _: True,
         ignores_message: Callable[[Mapping[str, str]], bool] = lambda _: False,
+        superseded: Callable[[Sequence[Envelope]], Set[str]] = lambda _: frozenset(),
         prepare: Prepare = lambda _: nullcontext(),
         reapplies: bool = False,
         rolled_back: Callable[[], None] = lambda: None,
@@ -96,6 +97,7 @@ class Inbox:
         self._dead_lettered = dead_lettered
         self._applies = applies
         self._ignores_message = ignores_message
+        self._superseded = superseded
         self._prepare = prepare
         self._reapplies = reapplies
         self._rolled_back = rolled_back
@@ -109,7 +111,7 @@ class Inbox:
         return on_batch
 
     async def apply_batch(self, consumer: str, wanted: tuple[str, ...], messages: list[Msg]) -> None:
-        admitted: Admitted = [(msg, self._to_apply(msg, wanted)) for msg in messages]
+        admitted = self._admit_batch(messages, wanted)
         applied: Applied | None = None
         async with self._prepare([event for _, event in admitted if isinstance(event, Envelope)]):
             try:
@@ -189,6 +191,18 @@ class Inbox:
             stop=stop_never,
             before_sleep=keep_in_progress,
         )
+
+    def _admit_batch(self, messages: list[Msg], wanted: tuple[str, ...]) -> Admitted:
+        """Each message with its event, or why it is not applied (see ``_to_apply``); an event a later one
+        of the batch supersedes (:meth:`~overseer_runtime.service.Service.superseded`) is skipped."""
+        admitted: Admitted = [(msg, self._to_apply(msg, wanted)) for msg in messages]
+        superseded = self._superseded([event for _, event in admitted if isinstance(event, Envelope)])
+        if not superseded:
+            return admitted
+        return [
+            (msg, "skipped" if isinstance(event, Envelope) and event.event_id in superseded else event)
+            for msg, event in admitted
+        ]
 
     def _to_apply(self, msg: Msg, wanted: tuple[str, ...]) -> Envelope | str:
         """The message's event, if this process applies it; else why not (see :func:`_admit`)."""

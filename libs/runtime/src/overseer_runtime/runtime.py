@@ -189,6 +189,7 @@ class Runtime:
             dead_lettered=self.metrics.dead_lettered,
             applies=self._applies,
             ignores_message=self.service.ignores_message,
+            superseded=self.service.superseded,
             reapplies=self.service.reapplies_batches,
             rolled_back=self.service.rolled_back,
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence, Set
 from contextlib import AbstractAsyncContextManager
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -149,6 +149,14 @@ class Service:
         :meth:`ignores`, and :meth:`~overseer_events.envelope.EventData.headers`): acknowledged without
         being decoded or recorded. No message, unless a service says so."""
         return False
+
+    def superseded(self, batch: Sequence[Envelope]) -> Set[str]:
+        """The ids of those of a batch's events whose whole effect a later event of the same batch has again
+        (the observer's proposal, when the announcement of its contract follows it in the batch): each is
+        acknowledged without being recorded or handled, as :meth:`ignores` says of an event on its own.
+        Nothing is lost: the store and its read models end as they would have with it, now and on a
+        rebuild (which then never sees it). None, unless a service says so."""
+        return frozenset()
 
     def prepare(self, events: Sequence[Envelope]) -> AbstractAsyncContextManager[object]:
         """What the service does with a batch's events before the batch's transaction opens, and undoes

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 
+from overseer_events.envelope import Envelope
 from overseer_observer.adapters.read_models import (
     ExecutionObservations,
     ReaderExecutions,
@@ -46,6 +47,9 @@ class ObserverService(Service):
 
     def subscriptions(self) -> Sequence[Subscription]:
         return events.SUBSCRIPTIONS
+
+    def superseded(self, batch: Sequence[Envelope]) -> Set[str]:
+        return events.superseded(batch)
 
     def handlers(self) -> HandlerTable[ObserverUnit]:
         return events.handlers(self.unit_for)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence, Set
 
-from overseer_events.catalogue import ContractCreated, ExecutionTransitioned
+from overseer_events.catalogue import ContractCreated, ExecutionProposed, ExecutionTransitioned
+from overseer_events.envelope import Envelope
 from overseer_observer.application.handlers import ObserverUnit, announce_transitions
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.service import HandlerTable
@@ -25,6 +26,21 @@ SUBSCRIPTIONS = (
     Subscription(owner="reasoning", types=PROPOSED, gather=GATHER),
     Subscription(owner="gateway", types=PROPOSED, gather=GATHER),
 )
+
+
+def superseded(batch: Sequence[Envelope]) -> Set[str]:
+    """The proposals of a batch whose contract's announcement follows them in it: the announcement makes
+    the same row of them alone (a proposal lends a contract only its PENDING moment, and its summary,
+    which the announcement carries), so they are neither recorded nor folded. A proposal whose summary
+    the announcement does not carry is kept."""
+    announced = {e.data.execution_id: e.data for e in batch if isinstance(e.data, ContractCreated)}
+    return {
+        e.event_id
+        for e in batch
+        if isinstance(e.data, ExecutionProposed)
+        and (created := announced.get(e.data.execution_id)) is not None
+        and (e.data.summary or None) in (None, created.summary)
+    }
 
 
 def handlers(unit_for: Callable[[UnitOfWork], ObserverUnit]) -> HandlerTable[ObserverUnit]:
