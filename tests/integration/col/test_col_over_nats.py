@@ -272,7 +272,8 @@ async def test_a_contract_fact_whose_headers_name_no_co_is_acknowledged_unread(s
                 headers={"Nats-Msg-Id": new_id(), CO_HEADER: ""},
             )
             dead_letters = (await js.stream_info(stack.subjects.dlq_stream)).state.messages
-        await execution_facts(stack, "exec-1", co["co_id"], "completed")  # no header: decoded, and the COL's
+        # Published without the header: decoded, and they name the CO.
+        await execution_facts(stack, "exec-1", co["co_id"], "completed")
         view = await eventually(lambda: _reported(stack, co["co_id"]))
         assert [r["execution_id"] for r in view["execution_reports"]] == ["exec-1"]
         assert received_from(rt, "executor") == 3
