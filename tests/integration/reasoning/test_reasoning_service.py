@@ -6,11 +6,13 @@ from typing import Any
 
 import pytest
 
-from overseer_events.catalogue import MessageReceived
-from overseer_events.envelope import new_event
+from overseer_events.catalogue import ExecutionFactObserved, MessageReceived
+from overseer_events.envelope import Envelope, new_event
 from overseer_reasoning.bootstrap import ReasoningService
 from overseer_runtime.rpc import RpcError
+from overseer_runtime.service import HandlerTable
 from overseer_runtime.testing import Stack, eventually
+from overseer_runtime.unit_of_work import UnitOfWork
 
 
 async def test_each_message_is_answered_and_the_history_and_session_are_served(stack: Stack) -> None:
@@ -47,3 +49,56 @@ async def test_each_message_is_answered_and_the_history_and_session_are_served(s
         with pytest.raises(RpcError) as unknown:
             await stack.rpc("reasoning", "session.get", {"session_id": "never"})
         assert unknown.value.status == 404
+
+
+class ReasoningFailingOn(ReasoningService):
+    """The agent's service whose handling of one execution's fact fails (after its memory was written)."""
+
+    def __init__(self, execution_id: str) -> None:
+        super().__init__()
+        self.failing = execution_id
+        self.handled: list[str] = []  # the facts handled, in order, each time
+
+    def handlers(self) -> HandlerTable[Any]:
+        table = super().handlers()
+        handle = table.handle
+
+        def failing(uow: UnitOfWork, event: Envelope) -> None:
+            if isinstance(event.data, ExecutionFactObserved):
+                self.handled.append(event.data.execution_id)
+                if event.data.execution_id == self.failing:
+                    raise RuntimeError("a fault in the handler")
+            handle(uow, event)
+
+        table.handle = failing  # type: ignore[method-assign]
+        return table
+
+
+def fact(execution_id: str) -> Envelope:
+    data = ExecutionFactObserved(
+        execution_id=execution_id,
+        session_id="s-9",
+        action_type="tool_call",
+        action_summary=f"fs.list → {execution_id}",
+        final_status="completed",
+        irreversible=False,
+        duration_ms=1.0,
+        result_summary="[]",
+    )
+    return new_event(data, aggregate_id=f"fact:{execution_id}", aggregate_version=1, actor="observer")
+
+
+async def test_a_batch_applied_again_after_a_failure_remembers_each_fact_once(stack: Stack) -> None:
+    # Published before the service starts: one batch, applied without savepoints, failing at the second
+    # fact, rolled back whole and applied again message by message.
+    for execution_id in ("x-1", "x-2", "x-3"):
+        await stack.publish_as("observer", fact(execution_id))
+    service = ReasoningFailingOn("x-2")
+    async with stack.runtime(service) as rt:
+        await eventually(lambda: max(rt.store.trackings().values(), default=0) >= 3)
+        conn = rt.store.conn
+        kept = [r[0] for r in conn.execute("SELECT execution_id FROM memories ORDER BY execution_id")]
+        indexed = [r[0] for r in conn.execute("SELECT memory_id FROM memories_fts ORDER BY memory_id")]
+    assert service.handled == ["x-1", "x-2", "x-1", "x-2", "x-3"]
+    assert kept == ["x-1", "x-3"]
+    assert indexed == ["exec:x-1", "exec:x-3"]  # each once, the failed one not at all

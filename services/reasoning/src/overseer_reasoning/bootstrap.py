@@ -38,6 +38,10 @@ class ReasoningService(Service):
     """Overseer's own agent: it converses, plans, proposes tool calls through the firewall, remembers."""
 
     name = "reasoning"
+    # Its handlers change the store and wake the turn driver after the commit; the memory index's list
+    # of memories still to index in full text is read back from the store when it settles, so an entry
+    # left by a try rolled back finds no row, or the row the batch applied again wrote.
+    reapplies_batches = True
 
     def __init__(self) -> None:
         self.conversations = ConversationLog()
