@@ -310,12 +310,12 @@ def calls_to_run_ahead(
         if spec is None or not spec.read_only:
             continue
         proposal = proposed.get(issued.execution_id)
+        verdict = Verdict.from_event(issued)
         contract = (
-            ExecutionContract.from_created(open_contract(proposal, spec, node_id="", now=now))
+            ExecutionContract.from_created(open_contract(proposal, spec, node_id="", now=now), verdict)
             if proposal is not None
             else contracts.get(issued.execution_id)
         )
-        verdict = Verdict.from_event(issued)
         if contract is not None and contract.tool == issued.tool and starts_at_once(contract, verdict):
             ahead.append(contract.with_verdict(verdict))
     return ahead

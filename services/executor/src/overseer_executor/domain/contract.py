@@ -131,10 +131,12 @@ class ExecutionContract:
         return self.verdict.args_hash if self.verdict is not None else None
 
     def with_verdict(self, verdict: Verdict) -> ExecutionContract:
-        return replace(self, verdict=verdict)
+        """The contract with ``verdict`` (itself when it has that verdict already, as one loaded after its
+        verdict was recorded does: a copy of 27 fields saved on the hot path)."""
+        return self if self.verdict == verdict else replace(self, verdict=verdict)
 
     @classmethod
-    def from_created(cls, data: ContractCreated) -> ExecutionContract:
+    def from_created(cls, data: ContractCreated, verdict: Verdict | None = None) -> ExecutionContract:
         return cls(
             execution_id=data.execution_id,
             session_id=data.session_id,
@@ -153,6 +155,7 @@ class ExecutionContract:
             updated_at=data.created_at,
             runs_at=data.runs_at,
             summary=data.summary,
+            verdict=verdict,
         )
 
 
