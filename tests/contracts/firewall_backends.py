@@ -144,14 +144,15 @@ class SqliteFirewall(FirewallBackend):
         self.proposals = SqliteProposals(conn)
         self.approvals = SqliteApprovals(conn)
         self.grants = SqlitePathGrants(conn)
-        self.audit = SqliteAuditChain(conn)
+        self.audit = SqliteAuditChain(conn)  # for reads: it never appends, so it reads every head
         self.tools = SqliteToolCatalogue(conn)
         self._reader: ReadModelReader | None = None
 
     def append(self, *entries: AuditEntry) -> None:
-        with self.store.transaction():
+        with self.store.transaction() as conn:
+            chain = SqliteAuditChain(conn)  # a unit's own, as the service makes one per unit of work
             for entry in entries:
-                self.audit.append(entry, float(next(self._now)))
+                chain.append(entry, float(next(self._now)))
 
     def record(self, event: Envelope) -> None:
         subject = subject_for(event.actor, event.type)

@@ -71,12 +71,17 @@ _FIRST = -(2**63)  # below any index SQLite can hold: "after" it is from the fir
 
 
 class SqliteAuditChain:
-    """:class:`~overseer_firewall.application.ports.AuditChain` on the writer's connection."""
+    """:class:`~overseer_firewall.application.ports.AuditChain` on the writer's connection, for one unit of
+    work: the head it appended is the head (the firewall is the chain's only writer, and the unit's
+    transaction, or its savepoint, keeps or drops its appends together)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        self._appended: AuditHead | None = None
 
     def head(self) -> AuditHead | None:
+        if self._appended is not None:
+            return self._appended
         row = self.conn.execute("SELECT idx, hash FROM fw_audit ORDER BY idx DESC LIMIT 1").fetchone()
         return AuditHead(int(row[0]), str(row[1])) if row else None
 
@@ -85,6 +90,7 @@ class SqliteAuditChain:
             self.conn.execute("INSERT " + _INTO_FW_AUDIT, _entry_row(entry, at))
         except sqlite3.IntegrityError as exc:
             raise ConcurrencyError(f"audit entry {entry.index} is already written") from exc
+        self._appended = AuditHead(entry.index, entry.hash)
 
     def published_through(self) -> int:
         row = self.conn.execute("SELECT MAX(idx) FROM fw_anchors").fetchone()
