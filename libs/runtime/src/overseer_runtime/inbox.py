@@ -119,7 +119,6 @@ class Inbox:
             except sqlite3.Error as exc:
                 if not is_unwritable(exc):
                     raise
-                self._rolled_back()
         if applied is None:  # what was prepared is dropped: a later try prepares nothing
             applied = await self._apply_when_writable(consumer, admitted)
         # Ack only after commit: a crash before this line redelivers, and the
@@ -138,12 +137,19 @@ class Inbox:
             try:
                 return self._apply_all(consumer, admitted, isolated=False)
             except _MessageFailed:
-                # The whole batch is rolled back: applied again, each message on its own, on what the
-                # service keeps in memory as the last commit left it.
-                self._rolled_back()
+                pass  # the whole batch was rolled back: applied again, each message on its own
         return self._apply_all(consumer, admitted, isolated=True)
 
     def _apply_all(self, consumer: str, admitted: Admitted, *, isolated: bool) -> Applied:
+        try:
+            return self._apply_in_transaction(consumer, admitted, isolated=isolated)
+        except Exception:
+            # Rolled back after its handlers ran (a message failed without its savepoint, the store refused
+            # the write, anything else): what the service keeps in memory follows before another try.
+            self._rolled_back()
+            raise
+
+    def _apply_in_transaction(self, consumer: str, admitted: Admitted, *, isolated: bool) -> Applied:
         applied = Applied()
         last_seq = 0
         # One transaction for the whole batch; each message in a savepoint (``isolated``) so one bad
@@ -180,7 +186,6 @@ class Inbox:
         """
 
         async def keep_in_progress(_: RetryCallState) -> None:
-            self._rolled_back()
             for msg, _event in admitted:
                 with contextlib.suppress(Exception):
                     await msg.in_progress()

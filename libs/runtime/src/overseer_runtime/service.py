@@ -166,9 +166,9 @@ class Service:
         return contextlib.nullcontext()
 
     def rolled_back(self) -> None:
-        """A batch's transaction was rolled back after its handlers ran (it is applied again, message by
-        message, or once the store takes writes): put back what they changed outside the store as the
-        last commit left it. Called between two transactions, on the event loop: nothing else is applied
+        """A batch's transaction was rolled back after its handlers ran (it is applied again: message by
+        message, once the store takes writes, or when it is delivered again): put back what they changed
+        outside the store as the last commit left it. Called between two transactions, on the event loop: nothing else is applied
         meanwhile. Nothing, unless a service keeps such memory."""
 
     def health_details(self) -> dict[str, Any]:
