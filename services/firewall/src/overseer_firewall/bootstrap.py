@@ -141,7 +141,6 @@ class FirewallService(Service):
         self.resolver = RealPathResolver([roots.sandbox, roots.cwd, roots.home])
         self.store = runtime.store
         self.warm_events = settings.warm_events
-        self.state.engine = self._new_engine()
         self.env = Surroundings(
             sandbox_root=roots.sandbox,
             current_file=read_current_file,
@@ -171,7 +170,7 @@ class FirewallService(Service):
         self.replay_limit = settings.replay_limit
         self.anchor.bind(in_unit, runtime.spawn, settings.audit_head_linger_seconds, chain=partition.index)
 
-        self.state.load(policy_rows(runtime.store.conn))
+        self._load_kernel()
         if self.firewall.keeper:
             await self._seed_admin_policy(settings)
         elif self.state.engine.policy.admin.version == 0:
@@ -188,18 +187,20 @@ class FirewallService(Service):
         """The kernel made again from the store, as at start: the policy state from its read models, loop
         windows and perception counters from the recent events (so a batch applied again after a
         rollback counts nothing twice; what it forgets of older events, a restart forgets too)."""
-        self.state.engine = self._new_engine()
-        self.state.load(policy_rows(self.store.conn))
+        self._load_kernel()
         warmed = self._warm()
         log.info("firewall: a batch was rolled back; the kernel was made again from %s recent events", warmed)
 
-    def _new_engine(self) -> FirewallEngine:
+    def _load_kernel(self) -> None:
+        """A new engine with the policy state the store's read models hold (read on the writer's
+        connection, all of it as the last commit left it)."""
         roots = self.roots
         engine = FirewallEngine(
             PolicyStore(), sandbox_root=roots.sandbox, cwd=roots.cwd, home=roots.home, resolver=self.resolver
         )
         engine.modes.share_out(self.partition.index, self.partition.count)
-        return engine
+        self.state.engine = engine
+        self.state.load(policy_rows(self.store.conn))
 
     def _warm(self) -> int:
         """Loop windows and perception counters refilled from the store's most recent events."""
