@@ -48,6 +48,7 @@ from overseer_executor.domain.contract import (
     OpenRequest,
     Verdict,
     consequence,
+    drafting_node,
     open_contract,
 )
 from overseer_executor.domain.rules import Moves, ToolOutcome
@@ -83,8 +84,9 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
             case ContractDrafted() as d:
                 if d.contract.execution_id not in self._contracts:
                     drafted = ExecutionContract.from_created(d.contract)
-                    node = d.contract.trace.node_id if d.contract.trace is not None else ""
-                    self._contracts[d.contract.execution_id] = replace(drafted, version=0, drafted_by=node)
+                    self._contracts[d.contract.execution_id] = replace(
+                        drafted, version=0, drafted_by=drafting_node(d.contract)
+                    )
             case ContractCreated() as d:
                 self._created(event.aggregate_version, d, own)
             case ExecutionTransitioned() as d:

@@ -47,7 +47,13 @@ from overseer_executor.application.ports import (
 )
 from overseer_executor.domain.alignment import check_resume_alignment
 from overseer_executor.domain.claims import CLAIMING, Twin
-from overseer_executor.domain.contract import ExecutionContract, OpenRequest, Verdict, consequence
+from overseer_executor.domain.contract import (
+    ExecutionContract,
+    OpenRequest,
+    Verdict,
+    consequence,
+    drafting_node,
+)
 from overseer_runtime.projection import SqlProjection
 from overseer_runtime.readers import ReadModelReader
 from overseer_runtime.store import EventStore
@@ -152,8 +158,7 @@ class ContractsProjection(SqlProjection):
         match event.data:
             case ContractDrafted() as drafted:
                 contract = drafted.contract
-                node = contract.trace.node_id if contract.trace is not None else ""
-                self._insert(conn, contract, event.aggregate_version, node, _KEEP_KNOWN)
+                self._insert(conn, contract, event.aggregate_version, drafting_node(contract), _KEEP_KNOWN)
             case ContractCreated() as created:
                 self._created(conn, created, event)
             case ExecutionTransitioned() as transitioned:

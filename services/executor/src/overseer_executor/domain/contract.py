@@ -331,6 +331,11 @@ def creation(
     )
 
 
+def drafting_node(created: ContractCreated) -> str:
+    """The node that proposed a drafted contract, as its creation step names it (``drafted_by``)."""
+    return created.trace.node_id if created.trace is not None else ""
+
+
 def creation_step(
     execution_id: str, action_type: str, irreversible: bool, idempotency_key: str | None, node_id: str
 ) -> TraceStep:
