@@ -17,7 +17,7 @@ from overseer_observer.bootstrap import ObserverService
 from overseer_runtime.main import rebuild
 from overseer_runtime.rpc import RpcError
 from overseer_runtime.runtime import Runtime
-from overseer_runtime.testing import Stack, eventually
+from overseer_runtime.testing import Stack, consumed_through, eventually
 from tests.integration.observer.observer_nats import ExamplePublisher, published_by_observer, sent_by_observer
 from tests.unit.observer.observer_folding import FoldedExample
 from tests.unit.observer.observer_seed002 import (
@@ -41,7 +41,7 @@ def observer_service() -> ObserverService:
 
 async def all_consumed(runtime: Runtime, sequence: int) -> None:
     """Wait until the observer applied everything up to stream ``sequence`` (and committed it)."""
-    await eventually(lambda: max(runtime.store.trackings().values(), default=0) >= sequence, timeout=15)
+    await eventually(lambda: consumed_through(runtime) >= sequence, timeout=15)
 
 
 async def ask(stack: Stack, method: str, **payload: object) -> object:

@@ -11,7 +11,7 @@ from overseer_events.envelope import Envelope, new_event
 from overseer_reasoning.bootstrap import ReasoningService
 from overseer_runtime.rpc import RpcError
 from overseer_runtime.service import HandlerTable
-from overseer_runtime.testing import Stack, eventually
+from overseer_runtime.testing import Stack, consumed_through, eventually
 from overseer_runtime.unit_of_work import UnitOfWork
 
 
@@ -92,10 +92,10 @@ async def test_a_batch_applied_again_after_a_failure_remembers_each_fact_once(st
     # Published before the service starts: one batch, applied without savepoints, failing at the second
     # fact, rolled back whole and applied again message by message.
     for execution_id in ("x-1", "x-2", "x-3"):
-        await stack.publish_as("observer", fact(execution_id))
+        last = await stack.publish_as("observer", fact(execution_id))
     service = ReasoningFailingOn("x-2")
     async with stack.runtime(service) as rt:
-        await eventually(lambda: max(rt.store.trackings().values(), default=0) >= 3)
+        await eventually(lambda: consumed_through(rt) >= last)
         conn = rt.store.conn
         kept = [r[0] for r in conn.execute("SELECT execution_id FROM memories ORDER BY execution_id")]
         indexed = [r[0] for r in conn.execute("SELECT memory_id FROM memories_fts ORDER BY memory_id")]

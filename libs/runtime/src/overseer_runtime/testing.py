@@ -273,6 +273,11 @@ async def eventually(predicate: Any, timeout: float = 10.0, interval: float = 0.
         await asyncio.sleep(interval)
 
 
+def consumed_through(runtime: Runtime) -> int:
+    """The furthest stream sequence ``runtime``'s consumers applied and committed (kept or not)."""
+    return max(runtime.store.trackings().values(), default=0)
+
+
 def received_from(runtime: Runtime, owner: str) -> int:
     """How many of ``owner``'s events ``runtime``'s service has recorded (redeliveries count once)."""
     rows = runtime.store.conn.execute("SELECT subject FROM events WHERE origin = 'remote'")
