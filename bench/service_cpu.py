@@ -21,8 +21,8 @@ alone, on the same input every time:
 With ``--instructions`` the replayed service runs under valgrind's callgrind, which counts the instructions
 it executes from the next batch to the last one applied: for the same code and input the same count to
 a few parts in a thousand on a quiet machine, within 1 % with other work beside it (a slower round wakes
-the service for more timers), so a change worth 1 % of a service shows in one round of each version (the service runs about forty times slower meanwhile; one round of the executor
-takes about a minute). The lines then say ``instructions_per_action`` and ``instructions_per_message``.
+the service for more timers), so a change worth 1 % of a service shows in one round of each version (the
+service runs about forty times slower meanwhile; one round of the executor takes about a minute). The lines then say ``instructions_per_action`` and ``instructions_per_message``.
 
 Each of ``--rounds`` rounds replays every service in turn (a round of each, then the next round: the
 machine's drift meets all alike); one JSON line per service, the median of its rounds:

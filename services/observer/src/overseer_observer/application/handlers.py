@@ -24,9 +24,8 @@ class ObserverUnit:
 
 def announce_transitions(execution_id: str, unit: ObserverUnit, event_id: str) -> None:
     """Sends the ``execution_state`` of each transition the event held (never stored; only while a live
-    client follows them), and stores the
-    execution fact once the contract has ended (what the agent remembers and answers from): awaited when
-    the end was (Overseer's own agent resumes its turn on it)."""
+    client follows them), and stores the execution fact once the contract has ended (what the agent
+    remembers and answers from): awaited when the end was (Overseer's own agent resumes its turn on it)."""
     # What the projection wrote for this event is at hand, with no second read of the rows.
     folded = unit.folds.folded(event_id)
     if folded is None:  # every execution event is folded just before its handler: a bug, not an input
