@@ -15,7 +15,7 @@ merges every service's into one page (:func:`merge_expositions`), so one scrape 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.metrics_core import Metric
@@ -28,6 +28,25 @@ from overseer_events.catalogue import (
     VerdictIssued,
 )
 from overseer_events.envelope import Envelope, EventData
+
+M = TypeVar("M", Counter, Histogram)
+
+
+class Series(Generic[M]):
+    """A metric's series by their label values, each looked up once: what is counted for every event or
+    request asks for its series each time, and ``labels`` builds the key and takes the metric's lock on
+    every call. Holds no more series than the metric itself does."""
+
+    def __init__(self, metric: M) -> None:
+        self.metric: M = metric
+        self._known: dict[tuple[str, ...], M] = {}
+
+    def __call__(self, *values: str) -> M:
+        series = self._known.get(values)
+        if series is None:
+            series = self._known[values] = self.metric.labels(*values)
+        return series
+
 
 # A person's answer takes seconds to hours; a tool, milliseconds to minutes.
 APPROVAL_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 14400.0)
@@ -78,6 +97,10 @@ class ServiceMetrics:
             "overseer_tool_seconds", "How long tools ran (RUNNING to the end), by tool and outcome",
             ["service", "tool", "status"], buckets=TOOL_BUCKETS, registry=registry,
         )  # fmt: skip
+        self._handled_of, self._emitted_of = Series(self.handled), Series(self.emitted)
+        self._verdicts_of = Series(self.verdicts)
+        self._approval_latency_of = Series(self.approval_latency)
+        self._tool_seconds_of = Series(self.tool_seconds)
         self._derived: Mapping[type[EventData], Callable[[Any], None]] = {
             VerdictIssued: self._verdict,
             HumanDecisionRecorded: self._decision,
@@ -93,9 +116,9 @@ class ServiceMetrics:
     def committed(self, handled: Iterable[Envelope], emitted: Iterable[Envelope]) -> None:
         """Events a commit took in and put out."""
         for event in handled:
-            self.handled.labels(self.service, event.type).inc()
+            self._handled_of(self.service, event.type).inc()
         for event in emitted:
-            self.emitted.labels(self.service, event.type).inc()
+            self._emitted_of(self.service, event.type).inc()
             derive = self._derived.get(type(event.data))
             if derive is not None:
                 derive(event.data)
@@ -115,11 +138,11 @@ class ServiceMetrics:
 
     # -- what the events say -----------------------------------------------------------------
     def _verdict(self, data: VerdictIssued) -> None:
-        self.verdicts.labels(self.service, data.level, data.decision).inc()
+        self._verdicts_of(self.service, data.level, data.decision).inc()
 
     def _decision(self, data: HumanDecisionRecorded) -> None:
         if data.latency_ms is not None:
-            self.approval_latency.labels(self.service, data.decision).observe(data.latency_ms / 1000)
+            self._approval_latency_of(self.service, data.decision).observe(data.latency_ms / 1000)
 
     def _created(self, data: ContractCreated) -> None:
         self._tools[data.execution_id] = data.tool or data.action_type
@@ -140,7 +163,7 @@ class ServiceMetrics:
             return
         tool = self._tools.pop(execution_id, None)
         if started is not None and tool is not None and data.from_status == "running":
-            self.tool_seconds.labels(self.service, tool, data.to_status).observe(
+            self._tool_seconds_of(self.service, tool, data.to_status).observe(
                 max(0.0, data.timestamp - started)
             )
 

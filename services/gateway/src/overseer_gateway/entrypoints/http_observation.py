@@ -17,7 +17,7 @@ from prometheus_client import Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from overseer_runtime import tracing
-from overseer_runtime.metrics import ServiceMetrics
+from overseer_runtime.metrics import Series, ServiceMetrics
 
 _CONTEXT_HEADERS = (b"traceparent", b"tracestate")
 _SECONDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 30.0, 60.0)
@@ -57,6 +57,7 @@ class HttpObservation:
             registry=metrics.registry,
         )
         self.service = metrics.service
+        self._requests_of, self._seconds_of = Series(self.requests), Series(self.seconds)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -85,5 +86,5 @@ class HttpObservation:
                 await self.app(scope, receive, send_with_status)
         finally:
             route = route_of(scope)
-            self.requests.labels(self.service, method, route, str(status)).inc()
-            self.seconds.labels(self.service, method, route).observe(time.perf_counter() - started)
+            self._requests_of(self.service, method, route, str(status)).inc()
+            self._seconds_of(self.service, method, route).observe(time.perf_counter() - started)
