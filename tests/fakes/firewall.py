@@ -138,7 +138,7 @@ def _ends(data: ExecutionTransitioned | ContractCreated) -> bool:
     """Whether ``data`` ends its contract: a terminal move, or an announcement carrying one."""
     if isinstance(data, ExecutionTransitioned):
         return data.to_status in TERMINAL
-    return data.ended() is not None
+    return data.ended is not None
 
 
 class InMemoryApprovals:

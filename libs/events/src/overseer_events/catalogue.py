@@ -8,6 +8,7 @@ Ownership (who may publish what) lives in :mod:`overseer_events.subjects`.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints, field_validator
@@ -626,8 +627,10 @@ class ContractCreated(EventData):
     def headers(self) -> dict[str, str]:
         return {CO_HEADER: self.co_id or ""}
 
+    @cached_property
     def ended(self) -> ExecutionTransitioned | None:
-        """The end among the moves it made at once, if it ended in the instant it was announced."""
+        """The end among the moves it made at once, if it ended in the instant it was announced (worked
+        out once: the firewall asks it of each contract in several places)."""
         return next((moved for moved in self.transitions if is_terminal(moved.to_status)), None)
 
 

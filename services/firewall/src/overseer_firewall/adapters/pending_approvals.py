@@ -63,7 +63,7 @@ class ApprovalsProjection(SqlProjection):
                 _escalated(conn, data, event)
             case ExecutionTransitioned() as data:
                 _transitioned(conn, data, event)
-            case ContractCreated() as data if (ended := data.ended()) is not None:  # ended as announced
+            case ContractCreated() as data if (ended := data.ended) is not None:  # ended as announced
                 _transitioned(conn, ended, event)
 
 

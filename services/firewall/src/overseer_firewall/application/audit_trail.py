@@ -185,7 +185,7 @@ def _outcome(d: ExecutionTransitioned) -> Record:
 def _outcome_at_creation(d: ContractCreated) -> Record | None:
     """A contract announced with its end (refused at once, or a read-only call that ran ahead): that end;
     None for one still open (its end comes in an ``execution.transitioned``)."""
-    ended = d.ended()
+    ended = d.ended
     return None if ended is None else _outcome(ended)
 
 

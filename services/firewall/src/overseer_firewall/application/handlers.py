@@ -355,7 +355,7 @@ class FirewallHandlers:
     def on_created(self, data: ContractCreated, unit: FirewallUnit, event: Envelope) -> None:
         """A contract announced with its end (refused at once, or a read-only call run ahead of the
         executor's commit): what became of the call, as an ``execution.transitioned`` end is."""
-        ended = data.ended()
+        ended = data.ended
         if ended is not None:
             self._ended(ended, unit, event)
 

@@ -180,7 +180,7 @@ class KernelState:
             )
 
     def _created(self, data: ContractCreated, lookup: Lookup) -> None:
-        ended = data.ended()
+        ended = data.ended
         if ended is not None:
             self._transitioned(ended, lookup)
 

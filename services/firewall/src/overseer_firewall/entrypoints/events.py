@@ -76,7 +76,7 @@ def partition_key(event: Envelope) -> str | None:
 def announced_open(event: Envelope) -> bool:
     """A contract announced without an end (started, or held for a person): nothing of the firewall's
     (it perceives and audits ends, and a held call's request is opened by its verdict)."""
-    return isinstance(event.data, ContractCreated) and event.data.ended() is None
+    return isinstance(event.data, ContractCreated) and event.data.ended is None
 
 
 def kept_by_partition_zero(event: Envelope) -> bool:
