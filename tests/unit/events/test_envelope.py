@@ -141,3 +141,38 @@ def test_a_contract_fact_says_in_its_headers_which_co_it_names_and_others_say_no
     )
     assert moved.headers() == {CO_HEADER: ""}
     assert MessageReceived(session_id="s", text="hi").headers() == {}
+
+
+def test_a_contracts_end_once_asked_is_the_same_and_changes_neither_its_body_nor_its_equality() -> None:
+    start, end = (
+        ExecutionTransitioned(
+            execution_id="exec-1",
+            session_id="s",
+            from_status=before,
+            to_status=after,
+            trigger=trigger,
+            actor="tool_node",
+            timestamp=at,
+        )
+        for before, after, trigger, at in (
+            ("pending", "running", "start", 1.0),
+            ("running", "completed", "succeed", 2.0),
+        )
+    )
+    created = ContractCreated(
+        execution_id="exec-1",
+        session_id="s",
+        action_type="tool_call",
+        action_detail={},
+        tool="fs.list",
+        proposer=Principal(kind="agent", id="agent"),
+        created_at=1.0,
+        transitions=[start, end],
+    )
+    body, fields = created.model_dump_json(), created.model_dump()
+    assert created.ended == end
+    assert created.ended is created.ended  # worked out once
+    assert (created.model_dump_json(), created.model_dump()) == (body, fields)
+    assert ContractCreated.model_validate_json(body) == created
+    open_one = created.model_copy(update={"transitions": [start]})
+    assert ContractCreated.model_validate(open_one.model_dump()).ended is None

@@ -103,3 +103,21 @@ def test_a_start_told_with_its_end_times_the_tool_from_that_start() -> None:
     text = metrics.exposition()
     assert value(text, "overseer_tool_seconds_count", tool="email.send", status="completed") == 1
     assert value(text, "overseer_tool_seconds_sum", tool="email.send") == 0.5
+
+
+def test_events_of_one_type_counted_in_several_commits_add_up_in_one_series_per_type() -> None:
+    metrics = ServiceMetrics("observer")
+    moved, other = event(transition("e1", "completed", 2.0)), event(transition("e2", "failed", 3.0))
+    metrics.committed([moved], [])
+    metrics.committed([other, moved], [])
+    metrics.committed([event(created("e3", "fs.list"))], [])
+    page = metrics.exposition()
+    assert value(page, "overseer_events_handled_total", type="execution.transitioned") == 3
+    assert value(page, "overseer_events_handled_total", type="execution.contract_created") == 1
+    series = [
+        sample.labels
+        for family in text_string_to_metric_families(page)
+        for sample in family.samples
+        if sample.name == "overseer_events_handled_total"
+    ]
+    assert len(series) == 2
