@@ -8,8 +8,9 @@ Ownership (who may publish what) lives in :mod:`overseer_events.subjects`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import AfterValidator, Field, StringConstraints, field_validator
 
@@ -632,6 +633,12 @@ class ContractCreated(EventData):
         """The end among the moves it made at once, if it ended in the instant it was announced (worked
         out once: the firewall asks it of each contract in several places)."""
         return next((moved for moved in self.transitions if is_terminal(moved.to_status)), None)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy, whose end is worked out again from its own moves (a copy keeps the original's cache)."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied.__dict__.pop("ended", None)
+        return copied
 
 
 @event("execution.moves_held")
