@@ -54,3 +54,15 @@ def test_a_store_is_not_profiled_unless_asked(tmp_path: Path, monkeypatch: pytes
     store.close()
     assert not isinstance(store.conn, ProfiledConnection)
     assert not [p for p in tmp_path.iterdir() if p.suffix == ".txt"]  # no counts written anywhere here
+
+
+def test_a_stores_connection_binds_none_bytes_and_flags_as_null_blobs_and_integers(tmp_path: Path) -> None:
+    store = EventStore(tmp_path / "bound.db")
+    try:
+        row = store.conn.execute(
+            "SELECT ?, typeof(?), ?, typeof(?), ?, typeof(?), ?, typeof(?)",
+            (None, None, b"\x00body", b"\x00body", True, True, False, False),
+        ).fetchone()
+    finally:
+        store.close()
+    assert row == (None, "null", b"\x00body", "blob", 1, "integer", 0, "integer")

@@ -21,11 +21,23 @@ import collections
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 PROFILE_ENV = "OVERSEER_SQL_PROFILE"
+
 _TEXT = 90  # the statements are told apart by their first characters (their parameters are bound)
+
+# sqlite3 binds an exact int, float or str as it is and offers any other value to an adapter first: for
+# None, bytes and bool, finding none costs two failed attribute lookups, each raising and swallowing a
+# formatted AttributeError, for every NULL, blob and flag bound (about 1 % of a service's instructions).
+# With these registered (none of them a type whose registration would send every value to an
+# adapter), each is one dictionary lookup and a call in C; what is bound is the same.
+_NONE: Callable[[None], None] = cast("Callable[[None], None]", {}.get)  # None for None
+sqlite3.register_adapter(type(None), _NONE)
+sqlite3.register_adapter(bytes, bytes)
+sqlite3.register_adapter(bool, int)
 
 
 class StatementCounts:
