@@ -44,6 +44,11 @@ async def all_consumed(runtime: Runtime, sequence: int) -> None:
     await eventually(lambda: consumed_through(runtime) >= sequence, timeout=15)
 
 
+async def published_and_applied(runtime: Runtime, publisher: ExamplePublisher, *steps: Step) -> None:
+    """Publish ``steps`` and wait until the observer applied (and committed) the last of them."""
+    await all_consumed(runtime, await publisher.publish(*steps))
+
+
 async def ask(stack: Stack, method: str, **payload: object) -> object:
     return await stack.rpc("observer", method, dict(payload))
 
@@ -78,8 +83,7 @@ def _tuples(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 async def test_seed002_worked_example_is_projected_from_events_over_nats(stack: Stack) -> None:
     async with stack.runtime(observer_service()) as runtime:
-        last = await ExamplePublisher(stack).publish(*STEPS)
-        await all_consumed(runtime, last)
+        await published_and_applied(runtime, ExamplePublisher(stack), *STEPS)
 
         for execution_id in (ECS_ID, TOOL_ID):
             records = await ask_list(stack, "transitions", execution_id=execution_id)
@@ -155,8 +159,7 @@ async def test_sqlite_read_models_answer_exactly_what_the_pure_fold_answers(stac
     folded = FoldedExample(STEPS)
     expected = ExecutionObserver(folded, folded, folded, clock=lambda: NOW)
     async with stack.runtime(observer_service()) as runtime:
-        last = await ExamplePublisher(stack).publish(*STEPS)
-        await all_consumed(runtime, last)
+        await published_and_applied(runtime, ExamplePublisher(stack), *STEPS)
         timeline = await expected.timeline(SESSION)
         assert await ask(stack, "timeline", session_id=SESSION) == timeline.model_dump(mode="json")
         for execution_id in (ECS_ID, TOOL_ID):
@@ -167,8 +170,7 @@ async def test_sqlite_read_models_answer_exactly_what_the_pure_fold_answers(stac
 
 async def test_every_transition_is_sent_as_execution_state_and_never_stored(stack: Stack) -> None:
     async with stack.runtime(observer_service()) as runtime, sent_by_observer(stack, runtime) as announced:
-        last = await ExamplePublisher(stack).publish(*STEPS)
-        await all_consumed(runtime, last)
+        await published_and_applied(runtime, ExamplePublisher(stack), *STEPS)
         await eventually(lambda: len(announced) >= 6, timeout=15)
         stored = await published_by_observer(stack, "observation.execution_state")
         kept = runtime.store.count("local")
@@ -201,8 +203,7 @@ async def test_with_no_live_client_following_them_no_execution_state_is_sent_and
     async with stack.runtime(observer_service()) as runtime, stack.client("gateway") as nc:
         subscription = await nc.subscribe(stack.subjects.ephemerals, cb=sent)
         await nc.flush()  # a subscriber that never says a live client follows (the gateway says it then)
-        last = await ExamplePublisher(stack).publish(*STEPS)
-        await all_consumed(runtime, last)
+        await published_and_applied(runtime, ExamplePublisher(stack), *STEPS)
 
         async def both_facts() -> list[dict[str, Any]]:
             facts = await published_by_observer(stack, "observation.execution_fact")
@@ -219,8 +220,7 @@ async def test_contracts_announced_with_their_first_moves_read_and_are_sent_as_i
     stack: Stack,
 ) -> None:
     async with stack.runtime(observer_service()) as runtime, sent_by_observer(stack, runtime) as announced:
-        last = await ExamplePublisher(stack).publish(*ANNOUNCED_STEPS)
-        await all_consumed(runtime, last)
+        await published_and_applied(runtime, ExamplePublisher(stack), *ANNOUNCED_STEPS)
         await eventually(lambda: len(announced) >= 6, timeout=15)
         for execution_id in (ECS_ID, TOOL_ID):
             records = await ask_list(stack, "transitions", execution_id=execution_id)
@@ -240,8 +240,7 @@ async def test_contracts_announced_with_their_first_moves_read_and_are_sent_as_i
 
 async def test_terminal_contracts_are_announced_as_execution_facts(stack: Stack) -> None:
     async with stack.runtime(observer_service()) as runtime:
-        last = await ExamplePublisher(stack).publish(*STEPS)
-        await all_consumed(runtime, last)
+        await published_and_applied(runtime, ExamplePublisher(stack), *STEPS)
         facts = await eventually(
             lambda: _at_least(published_by_observer(stack, "observation.execution_fact"), 2), timeout=15
         )
@@ -259,8 +258,7 @@ async def test_the_observer_rebuilt_from_its_store_equals_its_live_read_models(s
     methods = [("timeline", {"session_id": SESSION}), ("consequences", {"session_id": SESSION})]
     methods += [(m, {"execution_id": i}) for m in ("snapshot", "transitions") for i in (ECS_ID, TOOL_ID)]
     async with stack.runtime(observer_service()) as runtime:
-        last = await ExamplePublisher(stack).publish(*STEPS)
-        await all_consumed(runtime, last)
+        await published_and_applied(runtime, ExamplePublisher(stack), *STEPS)
         live_rows = dump(runtime.store.conn)
         live_answers = [await ask(stack, m, **p) for m, p in methods]
 
@@ -276,11 +274,9 @@ async def test_the_observer_rebuilt_from_its_store_equals_its_live_read_models(s
 async def test_a_restart_resumes_without_announcing_anything_twice(stack: Stack) -> None:
     publisher = ExamplePublisher(stack)
     async with stack.runtime(observer_service()) as runtime:
-        last = await publisher.publish(*STEPS)
-        await all_consumed(runtime, last)
+        await published_and_applied(runtime, publisher, *STEPS)
     async with stack.runtime(observer_service()) as runtime, sent_by_observer(stack, runtime) as announced:
-        last = await publisher.publish(*_one_more_contract())
-        await all_consumed(runtime, last)
+        await published_and_applied(runtime, publisher, *_one_more_contract())
         # The new contract's state is the only one sent: nothing before it was handled again.
         await eventually(lambda: len(announced) >= 1, timeout=15)
     assert [e["data"]["execution_id"] for e in announced] == ["exec-003"]

@@ -111,9 +111,9 @@ class Inbox:
         return on_batch
 
     async def apply_batch(self, consumer: str, wanted: tuple[str, ...], messages: list[Msg]) -> None:
-        admitted = self._admit_batch(messages, wanted)
+        admitted, events = self._admit_batch(messages, wanted)
         applied: Applied | None = None
-        async with self._prepare([event for _, event in admitted if isinstance(event, Envelope)]):
+        async with self._prepare(events):
             try:
                 applied = self._apply_messages(consumer, admitted)
             except sqlite3.Error as exc:
@@ -197,17 +197,20 @@ class Inbox:
             before_sleep=keep_in_progress,
         )
 
-    def _admit_batch(self, messages: list[Msg], wanted: tuple[str, ...]) -> Admitted:
-        """Each message with its event, or why it is not applied (see ``_to_apply``); an event a later one
-        of the batch supersedes (:meth:`~overseer_runtime.service.Service.superseded`) is skipped."""
+    def _admit_batch(self, messages: list[Msg], wanted: tuple[str, ...]) -> tuple[Admitted, list[Envelope]]:
+        """Each message with its event, or why it is not applied (see ``_to_apply``), and the events to
+        apply (listed once, for the service's ``prepare`` too); an event a later one of the batch
+        supersedes (:meth:`Service.superseded <overseer_runtime.service.Service.superseded>`) is skipped."""
         admitted: Admitted = [(msg, self._to_apply(msg, wanted)) for msg in messages]
-        superseded = self._superseded([event for _, event in admitted if isinstance(event, Envelope)])
+        events = [event for _, event in admitted if isinstance(event, Envelope)]
+        superseded = self._superseded(events)
         if not superseded:
-            return admitted
-        return [
+            return admitted, events
+        kept = [
             (msg, "skipped" if isinstance(event, Envelope) and event.event_id in superseded else event)
             for msg, event in admitted
         ]
+        return kept, [event for event in events if event.event_id not in superseded]
 
     def _to_apply(self, msg: Msg, wanted: tuple[str, ...]) -> Envelope | str:
         """The message's event, if this process applies it; else why not (see :func:`_admit`)."""

@@ -10,8 +10,11 @@ line per statement, the costliest first::
       147.8 ms     296   499.2 us  COMMIT
       104.8 ms    6257    16.7 us  INSERT INTO events (event_id, type, …
 
-Unset, a store's connection is SQLite's own, with nothing added. ``python bench/pipeline.py
+Unset, a store's connection is SQLite's own, with no profiling added. ``python bench/pipeline.py
 pipeline_auto --no-peers --profile DIR --profiler sql`` profiles every service of a benchmark's stack.
+
+Every store's connection is made here (:func:`connect`), so this module also tells sqlite3, once per
+process, how to bind None, bytes and bools without its failed adapter lookups (below).
 """
 
 from __future__ import annotations
