@@ -7,6 +7,7 @@ from typing import Any
 from overseer_events.catalogue import (
     CoCreateCommand,
     CoDecideSuggestionCommand,
+    CoExecutionMoved,
     CoLinkCommand,
     ContractCreated,
     CoSuggested,
@@ -14,6 +15,7 @@ from overseer_events.catalogue import (
     CoUpdateCommand,
     ExecutionTransitioned,
     Principal,
+    co_moved_aggregate,
 )
 from overseer_events.envelope import EventData, new_event
 from overseer_events.ids import uuid7
@@ -65,9 +67,21 @@ async def suggest(stack: Stack, suggestion: CoSuggested) -> None:
     await stack.publish_as("reasoning", event)
 
 
-async def execution_facts(stack: Stack, execution_id: str, co_id: str | None, outcome: str) -> None:
-    """The executor's events of one contract naming ``co_id``: created, started, then terminal."""
-    trigger = {"completed": "succeed", "failed": "fail", "rejected": "reject", "cancelled": "cancel"}[outcome]
+async def execution_facts(stack: Stack, execution_id: str, co_id: str, outcome: str) -> None:
+    """What the executor tells the COL of one contract naming ``co_id`` (``execution.co_moved``): announced
+    PENDING, started, then ended with ``outcome``."""
+    for version, status in enumerate(("pending", "running", outcome), start=1):
+        moved = CoExecutionMoved(
+            execution_id=execution_id, session_id="session-1", co_id=co_id, status=status
+        )
+        event = new_event(
+            moved, aggregate_id=co_moved_aggregate(execution_id), aggregate_version=version, actor="executor"
+        )
+        await stack.publish_as("executor", event)
+
+
+async def contract_events(stack: Stack, execution_id: str, co_id: str | None) -> None:
+    """The executor's own events of one contract naming ``co_id``: created, started, then completed."""
     created = ContractCreated(
         execution_id=execution_id,
         session_id="session-1",
@@ -78,16 +92,18 @@ async def execution_facts(stack: Stack, execution_id: str, co_id: str | None, ou
         proposer=Principal(kind="agent", id="agent"),
         created_at=1.0,
     )
-    steps = [("pending", "running", "start"), ("running", outcome, trigger)]
     events: list[EventData] = [created]
-    for from_status, to_status, step_trigger in steps:
+    for from_status, to_status, trigger in (
+        ("pending", "running", "start"),
+        ("running", "completed", "succeed"),
+    ):
         events.append(
             ExecutionTransitioned(
                 execution_id=execution_id,
                 session_id="session-1",
                 from_status=from_status,
                 to_status=to_status,
-                trigger=step_trigger,
+                trigger=trigger,
                 actor="tool_node",
                 timestamp=2.0,
                 co_id=co_id,

@@ -19,7 +19,6 @@ from overseer_events.catalogue import (
     CoUpdateCommand,
 )
 from overseer_events.envelope import new_event
-from overseer_events.subjects import CO_HEADER
 from overseer_runtime.main import rebuild
 from overseer_runtime.rpc import RpcError
 from overseer_runtime.testing import Stack, eventually, received_from
@@ -27,6 +26,7 @@ from tests.contracts.col_backends import dump_tables
 from tests.integration.col.col_nats_harness import (
     await_command,
     command,
+    contract_events,
     execution_facts,
     new_id,
     send_command,
@@ -242,45 +242,34 @@ async def _pending(stack: Stack, count: int) -> list[dict[str, Any]] | None:
 
 @pytest.mark.parametrize("outcome", ["completed", "failed"])
 async def test_execution_facts_are_recorded_without_a_status_change(stack: Stack, outcome: str) -> None:
-    async with stack.runtime(ColService()) as rt:
+    async with stack.runtime(ColService()):
         co = (await command(stack, create("发了初步邮件")))["co"]
         before = (await command(stack, move(co["co_id"], "clarify")))["co"]
-        await execution_facts(stack, "exec-2", None, "completed")  # no co_id: not the COL's business
         await execution_facts(stack, "exec-1", co["co_id"], outcome)
         view = await eventually(lambda: _reported(stack, co["co_id"]))
-        # Consumed in order, so exec-2's facts came first: acknowledged, and not even kept in the store.
-        kept = {
-            a for (a,) in rt.store.conn.execute("SELECT aggregate_id FROM events WHERE origin = 'remote'")
-        }
-        assert "exec-1" in kept
-        assert "exec-2" not in kept
         assert [(r["execution_id"], r["outcome"]) for r in view["execution_reports"]] == [("exec-1", outcome)]
         assert view["linked_execution_ids"] == ["exec-1"]
         assert (view["status"], view["transitions"]) == (before["status"], before["transitions"])
 
 
-async def test_a_contract_fact_whose_headers_name_no_co_is_acknowledged_unread(stack: Stack) -> None:
+async def test_the_col_reads_no_contract_event_only_the_word_of_a_contract_that_names_a_co(
+    stack: Stack,
+) -> None:
     async with stack.runtime(ColService()) as rt:
-        co = (await command(stack, create("unread facts")))["co"]
-        async with stack.client("executor") as nc:
-            js = nc.jetstream()
-            # Not even an event: read, it would be dead-lettered as undecodable; its headers say it names
-            # no Cognitive Object, so it is acknowledged without being decoded.
-            await js.publish(
-                stack.subjects.event("executor", "execution.contract_created"),
-                b"{not an event",
-                headers={"Nats-Msg-Id": new_id(), CO_HEADER: ""},
-            )
-            dead_letters = (await js.stream_info(stack.subjects.dlq_stream)).state.messages
-        # Published without the header: decoded, and they name the CO.
+        co = (await command(stack, create("told, not read")))["co"]
+        # A contract's own events, one naming no CO and one naming this one: the COL's consumer asks for
+        # neither, so neither reaches it (they would have changed nothing without their co_moved word).
+        await contract_events(stack, "exec-2", None)
+        await contract_events(stack, "exec-1", co["co_id"])
         await execution_facts(stack, "exec-1", co["co_id"], "completed")
         view = await eventually(lambda: _reported(stack, co["co_id"]))
         assert [r["execution_id"] for r in view["execution_reports"]] == ["exec-1"]
-        assert received_from(rt, "executor") == 3
-        async with stack.client("executor") as nc:
-            assert (
-                await nc.jetstream().stream_info(stack.subjects.dlq_stream)
-            ).state.messages == dead_letters
+        kept = rt.store.conn.execute(
+            "SELECT type, subject FROM events WHERE origin = 'remote' ORDER BY position"
+        )
+        assert [t for t, subject in kept if subject.startswith(f"{stack.subjects.namespace}.executor.")] == [
+            "execution.co_moved"
+        ] * 3
 
 
 async def _reported(stack: Stack, co_id: str) -> dict[str, Any] | None:

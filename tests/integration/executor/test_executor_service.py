@@ -17,6 +17,7 @@ import pytest
 
 from overseer_events.canonical import args_hash
 from overseer_events.catalogue import (
+    CoExecutionMoved,
     ContractCreated,
     ContractDrafted,
     EcsClosed,
@@ -24,10 +25,10 @@ from overseer_events.catalogue import (
     ExecutionProposed,
     ExecutionTransitioned,
     VerdictIssued,
+    co_moved_aggregate,
     form_aggregate,
 )
 from overseer_events.envelope import Envelope, EventData, decode
-from overseer_events.subjects import CO_HEADER
 from overseer_executor.adapters.contracts_sql import SqliteContractRepository, SqliteExecutorQueries
 from overseer_executor.adapters.smtp_sink import SmtpSink
 from overseer_executor.bootstrap import ExecutorService
@@ -177,11 +178,6 @@ async def test_seed_003_worked_example_end_to_end(
         ]
         assert list(dict.fromkeys(journal)) == SEED_TRACE
         assert len(journal) == len(SEED_TRACE) + 2  # the two announcements repeat their creation
-        # Each published contract event says in its headers which Cognitive Object it names (none here):
-        # a consumer with nothing to do with such an event need not decode it.
-        told = [e for e in stored if e.type in ("execution.contract_created", "execution.transitioned")]
-        assert told
-        assert all(e.header_map().get(CO_HEADER) == "" for e in told)
 
     # On the wire, each contract is announced (created, and its first moves) once its verdict moved it:
     # the confirmation, its form, its two later moves and the form closed by the first; then the e-mail,
@@ -265,6 +261,27 @@ async def test_an_auto_fs_list_runs_at_once_and_completes(stack: Stack, run_exec
         assert result(rt, "e-ls") == [{"name": "a.txt", "type": "file", "size": 1}]
         view = await stack.rpc("executor", "contract.get", {"execution_id": "e-ls"})
         assert [t["trigger"] for t in view["transitions"]] == ["start", "succeed"]
+
+
+async def test_a_call_naming_a_cognitive_object_tells_the_col_on_the_stream_beside_its_contract(
+    stack: Stack, run_executor: RunExecutor
+) -> None:
+    async with run_executor() as rt:
+        await stack.publish_as("gateway", proposed("e-co", "fs.list", {"path": "."}, co_id="co-7"))
+        await stack.publish_as("firewall", verdict("e-co", "allow", {"path": "."}, tool="fs.list"))
+        await reaches(rt, "e-co", "completed")
+    # Published under the executor's own credential, so NATS let it through; a contract without a CO
+    # (every other test here) has no such word.
+    created, told = await published(stack, 2)
+    assert (created.type, created.aggregate_id) == ("execution.contract_created", "e-co")
+    assert (told.type, told.aggregate_id, told.aggregate_version) == (
+        "execution.co_moved",
+        co_moved_aggregate("e-co"),
+        created.aggregate_version,
+    )
+    assert told.data == CoExecutionMoved(
+        execution_id="e-co", session_id="session-abc", co_id="co-7", status="completed"
+    )
 
 
 async def test_a_batch_runs_the_read_only_call_its_verdict_starts_ahead_of_its_transaction_and_no_other(

@@ -13,13 +13,11 @@ from overseer_events.catalogue import (
     CoCommandRejected,
     CoCreateCommand,
     CoDecideSuggestionCommand,
+    CoExecutionMoved,
     CoLinkCommand,
-    ContractCreated,
     CoSuggested,
     CoTransitionCommand,
     CoUpdateCommand,
-    ExecutionTransitioned,
-    Principal,
 )
 from tests.fakes.col import InMemoryCol
 
@@ -239,20 +237,9 @@ def test_the_same_suggestion_twice_is_recorded_once(unit: ColUnit, col: InMemory
 
 
 # -- execution facts ------------------------------------------------------------------------
-def terminal(execution_id: str, to_status: str, co_id: str | None = "co-1") -> ExecutionTransitioned:
-    trigger = {"completed": "succeed", "failed": "fail", "rejected": "reject", "cancelled": "cancel"}[
-        to_status
-    ]
-    return ExecutionTransitioned(
-        execution_id=execution_id,
-        session_id="session-1",
-        from_status="running",
-        to_status=to_status,
-        trigger=trigger,
-        actor="tool_node",
-        timestamp=5.0,
-        co_id=co_id,
-    )
+def moved(execution_id: str, status: str, co_id: str = "co-1") -> CoExecutionMoved:
+    """The executor's word that a contract naming ``co_id`` now stands at ``status``."""
+    return CoExecutionMoved(execution_id=execution_id, session_id="session-1", co_id=co_id, status=status)
 
 
 @pytest.mark.parametrize("outcome", ["completed", "failed", "rejected", "cancelled"])
@@ -262,58 +249,34 @@ def test_a_terminal_execution_is_reported_and_linked_without_a_status_change(
     create(unit)
     transition(unit, "clarify", "cmd-c")
     before = col.cos["co-1"]
-    handlers.report_execution_fact(terminal("exec-1", outcome), unit)
+    handlers.report_execution_fact(moved("exec-1", outcome), unit)
     after = col.cos["co-1"]
     assert (after.status, after.transitions) == (before.status, before.transitions)
     assert after.linked_execution_ids == ["exec-1"]
     assert [(r.execution_id, r.outcome) for r in col.execution_reports("co-1")] == [("exec-1", outcome)]
 
 
-def test_a_terminal_event_seen_twice_is_reported_once(unit: ColUnit, col: InMemoryCol) -> None:
+def test_a_terminal_word_heard_twice_is_reported_once(unit: ColUnit, col: InMemoryCol) -> None:
     create(unit)
-    handlers.report_execution_fact(terminal("exec-1", "completed"), unit)
-    handlers.report_execution_fact(terminal("exec-1", "completed"), unit)
+    handlers.report_execution_fact(moved("exec-1", "completed"), unit)
+    handlers.report_execution_fact(moved("exec-1", "completed"), unit)
     assert col.types().count("co.execution_reported") == 1
 
 
-def test_a_new_contract_naming_the_object_is_linked_but_not_reported(unit: ColUnit, col: InMemoryCol) -> None:
+@pytest.mark.parametrize("status", ["pending", "running", "waiting"])
+def test_a_contract_naming_the_object_that_has_not_ended_is_linked_but_not_reported(
+    unit: ColUnit, col: InMemoryCol, status: str
+) -> None:
     create(unit)
-    contract = ContractCreated(
-        execution_id="exec-2",
-        session_id="s",
-        action_type="tool_call",
-        action_detail={},
-        co_id="co-1",
-        proposer=Principal(kind="agent", id="agent"),
-        created_at=1.0,
-    )
-    handlers.report_execution_fact(contract, unit)
+    handlers.report_execution_fact(moved("exec-2", status), unit)
     assert col.cos["co-1"].linked_execution_ids == ["exec-2"]
     assert col.execution_reports("co-1") == []
 
 
-def test_a_contract_announced_with_its_end_is_linked_and_reported(unit: ColUnit, col: InMemoryCol) -> None:
-    create(unit)
-    contract = ContractCreated(
-        execution_id="exec-5",
-        session_id="s",
-        action_type="tool_call",
-        action_detail={},
-        co_id="co-1",
-        proposer=Principal(kind="agent", id="agent"),
-        created_at=1.0,
-        transitions=[terminal("exec-5", "rejected")],
-    )
-    handlers.report_execution_fact(contract, unit)
-    assert col.cos["co-1"].linked_execution_ids == ["exec-5"]
-    assert [(r.execution_id, r.outcome) for r in col.execution_reports("co-1")] == [("exec-5", "rejected")]
-
-
-def test_executions_without_a_co_or_for_an_unknown_co_are_ignored(unit: ColUnit, col: InMemoryCol) -> None:
+def test_an_execution_naming_an_unknown_co_is_ignored(unit: ColUnit, col: InMemoryCol) -> None:
     create(unit)
     emitted = len(col.emitted)
-    handlers.report_execution_fact(terminal("exec-3", "completed", co_id=None), unit)
-    handlers.report_execution_fact(terminal("exec-4", "completed", co_id="ghost"), unit)
+    handlers.report_execution_fact(moved("exec-4", "completed", co_id="ghost"), unit)
     assert len(col.emitted) == emitted
 
 
@@ -322,7 +285,7 @@ def test_with_col_disabled_execution_events_are_ignored_but_commands_still_work(
 ) -> None:
     create(disabled_unit)
     transition(disabled_unit, "clarify", "cmd-c")
-    handlers.report_execution_fact(terminal("exec-1", "completed"), disabled_unit)
+    handlers.report_execution_fact(moved("exec-1", "completed"), disabled_unit)
     co = col.cos["co-1"]
     assert (co.status, co.linked_execution_ids) == ("active", [])
     assert col.execution_reports("co-1") == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from overseer_col.application.handlers import ColUnit
 from overseer_col.entrypoints.events import SUBSCRIPTIONS, handlers
-from overseer_events.catalogue import CoCreateCommand, CoSuggested, ExecutionTransitioned
+from overseer_events.catalogue import CoCreateCommand, CoExecutionMoved, CoSuggested
 from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.subjects import subject_matches
 from overseer_runtime.unit_of_work import UnitOfWork
@@ -26,7 +26,7 @@ def test_the_table_handles_exactly_the_types_the_col_subscribes_to() -> None:
     table = handlers(no_unit)
     patterns = tuple(pattern for s in SUBSCRIPTIONS for pattern in s.types)
     assert all(subject_matches(kind, patterns) for kind in table.event_types())
-    assert {"co.command.create", "co.suggested", "execution.transitioned"} <= table.event_types()
+    assert {"co.command.create", "co.suggested", "execution.co_moved"} <= table.event_types()
 
 
 def test_a_command_is_handled_on_the_unit_built_for_its_transaction(unit: ColUnit, col: InMemoryCol) -> None:
@@ -58,15 +58,6 @@ def test_a_suggestion_without_a_session_takes_the_correlation_of_its_event(
 def test_an_execution_fact_reaches_the_execution_handler(unit: ColUnit, col: InMemoryCol) -> None:
     table = handlers(lambda uow: unit)
     table.handle(FakeUnitOfWork(), delivered(CoCreateCommand(command_id="cmd-1", co_id="co-1", title="t")))
-    moved = ExecutionTransitioned(
-        execution_id="exec-1",
-        session_id="s",
-        from_status="running",
-        to_status="completed",
-        trigger="succeed",
-        actor="tool_node",
-        timestamp=1.0,
-        co_id="co-1",
-    )
+    moved = CoExecutionMoved(execution_id="exec-1", session_id="s", co_id="co-1", status="completed")
     table.handle(FakeUnitOfWork(), delivered(moved))
     assert [(r.execution_id, r.outcome) for r in col.execution_reports("co-1")] == [("exec-1", "completed")]

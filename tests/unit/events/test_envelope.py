@@ -11,7 +11,7 @@ import pytest
 from overseer_events.catalogue import ContractCreated, ExecutionTransitioned, MessageReceived, Principal
 from overseer_events.envelope import decode, new_event, registered_types
 from overseer_events.errors import EventDecodeError, UnknownEventType
-from overseer_events.subjects import CO_HEADER, OWNERSHIP, owners_of
+from overseer_events.subjects import OWNERSHIP, owners_of
 
 
 def _message() -> bytes:
@@ -116,31 +116,6 @@ def test_a_move_stored_with_the_trace_step_it_once_carried_decodes_to_the_same_s
     assert stored == move
     assert stored.step() == move.step()
     assert (stored.step().action, stored.step().result) == ("transition:exec-001:running→completed", "sent")
-
-
-def test_a_contract_fact_says_in_its_headers_which_co_it_names_and_others_say_nothing() -> None:
-    named = ContractCreated(
-        execution_id="exec-1",
-        session_id="s",
-        action_type="tool_call",
-        action_detail={},
-        co_id="co-1",
-        proposer=Principal(kind="agent", id="agent"),
-        created_at=1.0,
-    )
-    assert named.headers() == {CO_HEADER: "co-1"}
-    assert named.model_copy(update={"co_id": None}).headers() == {CO_HEADER: ""}
-    moved = ExecutionTransitioned(
-        execution_id="exec-1",
-        session_id="s",
-        from_status="pending",
-        to_status="running",
-        trigger="start",
-        actor="tool_node",
-        timestamp=1.0,
-    )
-    assert moved.headers() == {CO_HEADER: ""}
-    assert MessageReceived(session_id="s", text="hi").headers() == {}
 
 
 def test_a_contracts_end_once_asked_is_the_same_and_changes_neither_its_body_nor_its_equality() -> None:

@@ -43,6 +43,7 @@ def proposal(
     timeout_seconds: float | None = None,
     summary: str | None = None,
     proposer: Principal = AGENT,
+    co_id: str | None = None,
 ) -> ExecutionProposed:
     """``args`` default: the invite for ``email.send``, none for another tool."""
     return ExecutionProposed(
@@ -57,6 +58,7 @@ def proposal(
         depends_on=depends_on,
         timeout_seconds=timeout_seconds,
         summary=summary,
+        co_id=co_id,
     )
 
 

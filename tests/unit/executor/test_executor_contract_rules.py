@@ -7,11 +7,24 @@ from typing import Any
 import pytest
 
 from overseer_events.canonical import args_hash
-from overseer_events.catalogue import EcsClosed, EcsRequested, ExecutionTransitioned, Principal
+from overseer_events.catalogue import (
+    CoExecutionMoved,
+    EcsClosed,
+    EcsRequested,
+    ExecutionTransitioned,
+    Principal,
+)
 from overseer_events.errors import InvalidTransition
 from overseer_events.machines import ExecutionStatus
 from overseer_executor.domain.claims import Twin
-from overseer_executor.domain.contract import ExecutionContract, Outcome, closed_form, open_contract
+from overseer_executor.domain.contract import (
+    ExecutionContract,
+    Outcome,
+    closed_form,
+    co_moved,
+    creation,
+    open_contract,
+)
 from overseer_executor.domain.idempotency import idempotency_key
 from overseer_executor.domain.rules import (
     Moves,
@@ -446,3 +459,27 @@ def test_only_the_graph_runner_may_resume() -> None:
 
 def test_principal_comparison_uses_kind_and_id() -> None:
     assert str(Principal(kind="operator", id="alice")) == str(ALICE)
+
+
+# -- what the COL is told ----------------------------------------------------------------------------
+def test_the_col_is_told_where_a_contract_naming_a_cognitive_object_stands_after_each_announcement() -> None:
+    named = contract(proposal(co_id="co-9"))
+    bare = creation(named, "reasoning", [])
+    assert co_moved(bare) == CoExecutionMoved(
+        execution_id=named.execution_id, session_id=named.session_id, co_id="co-9", status="pending"
+    )
+    refused = decide_verdict(named, verdict("deny"), dependency=None, twin=None, now=2)
+    moves = [e for e in refused.events if isinstance(e, ExecutionTransitioned)]
+    told = co_moved(creation(named, "reasoning", moves))
+    assert told is not None
+    assert told.status == "rejected"  # the last of the moves it was announced with
+    assert [t.status for t in map(co_moved, moves) if t is not None] == ["running", "rejected"]
+
+
+def test_the_col_is_told_nothing_of_a_contract_naming_no_cognitive_object_nor_of_its_forms() -> None:
+    unnamed = contract()
+    refused = decide_verdict(unnamed, verdict("deny"), dependency=None, twin=None, now=2)
+    assert co_moved(creation(unnamed, "reasoning", [])) is None
+    assert [co_moved(e) for e in refused.events] == [None] * len(refused.events)
+    waiting = held()
+    assert all(co_moved(e) is None for e in waiting.events if not isinstance(e, ExecutionTransitioned))

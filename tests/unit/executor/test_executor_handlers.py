@@ -7,9 +7,11 @@ import contextlib
 
 from overseer_events.catalogue import (
     OWN_AGENT,
+    CoExecutionMoved,
     ContractCreated,
     ContractDrafted,
     EcsRequested,
+    co_moved_aggregate,
 )
 from overseer_events.machines import ExecutionStatus
 from overseer_events.subjects import KEPT_IN_STORE
@@ -103,6 +105,41 @@ def test_a_contract_ended_by_its_first_decision_is_announced_with_its_end_in_one
         ("running", "rejected"),
     ]
     assert (ex.contract("exec-001").status, ex.contract("exec-001").version) == (S.REJECTED, 3)
+
+
+def test_a_contract_naming_a_cognitive_object_tells_the_col_where_it_stands_beside_each_announcement() -> (
+    None
+):
+    ex = executor()
+    ex.deliver(event(proposal("exec-001", co_id="co-9")))
+    ex.deliver(event(verdict_issued("exec-001", "hold")))
+    ex.deliver(event(human("exec-001", "reject")))
+    published = [e for e in ex.emitted if e.type not in KEPT_IN_STORE]
+    assert [(e.type, e.aggregate_id, e.aggregate_version) for e in published] == [
+        ("execution.contract_created", "exec-001", 3),
+        ("execution.co_moved", co_moved_aggregate("exec-001"), 3),
+        ("ecs.requested", "exec-001", 4),
+        ("execution.transitioned", "exec-001", 5),
+        ("execution.co_moved", co_moved_aggregate("exec-001"), 5),
+        ("execution.transitioned", "exec-001", 6),
+        ("execution.co_moved", co_moved_aggregate("exec-001"), 6),
+        ("ecs.closed", published[-1].aggregate_id, 1),
+    ]
+    told = [e.data for e in published if isinstance(e.data, CoExecutionMoved)]
+    assert [(t.execution_id, t.session_id, t.co_id, t.status) for t in told] == [
+        ("exec-001", "session-abc", "co-9", "waiting"),
+        ("exec-001", "session-abc", "co-9", "running"),
+        ("exec-001", "session-abc", "co-9", "rejected"),
+    ]
+    assert all(e.correlation_id == "session-abc" for e in published)
+
+
+def test_a_contract_naming_no_cognitive_object_tells_the_col_nothing() -> None:
+    ex = executor()
+    ex.deliver(event(proposal("exec-001")))
+    ex.deliver(event(verdict_issued("exec-001", "hold")))
+    ex.deliver(event(human("exec-001", "reject")))
+    assert "execution.co_moved" not in {e.type for e in ex.emitted}
 
 
 def test_a_repeated_proposal_changes_nothing() -> None:

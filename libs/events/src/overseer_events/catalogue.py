@@ -17,7 +17,6 @@ from pydantic import AfterValidator, Field, StringConstraints, field_validator
 from overseer_events.canonical import MAX_DEPTH, nested_deeper_than
 from overseer_events.envelope import EventData, event, upcaster
 from overseer_events.machines.execution import is_terminal
-from overseer_events.subjects import CO_HEADER
 from overseer_events.views import ExecutionConsequenceView
 
 JSON = dict[str, Any]
@@ -573,9 +572,6 @@ class ExecutionTransitioned(EventData):
         """Every move this event tells of, in order: the earlier ones, then its own."""
         return [*self.earlier, self] if self.earlier else [self]
 
-    def headers(self) -> dict[str, str]:
-        return {CO_HEADER: self.co_id or ""}
-
     def step(self) -> TraceStep:
         """The step this move adds to the execution trace, made from the move itself (it is not sent:
         every part of it is a field of the move; a move's result is the contract's once it has one, as
@@ -625,9 +621,6 @@ class ContractCreated(EventData):
     # after its last move (the creation itself is version 1, each move one more).
     transitions: list[ExecutionTransitioned] = Field(default_factory=list)
 
-    def headers(self) -> dict[str, str]:
-        return {CO_HEADER: self.co_id or ""}
-
     @cached_property
     def ended(self) -> ExecutionTransitioned | None:
         """The end among the moves it made at once, if it ended in the instant it was announced (worked
@@ -639,6 +632,27 @@ class ContractCreated(EventData):
         copied = super().model_copy(update=update, deep=deep)
         copied.__dict__.pop("ended", None)
         return copied
+
+
+@event("execution.co_moved")
+class CoExecutionMoved(EventData):
+    """A contract that names a Cognitive Object was announced or moved: where it stands now.
+
+    Published beside the contract's own event (its ``execution.contract_created`` or
+    ``execution.transitioned``), for the COL, which links the execution to the object and reports how
+    it ended. A contract that names no object (most of them) has none, so the COL reads no contract
+    events at all. Its aggregate is :func:`co_moved_aggregate`, its version the contract event's.
+    """
+
+    execution_id: str
+    session_id: str
+    co_id: str
+    status: str
+
+
+def co_moved_aggregate(execution_id: str) -> str:
+    """The aggregate of a contract's ``execution.co_moved`` (its versions are the contract's)."""
+    return f"co:{execution_id}"
 
 
 @event("execution.moves_held")

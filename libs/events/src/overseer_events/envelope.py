@@ -33,12 +33,6 @@ class EventData(BaseModel):
     TYPE: ClassVar[str] = ""
     SCHEMA_VERSION: ClassVar[int] = 1
 
-    def headers(self) -> dict[str, str]:
-        """What the event says of itself in its message's headers, for a consumer that can tell from them
-        alone that it has nothing to do with the event (and so neither decodes nor records it). Nothing,
-        unless a type says so."""
-        return {}
-
 
 class Envelope(BaseModel):
     """An immutable event: the envelope fields plus its typed ``data``."""

@@ -39,6 +39,7 @@ OWNERSHIP: dict[str, tuple[str, ...]] = {
     "executor": (
         "execution.transitioned",
         "execution.contract_created",
+        "execution.co_moved",
         "execution.contract_drafted",
         "execution.moves_held",
         "ecs.requested",
@@ -82,9 +83,6 @@ EPHEMERAL: frozenset[str] = frozenset({"observation.execution_state"})
 # fact). A consumer that lets events gather off the critical path never holds such an event back:
 # see ``overseer_runtime.provisioning.Subscription.gather``.
 AWAITED_HEADER = "Overseer-Awaited"
-# The Cognitive Object a contract's event names, empty when it names none (most): the COL acknowledges
-# those without decoding them. A message without the header is decoded, whatever it names.
-CO_HEADER = "Overseer-Co"
 
 
 class NotOwner(Exception):

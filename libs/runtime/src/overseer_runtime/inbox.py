@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sqlite3
-from collections.abc import Awaitable, Callable, Mapping, Sequence, Set
+from collections.abc import Awaitable, Callable, Sequence, Set
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 
@@ -79,7 +79,6 @@ class Inbox:
         nak_delay: float,
         dead_lettered: Callable[[], None] = lambda: None,
         applies: Callable[[Envelope], bool] = lambda _: True,
-        ignores_message: Callable[[Mapping[str, str]], bool] = lambda _: False,
         superseded: Callable[[Sequence[Envelope]], Set[str]] = lambda _: frozenset(),
         prepare: Prepare = lambda _: nullcontext(),
         reapplies: bool = False,
@@ -96,7 +95,6 @@ class Inbox:
         self._nak_delay = nak_delay
         self._dead_lettered = dead_lettered
         self._applies = applies
-        self._ignores_message = ignores_message
         self._superseded = superseded
         self._prepare = prepare
         self._reapplies = reapplies
@@ -214,8 +212,6 @@ class Inbox:
 
     def _to_apply(self, msg: Msg, wanted: tuple[str, ...]) -> Envelope | str:
         """The message's event, if this process applies it; else why not (see :func:`_admit`)."""
-        if msg.headers and self._ignores_message(msg.headers):
-            return "skipped"  # an event the service ignores, told by its headers: not even decoded
         event = _admit(msg, wanted)
         if isinstance(event, Envelope) and not self._applies(event):
             # Another partition's (another replica applies it), or one the service ignores: acknowledged

@@ -188,7 +188,6 @@ class Runtime:
             nak_delay=nats.nak_delay_seconds,
             dead_lettered=self.metrics.dead_lettered,
             applies=self._applies,
-            ignores_message=self.service.ignores_message,
             superseded=self.service.superseded,
             reapplies=self.service.reapplies_batches,
             rolled_back=self.service.rolled_back,

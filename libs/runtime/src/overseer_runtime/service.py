@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Coroutine, Mapping, Sequence, Set
+from collections.abc import Callable, Coroutine, Sequence, Set
 from contextlib import AbstractAsyncContextManager
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -139,15 +139,9 @@ class Service:
 
     def ignores(self, event: Envelope) -> bool:
         """Whether ``event``, of a type the service consumes, is one it neither projects nor acts on (a
-        contract that names no Cognitive Object, for col): acknowledged without being recorded, so the
+        contract announced without its end, for the firewall): acknowledged without being recorded, so the
         store keeps only what its read models and handlers need. Nothing is lost: such an event
         changes nothing, now or on a rebuild."""
-        return False
-
-    def ignores_message(self, headers: Mapping[str, str]) -> bool:
-        """Whether a message's headers alone say it carries an event the service ignores (see
-        :meth:`ignores`, and :meth:`~overseer_events.envelope.EventData.headers`): acknowledged without
-        being decoded or recorded. No message, unless a service says so."""
         return False
 
     def superseded(self, batch: Sequence[Envelope]) -> Set[str]:

@@ -214,7 +214,7 @@ class UnitOfWork:
         self._versions[aggregate_id] = aggregate_version
         event = self._envelope(data, aggregate_id, aggregate_version, actor, correlation_id, causation_id)
         subject = emitter.subjects.event(service, data.TYPE)
-        headers = tracing.current_headers() | data.headers()
+        headers = tracing.current_headers()
         if awaited:
             headers[AWAITED_HEADER] = "1"
         body = event.encode()

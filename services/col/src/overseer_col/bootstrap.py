@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from overseer_col.adapters.read_model import CoReadModel, ReaderCoLists, SqliteCommandLog, SqliteCoRepository
 from overseer_col.application.handlers import ColUnit
@@ -11,7 +11,6 @@ from overseer_col.application.ports import ColReads
 from overseer_col.application.registry import CORegistry
 from overseer_col.entrypoints import events, rpc
 from overseer_col.settings import ColSettings
-from overseer_events.envelope import Envelope
 from overseer_runtime.provisioning import Subscription
 from overseer_runtime.rpc import RpcTable
 from overseer_runtime.service import HandlerTable, Host, Service
@@ -41,12 +40,6 @@ class ColService(Service):
 
     def handlers(self) -> HandlerTable[ColUnit]:
         return events.handlers(self.unit_for)
-
-    def ignores(self, event: Envelope) -> bool:
-        return events.ignored(event.data)
-
-    def ignores_message(self, headers: Mapping[str, str]) -> bool:
-        return events.ignored_unread(headers)
 
     def rpc(self) -> RpcTable:
         return rpc.rpc(self)

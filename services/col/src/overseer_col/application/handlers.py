@@ -5,9 +5,9 @@
   also published as ``co.command_rejected``. A repeated command_id keeps its
   first outcome and changes nothing. ``command.await`` answers from that log.
 * ``co.suggested`` (reasoning): only recorded as a pending suggestion.
-* ``execution.contract_created`` / ``execution.transitioned`` (executor): a
-  contract carrying a ``co_id`` is linked to the CO and its terminal outcome
-  reported, the CO's status untouched; ignored when ``col_enabled`` is off.
+* ``execution.co_moved`` (executor): a contract that names a CO moved; it is
+  linked to the CO and its terminal outcome reported, the CO's status
+  untouched; ignored when ``col_enabled`` is off.
 """
 
 from __future__ import annotations
@@ -22,12 +22,11 @@ from overseer_col.domain.errors import CoInvalid, CoRefused
 from overseer_events.catalogue import (
     CoCreateCommand,
     CoDecideSuggestionCommand,
+    CoExecutionMoved,
     CoLinkCommand,
-    ContractCreated,
     CoSuggested,
     CoTransitionCommand,
     CoUpdateCommand,
-    ExecutionTransitioned,
     MemoryStored,
 )
 from overseer_events.envelope import EventData
@@ -158,15 +157,10 @@ def link_memory(memory: MemoryStored, unit: ColUnit) -> None:
         log.warning("memory %s not linked to %s: %s", memory.memory_id, memory.co_id, refusal.detail)
 
 
-def report_execution_fact(fact: ContractCreated | ExecutionTransitioned, unit: ColUnit) -> None:
-    if not unit.col_enabled or fact.co_id is None:
+def report_execution_fact(moved: CoExecutionMoved, unit: ColUnit) -> None:
+    if not unit.col_enabled:
         return
-    # A contract's creation carries the moves it made at once (its end too, when it ended then).
-    if isinstance(fact, ExecutionTransitioned):
-        status = fact.to_status
-    else:
-        status = fact.transitions[-1].to_status if fact.transitions else "pending"
-    if unit.registry.get(fact.co_id) is None:
-        log.warning("execution %s names unknown Cognitive Object %s", fact.execution_id, fact.co_id)
+    if unit.registry.get(moved.co_id) is None:
+        log.warning("execution %s names unknown Cognitive Object %s", moved.execution_id, moved.co_id)
         return
-    unit.registry.report_execution(fact.co_id, fact.execution_id, status)
+    unit.registry.report_execution(moved.co_id, moved.execution_id, moved.status)

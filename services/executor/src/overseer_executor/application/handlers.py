@@ -24,6 +24,7 @@ from overseer_events.catalogue import (
     OutcomeReported,
     SessionCancelRequested,
     VerdictIssued,
+    co_moved_aggregate,
     form_aggregate,
     held_aggregate,
 )
@@ -39,6 +40,7 @@ from overseer_executor.domain.contract import (
     announced,
     announcing_held,
     closed_form,
+    co_moved,
     consequence,
     held_moves,
     open_contract,
@@ -223,6 +225,14 @@ class ExecutionHandlers:
                 correlation_id=before.session_id,
                 awaited=before.awaited,
             )
+            told = co_moved(data)
+            if told is not None:  # the COL's word of a contract that names a Cognitive Object
+                unit.emit(
+                    told,
+                    aggregate_id=co_moved_aggregate(before.execution_id),
+                    aggregate_version=version,
+                    correlation_id=before.session_id,
+                )
 
     @staticmethod
     def _hold(unit: ExecutorUnit, before: ExecutionContract, outcome: Outcome) -> ExecutionContract:

@@ -14,6 +14,7 @@ from typing import Any
 
 from overseer_events.catalogue import (
     OWN_AGENT,
+    CoExecutionMoved,
     ContractCreated,
     EcsClosed,
     EcsRequested,
@@ -212,6 +213,22 @@ def announced(contract: ExecutionContract, events: Sequence[EventData]) -> list[
             version += 1
         numbered.append((data, version))
     return numbered
+
+
+def co_moved(announcement: EventData) -> CoExecutionMoved | None:
+    """What the COL is told of an announced contract event that names a Cognitive Object: where the
+    contract stands after it (a creation's last move; PENDING when it made none). None for an event
+    that names none, or that is not a contract's creation or move."""
+    match announcement:
+        case ContractCreated(co_id=str(co_id), transitions=moves):
+            status = moves[-1].to_status if moves else ExecutionStatus.PENDING.value
+        case ExecutionTransitioned(co_id=str(co_id), to_status=status):
+            pass
+        case _:
+            return None
+    return CoExecutionMoved(
+        execution_id=announcement.execution_id, session_id=announcement.session_id, co_id=co_id, status=status
+    )
 
 
 def announcing_held(contract: ExecutionContract) -> list[tuple[EventData, int]]:
