@@ -24,8 +24,8 @@ from overseer_runtime.unit_of_work import UnitOfWork
 # contract facts; NATS permissions make that true on the wire, the runtime checks it again.
 # The executor tells the COL of the contracts that name a Cognitive Object only (``execution.co_moved``,
 # beside the contract's own events, which the COL does not read: most contracts name none). Those facts
-# are off every critical path: they are applied in bursts, which spares the busy executor a wake-up
-# of the COL per event.
+# are off every critical path: they are applied in bursts, the COL waking once per burst rather than
+# once per event while the services on the path want the CPU.
 EXECUTION_FACTS_LINGER = 0.05
 
 SUBSCRIPTIONS = (
