@@ -35,16 +35,18 @@ M = TypeVar("M", Counter, Histogram)
 class Series(Generic[M]):
     """A metric's series by their label values, each looked up once: what is counted for every event or
     request asks for its series each time, and ``labels`` builds the key and takes the metric's lock on
-    every call. Holds no more series than the metric itself does."""
+    every call. ``fixed`` are the leading label values every series of it shares (the service); a call
+    names the rest. Holds no more series than the metric itself does."""
 
-    def __init__(self, metric: M) -> None:
+    def __init__(self, metric: M, *fixed: str) -> None:
         self.metric: M = metric
+        self.fixed = fixed
         self._known: dict[tuple[str, ...], M] = {}
 
     def __call__(self, *values: str) -> M:
         series = self._known.get(values)
         if series is None:
-            series = self._known[values] = self.metric.labels(*values)
+            series = self._known[values] = self.metric.labels(*self.fixed, *values)
         return series
 
 
@@ -97,10 +99,10 @@ class ServiceMetrics:
             "overseer_tool_seconds", "How long tools ran (RUNNING to the end), by tool and outcome",
             ["service", "tool", "status"], buckets=TOOL_BUCKETS, registry=registry,
         )  # fmt: skip
-        self._handled_of, self._emitted_of = Series(self.handled), Series(self.emitted)
-        self._verdicts_of = Series(self.verdicts)
-        self._approval_latency_of = Series(self.approval_latency)
-        self._tool_seconds_of = Series(self.tool_seconds)
+        self._handled_of, self._emitted_of = Series(self.handled, service), Series(self.emitted, service)
+        self._verdicts_of = Series(self.verdicts, service)
+        self._approval_latency_of = Series(self.approval_latency, service)
+        self._tool_seconds_of = Series(self.tool_seconds, service)
         self._derived: Mapping[type[EventData], Callable[[Any], None]] = {
             VerdictIssued: self._verdict,
             HumanDecisionRecorded: self._decision,
@@ -116,9 +118,9 @@ class ServiceMetrics:
     def committed(self, handled: Iterable[Envelope], emitted: Iterable[Envelope]) -> None:
         """Events a commit took in and put out."""
         for event in handled:
-            self._handled_of(self.service, event.type).inc()
+            self._handled_of(event.type).inc()
         for event in emitted:
-            self._emitted_of(self.service, event.type).inc()
+            self._emitted_of(event.type).inc()
             derive = self._derived.get(type(event.data))
             if derive is not None:
                 derive(event.data)
@@ -138,11 +140,11 @@ class ServiceMetrics:
 
     # -- what the events say -----------------------------------------------------------------
     def _verdict(self, data: VerdictIssued) -> None:
-        self._verdicts_of(self.service, data.level, data.decision).inc()
+        self._verdicts_of(data.level, data.decision).inc()
 
     def _decision(self, data: HumanDecisionRecorded) -> None:
         if data.latency_ms is not None:
-            self._approval_latency_of(self.service, data.decision).observe(data.latency_ms / 1000)
+            self._approval_latency_of(data.decision).observe(data.latency_ms / 1000)
 
     def _created(self, data: ContractCreated) -> None:
         self._tools[data.execution_id] = data.tool or data.action_type
@@ -163,9 +165,7 @@ class ServiceMetrics:
             return
         tool = self._tools.pop(execution_id, None)
         if started is not None and tool is not None and data.from_status == "running":
-            self._tool_seconds_of(self.service, tool, data.to_status).observe(
-                max(0.0, data.timestamp - started)
-            )
+            self._tool_seconds_of(tool, data.to_status).observe(max(0.0, data.timestamp - started))
 
 
 class _Families:

@@ -56,8 +56,10 @@ class HttpObservation:
             buckets=_SECONDS,
             registry=metrics.registry,
         )
-        self.service = metrics.service
-        self._requests_of, self._seconds_of = Series(self.requests), Series(self.seconds)
+        self._requests_of, self._seconds_of = (
+            Series(self.requests, metrics.service),
+            Series(self.seconds, metrics.service),
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -86,5 +88,5 @@ class HttpObservation:
                 await self.app(scope, receive, send_with_status)
         finally:
             route = route_of(scope)
-            self._requests_of(self.service, method, route, str(status)).inc()
-            self._seconds_of(self.service, method, route).observe(time.perf_counter() - started)
+            self._requests_of(method, route, str(status)).inc()
+            self._seconds_of(method, route).observe(time.perf_counter() - started)
