@@ -14,7 +14,6 @@ from typing import Any
 
 from overseer_events.catalogue import (
     AuditRecorded,
-    EcsRequested,
     ExecutionProposed,
     ExecutionTransitioned,
     LayerFinding,
@@ -224,17 +223,17 @@ def verdict(
     return VerdictIssued(execution_id=execution_id, level=level, decision=decision, **(values | fields))
 
 
-def form(
-    execution_id: str, kind: str = "approval", *, requested_at: float = 1.0, **fields: Any
-) -> EcsRequested:
-    values: dict[str, Any] = {
-        "session_id": "s-1",
-        "tool": "email.send",
-        "args_hash": f"form-hash-{execution_id}",
-        "level": "APPROVE",
-        "requested_by": Principal(kind="agent", id="executor-asked"),
-    }
-    return EcsRequested(execution_id=execution_id, kind=kind, requested_at=requested_at, **(values | fields))
+def suspended(execution_id: str, at: float = 1.0) -> ExecutionTransitioned:
+    """A running action suspended (RUNNING → WAITING): the executor asks a person what happened."""
+    return ExecutionTransitioned(
+        execution_id=execution_id,
+        session_id="s-1",
+        from_status="running",
+        to_status="waiting",
+        trigger="suspend",
+        actor="tool_node",
+        timestamp=at,
+    )
 
 
 def ended(execution_id: str, to_status: str = "completed") -> ExecutionTransitioned:

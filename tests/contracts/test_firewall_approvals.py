@@ -16,9 +16,9 @@ from tests.contracts.firewall_backends import (
     BACKENDS,
     FirewallBackend,
     ended,
-    form,
     make_backend,
     proposed,
+    suspended,
     verdict,
 )
 
@@ -76,32 +76,63 @@ def test_an_allowed_verdict_opens_no_request(firewall: FirewallBackend) -> None:
     assert firewall.approvals.get("e1") is None
 
 
-def test_the_executors_form_names_the_kind_but_not_the_binding_of_an_open_request(
+def allowed(firewall: FirewallBackend, execution_id: str, **fields: Any) -> None:
+    """A proposal allowed at once (nobody asked)."""
+    firewall.apply(proposed(execution_id, **fields))
+    firewall.apply(verdict(execution_id, "allow", level="AUTO"), aggregate_id=f"verdict:{execution_id}")
+
+
+def test_a_held_call_suspended_while_its_approval_is_pending_keeps_the_request_its_verdict_opened(
     firewall: FirewallBackend,
 ) -> None:
-    opened_at = held(firewall, "e1")
-    firewall.apply(form("e1", "confirmation", requested_at=5.0), version=2)
+    opened_at = held(firewall, "e1")  # it waited for its dependency, then was started and suspended
+    before = firewall.approvals.get("e1")
+    firewall.apply(suspended("e1", at=opened_at + 5.0), version=3)
+    assert firewall.approvals.get("e1") == before
+
+
+def test_a_running_call_suspended_opens_a_reconciliation_bound_to_what_was_judged(
+    firewall: FirewallBackend,
+) -> None:
+    allowed(firewall, "e1")
+    firewall.apply(suspended("e1", at=5.0), version=3)
+    assert firewall.approvals.get("e1") == PendingApproval(
+        execution_id="e1",
+        session_id="s-1",
+        kind="reconciliation",
+        tool="email.send",
+        args_hash="hash-e1",
+        level=Level.AUTO,
+        requested_by="agent:helper",
+        requested_at=5.0,
+        status=PendingStatus.PENDING,
+        escalated=False,
+    )
+
+
+def test_a_question_suspended_after_its_answer_is_asked_again_as_a_confirmation(
+    firewall: FirewallBackend,
+) -> None:
+    held(firewall, "e1", tool=None, action_type="ecs_request")
+    firewall.apply(decided("e1"), aggregate_id="approval:e1")
+    firewall.apply(suspended("e1", at=99.0), version=5)
     request = firewall.approvals.get("e1")
     assert request is not None
-    assert (request.kind, request.args_hash, request.requested_by, request.requested_at) == (
+    assert (request.kind, request.status, request.requested_at) == (
         "confirmation",
-        "hash-e1",
-        "agent:helper",
-        opened_at,
-    )
-
-
-def test_a_form_without_a_verdict_opens_its_own_request(firewall: FirewallBackend) -> None:
-    firewall.apply(form("e1", "reconciliation", requested_at=5.0, level=None))
-    request = firewall.approvals.get("e1")
-    assert request is not None
-    assert (request.kind, request.args_hash, request.requested_by, request.level, request.status) == (
-        "reconciliation",
-        "form-hash-e1",
-        "agent:executor-asked",
-        None,
         PendingStatus.PENDING,
+        99.0,
     )
+
+
+def test_a_suspension_of_an_action_the_firewall_never_judged_opens_nothing(
+    firewall: FirewallBackend,
+) -> None:
+    firewall.apply(suspended("unknown"), version=3)
+    firewall.apply(proposed("unjudged"))
+    firewall.apply(suspended("unjudged"), version=3)
+    assert firewall.approvals.get("unknown") is None
+    assert firewall.approvals.get("unjudged") is None
 
 
 def test_a_decision_answers_a_pending_request_once(firewall: FirewallBackend) -> None:
@@ -175,7 +206,7 @@ def test_a_reconciliation_reopens_an_answered_request_as_a_new_question(firewall
     held(firewall, "e1")
     firewall.apply(ApprovalEscalated(execution_id="e1", after_seconds=60.0), aggregate_id="approval:e1")
     firewall.apply(decided("e1"), aggregate_id="approval:e1", version=2)
-    firewall.apply(form("e1", "reconciliation", requested_at=99.0), version=4)
+    firewall.apply(suspended("e1", at=99.0), version=4)
     request = firewall.approvals.get("e1")
     assert request is not None
     assert (request.kind, request.status, request.requested_at, request.escalated, request.args_hash) == (
@@ -187,17 +218,9 @@ def test_a_reconciliation_reopens_an_answered_request_as_a_new_question(firewall
     )
 
 
-def test_another_form_for_an_answered_request_changes_nothing(firewall: FirewallBackend) -> None:
-    held(firewall, "e1")
-    firewall.apply(decided("e1"), aggregate_id="approval:e1")
-    before = firewall.approvals.get("e1")
-    firewall.apply(form("e1", "approval", requested_at=99.0), version=4)
-    assert firewall.approvals.get("e1") == before
-
-
 def test_pending_lists_the_open_requests_oldest_first(firewall: FirewallBackend) -> None:
-    firewall.apply(form("late", requested_at=30.0))
-    firewall.apply(form("early", requested_at=10.0))
-    firewall.apply(form("answered", requested_at=5.0))
+    for execution_id, at in (("late", 30.0), ("early", 10.0), ("answered", 5.0)):
+        allowed(firewall, execution_id)
+        firewall.apply(suspended(execution_id, at=at), version=3)
     firewall.apply(decided("answered"), aggregate_id="approval:answered")
     assert [r.execution_id for r in firewall.approvals.pending()] == ["early", "late"]

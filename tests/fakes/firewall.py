@@ -25,7 +25,6 @@ from overseer_events.catalogue import (
     AuditRecorded,
     CatalogueChanged,
     ContractCreated,
-    EcsRequested,
     ExecutionProposed,
     ExecutionTransitioned,
     HintIssued,
@@ -43,6 +42,7 @@ from overseer_events.catalogue import (
 from overseer_events.catalogue import PathGrant as PathGrantAsked
 from overseer_events.envelope import Envelope, EventData, new_event
 from overseer_events.errors import ConcurrencyError
+from overseer_events.machines import ExecutionStatus
 from overseer_events.subjects import KEPT_IN_STORE, owns
 from overseer_firewall.application.anchoring import HEAD_AGGREGATE, AuditAnchor
 from overseer_firewall.application.handlers import FirewallHandlers
@@ -60,7 +60,13 @@ from overseer_firewall.application.translation import mode_setting, path_grant, 
 from overseer_firewall.domain.audit import AuditEntry, AuditHead, record_text
 from overseer_firewall.domain.budgets import Usage
 from overseer_firewall.domain.engine import FirewallEngine
-from overseer_firewall.domain.gate import PendingApproval, PendingStatus, SessionState
+from overseer_firewall.domain.gate import (
+    PendingApproval,
+    PendingStatus,
+    SessionState,
+    kind_asked_on_hold,
+    kind_asked_on_suspend,
+)
 from overseer_firewall.domain.grants import PathGrant
 from overseer_firewall.domain.levels import Decision, Level
 from overseer_firewall.domain.model import Finding
@@ -76,6 +82,7 @@ T = TypeVar("T")
 ACTOR = "firewall"
 AGENT = Principal(kind="agent", id="agent")
 OPERATOR = Principal(kind="operator", id="alice")
+WAITING = ExecutionStatus.WAITING.value
 
 
 # ------------------------------------------------------------------------ proposals ---
@@ -152,8 +159,8 @@ class InMemoryApprovals:
         data = event.data
         if isinstance(data, VerdictIssued):
             self._held(data, event)
-        elif isinstance(data, EcsRequested):
-            self._requested(data)
+        elif isinstance(data, ExecutionTransitioned) and data.to_status == WAITING:
+            self._suspended(data)
         elif isinstance(data, HumanDecisionRecorded):
             self._close(data.execution_id, PendingStatus.DECIDED)
         elif isinstance(data, ApprovalEscalated) and data.execution_id in self._rows:
@@ -164,9 +171,7 @@ class InMemoryApprovals:
     def _held(self, data: VerdictIssued, event: Envelope) -> None:
         if data.decision != "hold" or data.execution_id in self._rows:
             return
-        kind = (
-            "confirmation" if self._proposals.action_type(data.execution_id) == "ecs_request" else "approval"
-        )
+        kind = kind_asked_on_hold(self._proposals.action_type(data.execution_id) or "tool_call")
         self._rows[data.execution_id] = PendingApproval(
             execution_id=data.execution_id,
             session_id=data.session_id,
@@ -180,30 +185,30 @@ class InMemoryApprovals:
             escalated=False,
         )
 
-    def _requested(self, data: EcsRequested) -> None:
+    def _suspended(self, data: ExecutionTransitioned) -> None:
         row = self._rows.get(data.execution_id)
+        judged = self._proposals.get(data.execution_id)
+        if (row is not None and row.status is PendingStatus.PENDING) or judged is None:
+            return
+        if judged.args_hash is None:
+            return
+        kind = kind_asked_on_suspend(judged.proposal.action_type)
         if row is None:
             self._rows[data.execution_id] = PendingApproval(
                 execution_id=data.execution_id,
-                session_id=data.session_id,
-                kind=data.kind,
-                tool=data.tool,
-                args_hash=data.args_hash,
-                level=Level.parse(data.level) if data.level else None,
-                requested_by=str(data.requested_by),
-                requested_at=data.requested_at,
+                session_id=judged.proposal.session_id,
+                kind=kind,
+                tool=judged.proposal.tool,
+                args_hash=judged.args_hash,
+                level=Level.parse(judged.level) if judged.level else None,
+                requested_by=judged.proposal.proposer,
+                requested_at=data.timestamp,
                 status=PendingStatus.PENDING,
                 escalated=False,
             )
-        elif row.status is PendingStatus.PENDING:
-            self._rows[data.execution_id] = replace(row, kind=data.kind)
-        elif data.kind == "reconciliation":
+        else:
             self._rows[data.execution_id] = replace(
-                row,
-                kind="reconciliation",
-                status=PendingStatus.PENDING,
-                requested_at=data.requested_at,
-                escalated=False,
+                row, kind=kind, status=PendingStatus.PENDING, requested_at=data.timestamp, escalated=False
             )
 
     def _close(self, execution_id: str, status: PendingStatus) -> None:

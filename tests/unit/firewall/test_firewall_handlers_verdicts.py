@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import orjson
 
-from overseer_events.catalogue import ContractCreated, EcsRequested, ExecutionTransitioned, Principal
+from overseer_events.catalogue import ContractCreated, ExecutionTransitioned
 from overseer_firewall.domain.audit import verify_chain
 from overseer_firewall.domain.gate import PendingStatus
 from overseer_firewall.domain.perception import OutcomeClass
@@ -96,33 +96,24 @@ def test_a_question_to_a_person_is_previewed_as_the_question() -> None:
     assert request.kind == "confirmation"
 
 
-def form(execution_id: str, args_hash: str) -> EcsRequested:
-    return EcsRequested(
-        execution_id=execution_id,
-        session_id="session-1",
-        kind="approval",
-        tool="email.send",
-        args_hash=args_hash,
-        requested_by=Principal(kind="agent", id="agent"),
-        requested_at=1.0,
-    )
-
-
-def test_an_executor_form_with_other_arguments_than_were_judged_raises_an_alert() -> None:
+def test_an_answer_naming_other_arguments_than_were_judged_is_refused_with_an_alert() -> None:
     firewall = InMemoryFirewall(engine_for())
     mail = firewall.propose("email.send", MAIL)
     judged = firewall.verdict(mail)["args_hash"]
-    firewall.deliver(form(mail, judged), owner="executor")
-    assert firewall.emitted("firewall.alert") == []
-    firewall.deliver(form(mail, "f" * 64), owner="executor", version=2)
+    firewall.respond(mail, "approve", "f" * 64)  # the card it answers named other arguments
+    [refused] = firewall.emitted("firewall.response_refused", execution_id=mail)
+    assert refused["status"] == 409
     [alert] = firewall.emitted("firewall.alert")
     assert alert["kind"] == "args_hash_mismatch"
     assert alert["details"] == {
         "execution_id": mail,
         "verdict_args_hash": judged,
-        "requested_args_hash": "f" * 64,
+        "answered_args_hash": "f" * 64,
     }
-    assert audit_kinds(firewall)[-1] == "alert"
+    assert audit_kinds(firewall)[-2:] == ["alert", "refusal"]
+    firewall.respond(mail, "approve", judged)
+    assert len(firewall.emitted("firewall.alert")) == 1  # the right arguments raise none
+    assert len(firewall.emitted("human.decision_recorded", execution_id=mail)) == 1
 
 
 def transitioned(execution_id: str, to_status: str, result: str | None = None) -> ExecutionTransitioned:

@@ -1,7 +1,9 @@
 """``fw_approvals``: the requests a person must answer.
 
-Opened by a held verdict or the executor's ``ecs.requested``; ``status`` goes pending → decided
-(answered) or closed (the contract ended).
+Opened by the firewall's own held verdict (an approval, or a question's confirmation) or by a running action
+suspended (RUNNING → WAITING: a reconciliation, or a question asked again), by the rules of
+:mod:`overseer_firewall.domain.gate`; ``status`` goes pending → decided (answered) or closed (the
+contract ended).
 """
 
 from __future__ import annotations
@@ -12,19 +14,24 @@ from typing import Any
 from overseer_events.catalogue import (
     ApprovalEscalated,
     ContractCreated,
-    EcsRequested,
     ExecutionTransitioned,
     HumanDecisionRecorded,
     VerdictIssued,
 )
 from overseer_events.envelope import Envelope
-from overseer_events.machines import TERMINAL_STATUSES
-from overseer_firewall.domain.gate import PendingApproval, PendingStatus
+from overseer_events.machines import TERMINAL_STATUSES, ExecutionStatus
+from overseer_firewall.domain.gate import (
+    PendingApproval,
+    PendingStatus,
+    kind_asked_on_hold,
+    kind_asked_on_suspend,
+)
 from overseer_firewall.domain.levels import Level
 from overseer_runtime.projection import SqlProjection
 from overseer_runtime.readers import ReadModelReader
 
 _TERMINAL = frozenset(status.value for status in TERMINAL_STATUSES)
+_WAITING = ExecutionStatus.WAITING.value
 
 
 class ApprovalsProjection(SqlProjection):
@@ -55,8 +62,6 @@ class ApprovalsProjection(SqlProjection):
         match event.data:
             case VerdictIssued() as data:
                 _verdict(conn, data, event)
-            case EcsRequested() as data:
-                _requested(conn, data, event)
             case HumanDecisionRecorded() as data:
                 _decided(conn, data, event)
             case ApprovalEscalated() as data:
@@ -73,7 +78,7 @@ def _verdict(conn: sqlite3.Connection, data: VerdictIssued, event: Envelope) -> 
     row = conn.execute(
         "SELECT action_type FROM fw_proposals WHERE execution_id = ?", (data.execution_id,)
     ).fetchone()
-    kind = "confirmation" if row is not None and row[0] == "ecs_request" else "approval"
+    kind = kind_asked_on_hold(row[0] if row is not None else "tool_call")
     conn.execute(
         "INSERT OR IGNORE INTO fw_approvals (execution_id, session_id, kind, tool, args_hash, level, requested_by, "
         "requested_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
@@ -90,37 +95,34 @@ def _verdict(conn: sqlite3.Connection, data: VerdictIssued, event: Envelope) -> 
     )
 
 
-def _requested(conn: sqlite3.Connection, data: EcsRequested, event: Envelope) -> None:
+def _suspended(conn: sqlite3.Connection, data: ExecutionTransitioned) -> None:
+    """A running action now waits for a person: a request opened, or reopened after its decision,
+    bound to what the firewall judged (its arguments' hash, its proposer). One still pending (a held
+    call that waited for its dependency before it was suspended) stays as its verdict opened it."""
     row = conn.execute(
         "SELECT status FROM fw_approvals WHERE execution_id = ?", (data.execution_id,)
     ).fetchone()
+    if row is not None and row[0] == PendingStatus.PENDING.value:
+        return
+    judged = conn.execute(
+        "SELECT action_type FROM fw_proposals WHERE execution_id = ? AND args_hash IS NOT NULL",
+        (data.execution_id,),
+    ).fetchone()
+    if judged is None:
+        return  # nothing judged to bind an answer to: any answer is refused
+    kind = kind_asked_on_suspend(judged[0])
     if row is None:
         conn.execute(
             "INSERT INTO fw_approvals (execution_id, session_id, kind, tool, args_hash, level, requested_by, "
-            "requested_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
-            (
-                data.execution_id,
-                data.session_id,
-                data.kind,
-                data.tool,
-                data.args_hash,
-                data.level,
-                str(data.requested_by),
-                data.requested_at,
-            ),
+            "requested_at, status) SELECT execution_id, session_id, ?, tool, args_hash, level, proposer, ?, "
+            "'pending' FROM fw_proposals WHERE execution_id = ?",
+            (kind, data.timestamp, data.execution_id),
         )
-    elif row[0] == PendingStatus.PENDING.value:
-        # The executor's form for a request the verdict opened: it names the kind; the binding
-        # (args_hash, requester) stays the one the firewall judged.
+    else:
         conn.execute(
-            "UPDATE fw_approvals SET kind = ? WHERE execution_id = ?", (data.kind, data.execution_id)
-        )
-    elif data.kind == "reconciliation":
-        # An approved call interrupted by a crash: a new question about the same execution.
-        conn.execute(
-            "UPDATE fw_approvals SET kind = 'reconciliation', status = 'pending', requested_at = ?, "
-            "escalated = 0, decision = NULL, decided_by = NULL, decided_at = NULL WHERE execution_id = ?",
-            (data.requested_at, data.execution_id),
+            "UPDATE fw_approvals SET kind = ?, status = 'pending', requested_at = ?, escalated = 0, "
+            "decision = NULL, decided_by = NULL, decided_at = NULL WHERE execution_id = ?",
+            (kind, data.timestamp, data.execution_id),
         )
 
 
@@ -137,7 +139,9 @@ def _escalated(conn: sqlite3.Connection, data: ApprovalEscalated, event: Envelop
 
 
 def _transitioned(conn: sqlite3.Connection, data: ExecutionTransitioned, event: Envelope) -> None:
-    if data.to_status in _TERMINAL:
+    if data.to_status == _WAITING:
+        _suspended(conn, data)
+    elif data.to_status in _TERMINAL:
         conn.execute(
             "UPDATE fw_approvals SET status = 'closed' WHERE execution_id = ? AND status = 'pending'",
             (data.execution_id,),

@@ -20,7 +20,6 @@ from overseer_events.catalogue import (
     AnswerReceived,
     ApprovalEscalated,
     ContractCreated,
-    EcsRequested,
     ExecutionProposed,
     ExecutionTransitioned,
     FirewallAlert,
@@ -204,6 +203,20 @@ class FirewallHandlers:
         judged = unit.proposals.has_verdict(data.execution_id)
         if self.may_still_open(pending, outcome.intent, event.occurred_at, unit.env, judged=judged):
             raise TransientError(f"no open reconciliation for {data.execution_id} yet")
+        if pending is not None and data.args_hash is not None and data.args_hash != pending.args_hash:
+            # The gateway checks an answer against the card it shows; one that still names other
+            # arguments than were judged says the card (the executor's form) or its sender diverged.
+            self.alert(
+                unit,
+                "args_hash_mismatch",
+                f"an answer about {data.execution_id} names other arguments than the firewall judged",
+                pending.session_id,
+                {
+                    "execution_id": data.execution_id,
+                    "verdict_args_hash": pending.args_hash,
+                    "answered_args_hash": data.args_hash,
+                },
+            )
         refused = ResponseRefused(
             execution_id=data.execution_id,
             session_id=data.session_id,
@@ -246,9 +259,10 @@ class FirewallHandlers:
         *,
         judged: bool,
     ) -> bool:
-        """A reconciliation answer may overtake the executor's ``ecs.requested`` on the way here: for a
-        call that was held before (its approval decided) or that ran at once (no approval at all, but the
-        firewall judged it), the answer is tried again for ``response_grace_seconds``."""
+        """A reconciliation answer may overtake the executor's move that asks it (RUNNING → WAITING) on
+        the way here: for a call that was held before (its approval decided) or that ran at once (no
+        approval at all, but the firewall judged it), the answer is tried again for
+        ``response_grace_seconds``."""
         if intent not in (Intent.CONFIRM, Intent.FAILED):
             return False
         fresh = env.clock() - responded_at < env.response_grace_seconds
@@ -333,21 +347,6 @@ class FirewallHandlers:
         self.emit(unit, granted, f"grant:{data.request_id}", version=1)
 
     # -- executor events ------------------------------------------------------------------------------
-    def on_ecs_requested(self, data: EcsRequested, unit: FirewallUnit, event: Envelope) -> None:
-        stored = unit.proposals.get(data.execution_id)
-        if stored is not None and stored.args_hash and stored.args_hash != data.args_hash:
-            self.alert(
-                unit,
-                "args_hash_mismatch",
-                f"the executor asks about {data.execution_id} with other arguments than the firewall judged",
-                data.session_id,
-                {
-                    "execution_id": data.execution_id,
-                    "verdict_args_hash": stored.args_hash,
-                    "requested_args_hash": data.args_hash,
-                },
-            )
-
     def on_transitioned(self, data: ExecutionTransitioned, unit: FirewallUnit, event: Envelope) -> None:
         if data.to_status in TERMINAL:
             self._ended(data, unit, event)

@@ -137,6 +137,21 @@ class PendingApproval:
     escalated: bool = False
 
 
+def kind_asked_on_hold(action_type: str) -> str:
+    """The request a held verdict opens: a question for a person (``ecs_request``, which the firewall
+    always holds) waits for its confirmation, a held tool call for its approval. The executor asks the
+    person by the same rule (its verdict plans): the firewall opens each request from its own verdict,
+    without reading the executor's form."""
+    return "confirmation" if action_type == "ecs_request" else "approval"
+
+
+def kind_asked_on_suspend(action_type: str) -> str:
+    """The request a person is asked when a running action is suspended (RUNNING → WAITING): the
+    executor stopped while a tool call ran, or an agent never said how its call ended, so whether it
+    took effect is unknown (a reconciliation); a question is asked again (a confirmation)."""
+    return "confirmation" if action_type == "ecs_request" else "reconciliation"
+
+
 @dataclass(frozen=True, slots=True)
 class SessionState:
     paused: bool = False

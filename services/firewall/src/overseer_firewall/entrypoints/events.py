@@ -10,7 +10,6 @@ from overseer_events.catalogue import (
     AnswerReceived,
     CatalogueChanged,
     ContractCreated,
-    EcsRequested,
     ExecutionProposed,
     ExecutionTransitioned,
     HumanDecisionRecorded,
@@ -36,15 +35,15 @@ SUBSCRIPTIONS: tuple[Subscription, ...] = (
     Subscription(
         owner="gateway", types=("execution.proposed", "human.responded", "conversation.answer_received")
     ),
-    # The executor's forms (kind, requester of reconciliations) and the contracts' ends (outcomes: a
-    # contract that ended as it was announced carries its end in its creation; one announced open is
-    # acknowledged and not kept, see announced_open). Off the verdict's path:
-    # applied in short bursts (a reconciliation answer that overtakes its form is retried, see
+    # The contracts' moves: their ends (outcomes: a contract that ended as it was announced carries
+    # its end in its creation; one announced open is acknowledged and not kept, see announced_open)
+    # and a running action suspended, which asks a person what happened (a reconciliation). The
+    # executor's forms are not read: every request a person answers is opened by the firewall's own
+    # held verdict or by that suspension (adapters/pending_approvals.py). Off the verdict's path:
+    # applied in short bursts (a reconciliation answer that overtakes its suspension is retried, see
     # FirewallHandlers.on_responded).
     Subscription(
-        owner="executor",
-        types=("ecs.requested", "execution.contract_created", "execution.transitioned"),
-        linger=0.02,
+        owner="executor", types=("execution.contract_created", "execution.transitioned"), linger=0.02
     ),
     # The executor's tool catalogue: what there is to judge (schemas, what each tool says of itself).
     Subscription(owner="executor", types=("tools.announced",)),
@@ -64,7 +63,6 @@ def partition_key(event: Envelope) -> str | None:
             ExecutionProposed()
             | HumanResponded()
             | AnswerReceived()
-            | EcsRequested()
             | ContractCreated()
             | ExecutionTransitioned()
         ):
@@ -99,7 +97,6 @@ def handlers(
         .on(ExecutionProposed, firewall.on_proposed)
         .on(HumanResponded, firewall.on_responded)
         .on(AnswerReceived, firewall.on_answered)
-        .on(EcsRequested, firewall.on_ecs_requested)
         .on(ExecutionTransitioned, firewall.on_transitioned)
         .on(ContractCreated, firewall.on_created)
         .on(ToolsAnnounced, firewall.on_tools_announced)
