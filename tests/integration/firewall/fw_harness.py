@@ -119,13 +119,14 @@ async def transition(
     *,
     result: str | None = None,
     session_id: str = "session-1",
+    trigger: str = "succeed",
 ) -> None:
     data = ExecutionTransitioned(
         execution_id=execution_id,
         session_id=session_id,
         from_status="running",
         to_status=to_status,
-        trigger="succeed",
+        trigger=trigger,
         actor="tool_node",
         timestamp=0.0,
         result=result,

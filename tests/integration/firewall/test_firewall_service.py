@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from overseer_events.catalogue import ExecutionProposed
-from overseer_events.envelope import Envelope
+from overseer_events.catalogue import EcsRequested, ExecutionProposed
+from overseer_events.envelope import Envelope, new_event
 from overseer_firewall.application.ports import FirewallUnit
 from overseer_firewall.bootstrap import FirewallService
 from overseer_runtime.rpc import RpcError
@@ -143,6 +143,39 @@ async def test_an_approval_is_bound_to_args_hash_single_use_and_never_self_appro
             lambda: len(emitted(rt, "firewall.response_refused", execution_id=execution_id)) == 3
         )
         assert len(emitted(rt, "human.decision_recorded", execution_id=execution_id)) == 1
+
+
+async def test_a_call_suspended_after_it_ran_is_reconciled_against_what_was_judged_and_no_card_is_read(
+    stack: Stack,
+) -> None:
+    async with stack.runtime(FirewallService()) as rt:
+        execution_id = await propose(stack, "fs.read", {"path": "notes.md"})
+        allowed = await verdict(rt, execution_id)
+        assert allowed["decision"] == "allow"
+        card = EcsRequested(  # what the executor shows the person: never delivered to the firewall
+            execution_id=execution_id,
+            session_id="session-1",
+            kind="reconciliation",
+            tool="fs.read",
+            args_hash="f" * 64,
+            requested_by=AGENT,
+            requested_at=1.0,
+        )
+        await stack.publish_as(
+            "executor",
+            new_event(card, aggregate_id=f"form:{execution_id}", aggregate_version=1, actor="executor"),
+        )
+        # The executor restarted while the call ran: it suspends the contract and asks what happened.
+        await transition(stack, execution_id, "waiting", trigger="suspend")
+        await settled(rt, "executor", 1)
+
+        await respond(stack, execution_id, "completed", allowed["args_hash"])
+        decision = await one(rt, "human.decision_recorded", execution_id=execution_id)
+        assert (decision["decision"], decision["args_hash"]) == ("completed", allowed["args_hash"])
+        kept = rt.store.conn.execute(
+            "SELECT type FROM events WHERE origin = 'remote' AND aggregate_id = ?", (f"form:{execution_id}",)
+        ).fetchall()
+        assert kept == []
 
 
 async def test_abort_pauses_the_session_first_and_cancels_it_second(stack: Stack) -> None:
