@@ -188,10 +188,10 @@ class InMemoryApprovals:
     def _suspended(self, data: ExecutionTransitioned) -> None:
         row = self._rows.get(data.execution_id)
         judged = self._proposals.get(data.execution_id)
-        if (row is not None and row.status is PendingStatus.PENDING) or judged is None:
+        if row is not None and row.status is PendingStatus.PENDING:
             return
-        if judged.args_hash is None:
-            return
+        if judged is None or judged.args_hash is None:
+            return  # nothing judged to bind an answer to: any answer is refused
         kind = kind_asked_on_suspend(judged.proposal.action_type)
         if row is None:
             self._rows[data.execution_id] = PendingApproval(

@@ -1,9 +1,9 @@
 """``fw_approvals``: the requests a person must answer.
 
-Opened by the firewall's own held verdict (an approval, or a question's confirmation) or by a running action
-suspended (RUNNING → WAITING: a reconciliation, or a question asked again), by the rules of
-:mod:`overseer_firewall.domain.gate`; ``status`` goes pending → decided (answered) or closed (the
-contract ended).
+Opened by the firewall's own held verdict (an approval, or a question's confirmation) or by a
+running action suspended (RUNNING → WAITING: a reconciliation, or a question asked again), by the
+rules of :mod:`overseer_firewall.domain.gate`; ``status`` goes pending → decided (answered) or
+closed (the contract ended).
 """
 
 from __future__ import annotations
