@@ -20,7 +20,7 @@ from overseer_events.catalogue import Principal
 from overseer_firewall.adapters.pending_approvals import SqliteApprovals
 from overseer_runtime.testing import eventually
 from tests.e2e.e2e_support import FullStack
-from tests.support.twin_cards import open_twin_card_as_before
+from tests.support.twin_cards import open_twin_card_as_before, twin_proposal_as_before
 
 pytestmark = pytest.mark.slow
 
@@ -109,6 +109,8 @@ async def test_approving_a_card_whose_twin_already_completed_ends_the_card_with_
         twin = "twin-" + first
         proposer = Principal(kind="agent", id="agent")
         await executor.execute(lambda uow: open_twin_card_as_before(uow, twin, session, args, proposer))
+        # The firewall held the twin then: its verdict opens the request the answer is bound to.
+        await full_stack.stack.publish_as("gateway", twin_proposal_as_before(twin, session, args, proposer))
         await eventually(lambda: twin in firewall_pending(full_stack), timeout=20)
         cards = (await operator.get("/v1/approvals")).json()
         hashes = {c["execution_id"]: c["args_hash"] for c in cards if c["execution_id"] in (first, twin)}
