@@ -56,7 +56,14 @@ from overseer_firewall.application.translation import (
 )
 from overseer_firewall.domain.adaptive import adapt
 from overseer_firewall.domain.audit import EMPTY_HEAD, append_entry
-from overseer_firewall.domain.gate import GateOutcome, Intent, PendingApproval, PendingStatus, TimeoutAction
+from overseer_firewall.domain.gate import (
+    GateOutcome,
+    Intent,
+    PendingApproval,
+    PendingStatus,
+    TimeoutAction,
+    names_other_arguments,
+)
 from overseer_firewall.domain.grants import GrantRefused, GrantRequest, judge_grant
 from overseer_firewall.domain.levels import Level
 from overseer_firewall.domain.model import L3, Verdict
@@ -203,7 +210,7 @@ class FirewallHandlers:
         judged = unit.proposals.has_verdict(data.execution_id)
         if self.may_still_open(pending, outcome.intent, event.occurred_at, unit.env, judged=judged):
             raise TransientError(f"no open reconciliation for {data.execution_id} yet")
-        if pending is not None and data.args_hash is not None and data.args_hash != pending.args_hash:
+        if pending is not None and names_other_arguments(pending, data.args_hash):
             # The gateway checks an answer against the card it shows; one that still names other
             # arguments than were judged says the card (the executor's form) or its sender diverged.
             self.alert(

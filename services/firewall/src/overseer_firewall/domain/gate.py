@@ -320,7 +320,13 @@ class HumanGate:
         return actions
 
 
+def names_other_arguments(pending: PendingApproval, args_hash: str | None) -> bool:
+    """Whether an answer binds itself to other arguments than the request was judged with (one that
+    names none binds itself to none: only an answer that stops things may)."""
+    return args_hash is not None and args_hash != pending.args_hash
+
+
 def _hash_ok(pending: PendingApproval, args_hash: str | None, *, stopping: bool) -> bool:
     if args_hash is None:
         return stopping
-    return args_hash == pending.args_hash
+    return not names_other_arguments(pending, args_hash)
