@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from overseer_events.cards import approval_message, firewall_asks
 from overseer_events.catalogue import EcsRequested, ExecutionTransitioned, HumanDecisionRecorded
 from overseer_events.envelope import EventData
 from overseer_events.machines import (
@@ -182,7 +183,9 @@ def decide_verdict(
     it is not known yet); ``twin`` another contract with the same idempotency
     key that is RUNNING, WAITING or COMPLETED. Every plan but deny starts the
     contract, which claims the key (``claims.py``): an irreversible one whose
-    twin holds or completed it is refused instead.
+    twin holds or completed it is refused instead. A held tool call with no
+    dependency waits on the card the firewall showed with its verdict
+    (``overseer_events.cards``); the executor asks every other form itself.
     """
     contract = contract.with_verdict(verdict)
     if contract.status != ExecutionStatus.PENDING:
@@ -201,7 +204,9 @@ def decide_verdict(
     if duplicate is not None:
         return _fire(Moves(contract, now), REFUSE.triggers, contract.node, duplicate).outcome()
     moves = _fire(Moves(contract, now), plan.triggers, contract.node, None)
-    if plan.request is not None:
+    if plan.request is not None and not firewall_asks(
+        contract.action_type, verdict.decision, contract.depends_on
+    ):
         moves.request(plan.request, message=_form_message(contract, plan.request))
     return moves.outcome(run_tool=plan.run_tool)
 
@@ -210,8 +215,7 @@ def _form_message(contract: ExecutionContract, kind: str) -> str:
     if kind == "confirmation":
         detail = contract.action_detail
         return str(detail.get("message") or detail.get("question") or "Confirm?")
-    level = contract.verdict.level if contract.verdict is not None else "APPROVE"
-    return f"{contract.tool} needs approval ({level})"
+    return approval_message(contract.tool, contract.verdict.level if contract.verdict is not None else None)
 
 
 def decide_human_decision(
