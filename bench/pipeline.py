@@ -16,8 +16,8 @@ one action is measured from the POST to the answer that says it is done.
   hands. The times are the events' own (``occurred_at``, the moves' ``timestamp``) and the stream's
   (``Nats-Time-Stamp`` of its announcement of each event), all read from one machine's clock.
 * ``pipeline_approval_timeline``: ``pipeline_approval`` at concurrency 1 in steps, the same way: the
-  proposal, the verdict (hold) with the approval card the firewall shows in the same commit, the card
-  reaching the operator over the WebSocket and its decision sent, the gateway's ``human.responded``, the firewall's recorded decision,
+  proposal, the verdict (hold), the executor's approval card, the card reaching the operator over the
+  WebSocket and its decision sent, the gateway's ``human.responded``, the firewall's recorded decision,
   the executor's start of the call, its end, and the answer.
 * ``pipeline_replicas``: ``pipeline_auto`` at ``--concurrency`` with one process of each service, with
   two executor replicas sharing the work (``[partitions] executor = 2``) and with two firewall
@@ -561,8 +561,10 @@ TIMELINE_STEPS = (
 APPROVAL_TIMELINE_STEPS = (
     "request_to_proposal",  # the gateway read the request and made the proposal's event
     "proposal_to_stream",  # its commit, the relay's publish, the stream storing it
-    "stream_to_verdict",  # delivery to the firewall, which judged it: hold, and made its approval card
-    "verdict_to_card_stream",  # their commit, the publish and storage of the verdict, then of the card
+    "stream_to_verdict",  # delivery to the firewall, which judged it: hold
+    "verdict_to_stream",  # its commit, publish and storage
+    "stream_to_card",  # delivery to the executor, the contract made WAITING with its approval card
+    "card_to_stream",  # the executor's commit, publish and storage
     "card_to_operator",  # the card over the WebSocket to the operator, whose client sends the decision
     "operator_to_response",  # the gateway read the decision, checked the card, made human.responded
     "response_to_stream",  # its commit, publish and storage
@@ -659,7 +661,7 @@ def approval_points(seen: Seen, sent: float, decided: float, answered: float) ->
     starts = [move for _, _, move in told if move["to_status"] == "running"]
     if not ends or not starts:
         return None
-    (proposal, proposal_stored), (verdict, _), (_, card_stored) = (
+    (proposal, proposal_stored), (verdict, verdict_stored), (card, card_stored) = (
         seen[kind][0] for kind in APPROVAL_TYPES[:3]
     )
     (response, response_stored), (decision, decision_stored) = (seen[kind][0] for kind in APPROVAL_TYPES[3:5])
@@ -669,6 +671,8 @@ def approval_points(seen: Seen, sent: float, decided: float, answered: float) ->
         proposal["occurred_at"],
         proposal_stored,
         verdict["occurred_at"],
+        verdict_stored,
+        card["occurred_at"],
         card_stored,
         decided,
         response["occurred_at"],

@@ -14,7 +14,7 @@ from overseer_executor.domain.claims import Twin
 from overseer_executor.domain.contract import ExecutionContract, creation
 from overseer_executor.domain.idempotency import idempotency_key
 from tests.contracts.executor_backends import BACKENDS, Backend, close_backend, make_backend
-from tests.unit.executor.executor_builders import AGENT, INVITE, event, proposal, verdict_issued
+from tests.unit.executor.executor_builders import AGENT, INVITE, event, verdict_issued
 
 S = ExecutionStatus
 CONFIRM = {"type": "confirmation", "message": "Send it?"}
@@ -134,47 +134,6 @@ def test_a_verdict_before_its_proposal_is_kept_and_joined_to_the_contract(execut
     assert contract.status == S.RUNNING
 
 
-def test_a_decision_on_the_firewalls_card_before_the_proposal_is_kept_and_nothing_else_is(
-    executor: Backend,
-) -> None:
-    held = event(verdict_issued("exec-001", "hold", level="APPROVE"))
-    executor.deliver(held)
-    executor.deliver(executor.card_for(proposal("exec-001"), held))
-    executor.decide("exec-001")
-    kept = executor.contracts.kept_decision("exec-001")
-    assert kept is not None
-    assert (kept.execution_id, kept.decision, kept.args_hash) == ("exec-001", "approve", args_hash(INVITE))
-    executor.decide("exec-404")  # no verdict either: refused, not kept
-    assert executor.contracts.kept_decision("exec-404") is None
-    executor.propose("exec-002")
-    executor.verdict("exec-002", "hold", level="APPROVE")
-    executor.decide("exec-002", hash_="0" * 64)  # the contract is known: refused, not kept
-    assert executor.contracts.kept_decision("exec-002") is None
-
-
-def test_the_firewalls_card_is_the_form_a_contract_waits_on_and_ends_when_the_contract_ends_before(
-    executor: Backend,
-) -> None:
-    held = event(verdict_issued("exec-001", "hold", level="APPROVE"))
-    executor.deliver(held)
-    executor.deliver(executor.card_for(proposal("exec-001"), held))
-    asked = executor.clock()
-    assert executor.contracts.was_asked("exec-001") is True
-    executor.propose("exec-001")
-    waiting = executor.contracts.get("exec-001")
-    assert waiting is not None
-    assert (waiting.status, waiting.version) == (S.WAITING, 3)  # the card is not one of its events
-    assert waiting.open_request is not None
-    assert (waiting.open_request.kind, waiting.open_request.requested_at) == ("approval", asked)
-    executor.cancel_session()
-    cancelled = executor.contracts.get("exec-001")
-    assert cancelled is not None
-    assert (cancelled.status, cancelled.open_request) == (S.CANCELLED, None)
-    question = executor.queries.approval("exec-001")
-    assert question is not None
-    assert (question.form.status, question.form.outcome) == ("answered", "cancel")
-
-
 def test_only_the_first_verdict_on_an_execution_counts(executor: Backend) -> None:
     executor.held("exec-001")
     executor.verdict("exec-001", "allow", {"to": "eve@example.com", "subject": "x", "body": "y"})
@@ -188,8 +147,8 @@ def test_each_move_sets_status_version_and_time_and_a_form_is_open_while_waiting
     executor.held("exec-001")
     waiting = executor.contracts.get("exec-001")
     assert waiting is not None
-    # created, start, suspend: three events of the contract (the approval card is the firewall's).
-    assert (waiting.status, waiting.version, waiting.updated_at) == (S.WAITING, 3, executor.clock())
+    # created, start, suspend, then the approval form: four events of the contract.
+    assert (waiting.status, waiting.version, waiting.updated_at) == (S.WAITING, 4, executor.clock())
     assert waiting.open_request is not None
     assert (waiting.open_request.kind, waiting.open_request.args_hash) == ("approval", args_hash(INVITE))
     assert waiting.open_request.requested_at == executor.clock()
@@ -197,12 +156,12 @@ def test_each_move_sets_status_version_and_time_and_a_form_is_open_while_waiting
     executor.decide("exec-001")
     running = executor.contracts.get("exec-001")
     assert running is not None
-    assert (running.status, running.version, running.open_request) == (S.RUNNING, 4, None)
+    assert (running.status, running.version, running.open_request) == (S.RUNNING, 5, None)
 
     executor.tool_ends("exec-001", "succeeded", "sent")
     done = executor.contracts.get("exec-001")
     assert done is not None
-    assert (done.status, done.version, done.result, done.error_message) == (S.COMPLETED, 5, "sent", None)
+    assert (done.status, done.version, done.result, done.error_message) == (S.COMPLETED, 6, "sent", None)
 
 
 def test_a_contract_a_person_was_asked_about_stays_asked_after_the_answer(executor: Backend) -> None:
@@ -332,7 +291,7 @@ def test_a_held_start_reads_back_running_at_the_last_announced_version_until_its
     holding.decide("exec-001")
     running = holding.contracts.get("exec-001")
     assert running is not None
-    assert (running.status, running.version, running.open_request) == (S.RUNNING, 3, None)
+    assert (running.status, running.version, running.open_request) == (S.RUNNING, 4, None)
     assert [(m.from_status, m.to_status) for m in running.held] == [("waiting", "running")]
     assert holding.contracts.status_of("exec-001") == S.RUNNING
     assert ids(holding.contracts.with_status(S.RUNNING)) == ["exec-001"]
@@ -342,7 +301,7 @@ def test_a_held_start_reads_back_running_at_the_last_announced_version_until_its
     holding.tool_ends("exec-001", "succeeded", "sent")
     done = holding.contracts.get("exec-001")
     assert done is not None
-    assert (done.status, done.version, done.held, done.result) == (S.COMPLETED, 5, (), "sent")
+    assert (done.status, done.version, done.held, done.result) == (S.COMPLETED, 6, (), "sent")
     told = [(t.from_status, t.to_status) for t in holding.queries.transitions("exec-001")]
     assert told[-2:] == [("waiting", "running"), ("running", "completed")]
 

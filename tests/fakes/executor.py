@@ -17,11 +17,9 @@ from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
 from overseer_events.canonical import args_hash
-from overseer_events.cards import approval_card, card_aggregate, firewall_asks
 from overseer_events.catalogue import (
     ContractCreated,
     ContractDrafted,
-    EcsClosed,
     EcsRequested,
     ExecutionProposed,
     ExecutionTransitioned,
@@ -49,7 +47,6 @@ from overseer_executor.domain.contract import (
     ExecutionContract,
     OpenRequest,
     Verdict,
-    closes_its_form,
     consequence,
     drafting_node,
     open_contract,
@@ -75,7 +72,6 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
         self._verdicts: dict[str, Verdict] = {}
         self._forms: dict[str, ApprovalForm] = {}
         self._refused: dict[str, RefusedDecision] = {}
-        self._kept: dict[str, HumanDecisionRecorded] = {}
         self._transitions: dict[str, list[Transition]] = {}
 
     # -- the projections -------------------------------------------------------------------
@@ -101,38 +97,21 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
                 self._requested(event, d)
             case VerdictIssued() as d:
                 self._verdicts.setdefault(d.execution_id, Verdict.from_event(d))
-            case EcsClosed() as d:
-                self._closed(event, d)
             case HumanDecisionRecorded() as d:
-                self._decided(event, d)
-
-    def _closed(self, event: Envelope, d: EcsClosed) -> None:
-        """A card closed without a move answering it: the form it names is answered."""
-        form = self._forms.get(d.execution_id)
-        if form is not None and form.status == "pending" and abs(form.requested_at - d.requested_at) < 1e-6:
-            self._forms[d.execution_id] = replace(
-                form, status="answered", answered_at=event.occurred_at, outcome=d.trigger
-            )
-
-    def _decided(self, event: Envelope, d: HumanDecisionRecorded) -> None:
-        """A decision kept for a contract not proposed yet (its verdict came), or refused with its reason."""
-        if d.execution_id not in self._contracts and d.execution_id in self._verdicts:
-            self._kept.setdefault(d.execution_id, d)
-            return
-        reason = check_resume_alignment(self.get(d.execution_id), d)
-        if reason is not None:
-            self._refused.setdefault(
-                event.event_id,
-                RefusedDecision(
-                    event.event_id,
-                    d.execution_id,
-                    d.decision,
-                    str(d.decided_by),
-                    d.args_hash,
-                    reason,
-                    event.occurred_at,
-                ),
-            )
+                reason = check_resume_alignment(self.get(d.execution_id), d)
+                if reason is not None:
+                    self._refused.setdefault(
+                        event.event_id,
+                        RefusedDecision(
+                            event.event_id,
+                            d.execution_id,
+                            d.decision,
+                            str(d.decided_by),
+                            d.args_hash,
+                            reason,
+                            event.occurred_at,
+                        ),
+                    )
 
     def _created(self, version: int, d: ContractCreated, own: bool) -> None:
         """The contract announced, and the moves it made at once, each one version after the last."""
@@ -173,7 +152,7 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
                 error_message=d.error_message if d.error_message is not None else contract.error_message,
             )
         form = self._forms.get(d.execution_id)
-        if closes_its_form(d) and form is not None and form.status == "pending":
+        if d.from_status == "waiting" and form is not None and form.status == "pending":
             self._forms[d.execution_id] = replace(
                 form, status="answered", answered_at=d.timestamp, outcome=d.trigger
             )
@@ -199,7 +178,7 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
             outcome=None,
         )
         contract = self._contracts.get(d.execution_id)
-        if contract is not None and event.aggregate_id == d.execution_id:  # the executor's own form
+        if contract is not None:
             self._contracts[d.execution_id] = replace(contract, version=event.aggregate_version)
 
     # -- ContractRepository ----------------------------------------------------------------
@@ -228,9 +207,6 @@ class InMemoryReadModels(ContractRepository, ExecutorQueries):
 
     def has_verdict(self, execution_id: str) -> bool:
         return execution_id in self._verdicts
-
-    def kept_decision(self, execution_id: str) -> HumanDecisionRecorded | None:
-        return self._kept.get(execution_id)
 
     def was_asked(self, execution_id: str) -> bool:
         return execution_id in self._forms
@@ -485,9 +461,6 @@ class ExecutorHarness:
 
     :meth:`deliver` is one consumed event: the read models see it, then its handler runs, in one
     transaction. After-commit work (a tool call) waits in :attr:`after_commit` until :meth:`settle`.
-    A held verdict on a call the firewall shows the card of (``overseer_events.cards``) is followed by
-    that card, as the firewall publishes it in the verdict's commit (built from the proposal delivered
-    here; one that comes after its verdict gets none, and a test delivers it with :meth:`card_for`).
     """
 
     def __init__(
@@ -514,7 +487,6 @@ class ExecutorHarness:
             else ToolCalls(runner, self._record)
         )
         self.table = handlers(self.unit_for)
-        self.proposals: dict[str, ExecutionProposed] = {}
 
     @property
     def contracts(self) -> ContractRepository:
@@ -545,26 +517,6 @@ class ExecutorHarness:
             self.store.receive(event)
             self.table.handle(uow, event)
         self._committed(uow)
-        if isinstance(event.data, ExecutionProposed):
-            self.proposals[event.data.execution_id] = event.data
-        elif isinstance(event.data, VerdictIssued):
-            judged = self.proposals.get(event.data.execution_id)
-            if judged is not None and firewall_asks(
-                judged.action_type, event.data.decision, judged.depends_on
-            ):
-                self.deliver(self.card_for(judged, event))
-
-    def card_for(self, proposed: ExecutionProposed, verdict: Envelope) -> Envelope:
-        """The approval card the firewall shows with ``verdict`` on ``proposed``, as it arrives here (shown
-        at the time of :attr:`clock`, which every service here reads)."""
-        assert isinstance(verdict.data, VerdictIssued)
-        return new_event(
-            approval_card(proposed, verdict.data, requested_at=self.clock()),
-            aggregate_id=card_aggregate(proposed.execution_id),
-            aggregate_version=1,
-            actor="firewall",
-            correlation_id=proposed.session_id,
-        )
 
     async def deliver_batch(self, *events: Envelope, run_ahead: float = 1.0) -> None:
         """``events`` consumed as one batch: the read-only calls its verdicts start run ahead of it first,

@@ -13,8 +13,6 @@ from typing import Any
 
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
-from overseer_events.cards import approval_card, card_aggregate, firewall_asks
-from overseer_events.catalogue import VerdictIssued
 from overseer_events.envelope import Envelope as EventEnvelope
 from overseer_events.envelope import new_event
 from overseer_executor.adapters.smtp_sink import MailDrop
@@ -100,30 +98,6 @@ def verdict(
         actor="firewall",
         correlation_id=session_id,
     )
-
-
-def with_card(held: EventEnvelope) -> list[EventEnvelope]:
-    """The held verdict ``held`` and, for a call the firewall shows the card of (``overseer_events.cards``:
-    a held tool call that waits for nothing else), the approval card it publishes in the same commit."""
-    data = held.data
-    assert isinstance(data, VerdictIssued)
-    judged = proposal(data.execution_id, data.tool, dict(data.args), session_id=data.session_id)
-    if not firewall_asks(judged.action_type, data.decision, judged.depends_on):
-        return [held]
-    card = new_event(
-        approval_card(judged, data, requested_at=held.occurred_at),
-        aggregate_id=card_aggregate(data.execution_id),
-        aggregate_version=1,
-        actor="firewall",
-        correlation_id=data.session_id,
-    )
-    return [held, card]
-
-
-async def publish_held(stack: Stack, held: EventEnvelope) -> None:
-    """Publish the held verdict ``held`` as the firewall does: with its approval card (:func:`with_card`)."""
-    for event in with_card(held):
-        await stack.publish_as("firewall", event)
 
 
 def decided(

@@ -31,7 +31,6 @@ from tests.integration.executor.executor_support import (
     proposed,
     spawn_executor,
     verdict,
-    with_card,
 )
 from tests.support.partitions import sessions_of_each_partition
 
@@ -130,18 +129,15 @@ async def test_reads_are_gathered_from_every_replica_and_commands_reach_the_one_
         stack,
         "firewall",
         (
-            event
-            for s, _ in held
-            for event in with_card(
-                verdict(
-                    f"h-{s}",
-                    "hold",
-                    {"path": f"{s}.md", "content": "x"},
-                    tool="fs.write",
-                    level="CONFIRM",
-                    session_id=s,
-                )
+            verdict(
+                f"h-{s}",
+                "hold",
+                {"path": f"{s}.md", "content": "x"},
+                tool="fs.write",
+                level="CONFIRM",
+                session_id=s,
             )
+            for s, _ in held
         ),
     )
 
@@ -255,7 +251,7 @@ async def test_a_replica_says_when_its_store_holds_open_calls_of_sessions_anothe
         await publish_all(
             stack,
             "firewall",
-            with_card(verdict("h-1", "hold", args, tool="fs.write", level="CONFIRM", session_id=moving)),
+            [verdict("h-1", "hold", args, tool="fs.write", level="CONFIRM", session_id=moving)],
         )
         await eventually(lambda: contracts_in(stack.home / "executor.db").get("h-1") == "waiting", timeout=20)
     # Started again as partition 0 of two while the call is still open: its session now hashes to partition 1.

@@ -42,7 +42,6 @@ from tests.integration.executor.executor_support import (
     child_pids,
     decided,
     proposed,
-    publish_held,
     session_cancelled,
     verdict,
 )
@@ -346,7 +345,7 @@ async def test_a_held_call_waits_with_an_approval_form_and_runs_once_approved(
 ) -> None:
     async with run_executor() as rt:
         await stack.publish_as("reasoning", proposed("e-hold"))
-        await publish_held(stack, verdict("e-hold", "hold", level="APPROVE"))
+        await stack.publish_as("firewall", verdict("e-hold", "hold", level="APPROVE"))
         await reaches(rt, "e-hold", "waiting")
         form = await stack.rpc("executor", "approvals.get", {"execution_id": "e-hold"})
         assert {
@@ -384,7 +383,7 @@ async def test_a_caller_waiting_on_a_consequence_is_answered_by_the_commit_that_
         await asyncio.sleep(0.3)
         assert not held.done()
         await stack.publish_as("reasoning", proposed("e-wait"))
-        await publish_held(stack, verdict("e-wait", "hold", level="APPROVE"))
+        await stack.publish_as("firewall", verdict("e-wait", "hold", level="APPROVE"))
         waiting = await asyncio.wait_for(held, 10)
         assert (waiting["consequence_label"], waiting["was_suspended"]) == ("WAITING", True)
         # A caller that waits for the end is answered only once the approved call has run.
@@ -429,7 +428,7 @@ async def test_decisions_with_a_wrong_hash_for_a_contract_not_waiting_or_given_t
 ) -> None:
     async with run_executor() as rt:
         await stack.publish_as("reasoning", proposed("e-a"))
-        await publish_held(stack, verdict("e-a", "hold", level="APPROVE"))
+        await stack.publish_as("firewall", verdict("e-a", "hold", level="APPROVE"))
         await reaches(rt, "e-a", "waiting")
 
         await stack.publish_as("firewall", decided("e-a", "approve", hash_="f" * 64))
@@ -457,7 +456,7 @@ async def test_decisions_with_a_wrong_hash_for_a_contract_not_waiting_or_given_t
 async def test_a_wait_past_its_ttl_is_cancelled(stack: Stack, run_executor: RunExecutor) -> None:
     async with run_executor(executor={"approval_ttl_seconds": 0.3}) as rt:
         await stack.publish_as("reasoning", proposed("e-ttl"))
-        await publish_held(stack, verdict("e-ttl", "hold", level="APPROVE"))
+        await stack.publish_as("firewall", verdict("e-ttl", "hold", level="APPROVE"))
         await reaches(rt, "e-ttl", "cancelled")
         assert transitions(rt, "e-ttl")[-1] == ("waiting", "cancelled", "timeout", "graph_runner")
         assert await stack.rpc("executor", "approvals.pending") == []
@@ -516,7 +515,7 @@ async def test_a_session_abort_cancels_its_pending_and_waiting_contracts(
         await stack.publish_as("reasoning", proposed("e-wait"))
         await stack.publish_as("reasoning", proposed("e-pend", "fs.list", {"path": "."}))
         await stack.publish_as("reasoning", proposed("e-other", session_id="other"))
-        await publish_held(stack, verdict("e-wait", "hold", level="APPROVE"))
+        await stack.publish_as("firewall", verdict("e-wait", "hold", level="APPROVE"))
         await reaches(rt, "e-wait", "waiting")
         await stack.publish_as("firewall", session_cancelled("session-abc"))
         await reaches(rt, "e-wait", "cancelled")
@@ -567,7 +566,7 @@ async def test_the_read_models_rebuilt_from_the_store_equal_the_live_ones(
 ) -> None:
     async with run_executor() as rt:
         await stack.publish_as("reasoning", proposed("r-1"))
-        await publish_held(stack, verdict("r-1", "hold", level="APPROVE"))
+        await stack.publish_as("firewall", verdict("r-1", "hold", level="APPROVE"))
         await reaches(rt, "r-1", "waiting")
         await stack.publish_as("firewall", decided("r-1", "approve", hash_="0" * 64))
         await stack.publish_as("firewall", decided("r-1", "approve"))

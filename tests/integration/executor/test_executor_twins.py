@@ -29,7 +29,6 @@ from tests.integration.executor.executor_support import (
     RunExecutor,
     decided,
     proposed,
-    publish_held,
     spawn_executor,
     verdict,
 )
@@ -63,7 +62,7 @@ async def reaches(rt: Runtime, execution_id: str, expected: str) -> None:
 
 async def held_and_waiting(stack: Stack, rt: Runtime, execution_id: str, args: dict[str, Any]) -> None:
     await stack.publish_as("gateway", proposed(execution_id, args=args))
-    await publish_held(stack, verdict(execution_id, "hold", args, level="APPROVE"))
+    await stack.publish_as("firewall", verdict(execution_id, "hold", args, level="APPROVE"))
     await reaches(rt, execution_id, "waiting")
 
 
@@ -106,8 +105,8 @@ async def test_ten_pairs_of_identical_sends_held_and_approved_together_deliver_o
             await stack.publish_as("gateway", proposed(a, args=args))
             await stack.publish_as("gateway", proposed(b, args=args))
         for a, b, args in pairs:
-            await publish_held(stack, verdict(a, "hold", args, level="APPROVE"))
-            await publish_held(stack, verdict(b, "hold", args, level="APPROVE"))
+            await stack.publish_as("firewall", verdict(a, "hold", args, level="APPROVE"))
+            await stack.publish_as("firewall", verdict(b, "hold", args, level="APPROVE"))
         await eventually(lambda: all(status(rt, x) in ("waiting", "rejected") for x in ids), timeout=20)
 
         # A person approves every card of every pair, both twins at the same time.
@@ -161,7 +160,7 @@ async def test_an_identical_send_held_while_the_first_is_still_sending_is_refuse
         assert status(rt, "e-first") == "running"
 
         await stack.publish_as("gateway", proposed("e-second"))
-        await publish_held(stack, verdict("e-second", "hold", level="APPROVE"))
+        await stack.publish_as("firewall", verdict("e-second", "hold", level="APPROVE"))
         await reaches(rt, "e-second", "rejected")
         assert error(rt, "e-second").startswith(
             "duplicate: an identical irreversible action is in flight as e-first (running"

@@ -5,7 +5,6 @@ The integration and contract tests build from these too (``tests.unit.executor.e
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from overseer_events.canonical import args_hash
@@ -17,7 +16,7 @@ from overseer_events.catalogue import (
     VerdictIssued,
 )
 from overseer_events.envelope import Envelope, EventData, new_event
-from overseer_executor.domain.contract import ExecutionContract, OpenRequest, Verdict, open_contract
+from overseer_executor.domain.contract import ExecutionContract, Verdict, open_contract
 from overseer_executor.domain.tools import ToolSpec
 
 AGENT = Principal(kind="agent", id="agent")
@@ -151,10 +150,3 @@ def event(data: EventData, *, actor: str | None = None, session_id: str = "sessi
         actor=actor or PUBLISHERS.get(data.TYPE, "firewall"),
         correlation_id=session_id,
     )
-
-
-def on_firewall_card(waiting: ExecutionContract, requested_at: float = 1.5) -> ExecutionContract:
-    """``waiting`` (held by its verdict) as the read model gives it: WAITING on the approval card the
-    firewall showed with the verdict (``overseer_events.cards``), bound to the verdict's arguments."""
-    card = OpenRequest("approval", waiting.args_hash or "", requested_at=requested_at)
-    return replace(waiting, open_request=card)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -20,9 +19,7 @@ from overseer_events.machines import ExecutionStatus
 from overseer_executor.domain.claims import Twin
 from overseer_executor.domain.contract import (
     ExecutionContract,
-    OpenRequest,
     Outcome,
-    card_not_waited_on,
     closed_form,
     co_moved,
     creation,
@@ -47,7 +44,6 @@ from tests.unit.executor.executor_builders import (
     INVITE,
     contract,
     human,
-    on_firewall_card,
     proposal,
     verdict,
 )
@@ -145,33 +141,21 @@ def test_every_transition_is_its_seed_003_trace_step() -> None:
     }
 
 
-def test_hold_suspends_on_the_card_the_firewall_showed_and_asks_nothing_itself() -> None:
-    out = decide_verdict(contract(), verdict("hold", level="APPROVE"), dependency=None, twin=None, now=2.0)
-    assert moves_of(out) == [
-        ("pending", "running", "start", "tool_node"),
-        ("running", "waiting", "suspend", "tool_node"),
-    ]
-    assert forms_of(out) == []  # the firewall showed the card with its verdict (overseer_events.cards)
-    assert out.run_tool is False
-
-
-def test_a_held_call_that_waited_for_its_dependency_asks_for_approval_with_the_form() -> None:
+def test_hold_suspends_and_asks_for_approval_with_the_form() -> None:
     preview = {"rendered": "To: bob@example.com"}
     v = verdict("hold", level="APPROVE", preview=preview)
-    dependent = contract(proposal(depends_on="exec-000"))
-    out = decide_verdict(dependent, v, dependency=ExecutionStatus.COMPLETED, twin=None, now=2.0)
+    out = decide_verdict(contract(), v, dependency=None, twin=None, now=2.0)
     assert moves_of(out) == [
         ("pending", "running", "start", "tool_node"),
         ("running", "waiting", "suspend", "tool_node"),
     ]
     (form,) = forms_of(out)
-    assert (form.kind, form.tool, form.args, form.args_hash, form.level, form.message) == (
+    assert (form.kind, form.tool, form.args, form.args_hash, form.level) == (
         "approval",
         "email.send",
         INVITE,
         args_hash(INVITE),
         "APPROVE",
-        "email.send needs approval (APPROVE)",
     )
     assert form.preview == preview
     assert form.requested_by == AGENT
@@ -271,10 +255,7 @@ def test_a_denied_dependent_is_rejected_at_once() -> None:
 
 # -- human decisions and the resume alignment check ---------------------------------------------
 def held() -> Outcome:
-    """A held call WAITING on the approval card the firewall showed with its verdict (the read model
-    gives the contract the card it waits on)."""
-    out = decide_verdict(contract(), verdict("hold", level="APPROVE"), dependency=None, twin=None, now=2)
-    return replace(out, contract=on_firewall_card(out.contract))
+    return decide_verdict(contract(), verdict("hold", level="APPROVE"), dependency=None, twin=None, now=2)
 
 
 def test_an_approval_resumes_the_contract_and_runs_the_tool() -> None:
@@ -409,58 +390,15 @@ def test_a_waiting_approval_times_out_after_its_ttl() -> None:
 )
 def test_every_move_out_of_waiting_closes_the_form_it_waited_on(leave: Any, trigger: str) -> None:
     waiting = held()
+    (form,) = forms_of(waiting)
     out = leave(waiting.contract)
     assert closed_form(waiting.contract, out.events) == EcsClosed(
-        execution_id="exec-001",
-        session_id="session-abc",
+        execution_id=form.execution_id,
+        session_id=form.session_id,
         kind="approval",
-        requested_at=1.5,
+        requested_at=form.requested_at,
         trigger=trigger,
     )
-
-
-def test_a_card_shown_before_the_proposal_came_closes_when_the_verdict_refuses_the_call() -> None:
-    # The firewall's card reached the executor before the proposal: the PENDING contract has it open, and
-    # its verdict refuses it (a twin holds its idempotency key).
-    irreversible = contract(proposal(irreversible=True))
-    card = OpenRequest("approval", args_hash(INVITE), requested_at=1.5)
-    pending = replace(irreversible, open_request=card)
-    refused = decide_verdict(
-        pending,
-        verdict("hold", level="APPROVE"),
-        dependency=None,
-        twin=Twin("exec-000", ExecutionStatus.RUNNING),
-        now=2,
-    )
-    assert refused.contract.status == ExecutionStatus.REJECTED
-    closed = closed_form(pending, refused.events)
-    assert closed is not None
-    assert (closed.requested_at, closed.trigger) == (1.5, "reject")
-    waited = decide_verdict(pending, verdict("hold", level="APPROVE"), dependency=None, twin=None, now=2)
-    assert closed_form(pending, waited.events) is None  # it waits on the card now
-
-
-def test_a_card_for_a_contract_that_already_ended_is_closed_and_one_it_may_wait_on_is_not() -> None:
-    card = EcsRequested(
-        execution_id="exec-001",
-        session_id="session-abc",
-        kind="approval",
-        args_hash=args_hash(INVITE),
-        requested_by=AGENT,
-        requested_at=1.5,
-    )
-    cancelled = decide_session_cancel(contract(), "aborted", now=2).contract
-    closed = card_not_waited_on(cancelled, card)
-    assert closed is not None
-    assert (closed.execution_id, closed.kind, closed.requested_at, closed.trigger) == (
-        "exec-001",
-        "approval",
-        1.5,
-        "cancel",
-    )
-    assert card_not_waited_on(None, card) is None  # its proposal has not come yet
-    assert card_not_waited_on(contract(), card) is None  # PENDING: its verdict comes first
-    assert card_not_waited_on(held().contract, card) is None
 
 
 def test_no_form_closes_while_the_contract_waits_on_or_was_never_waiting() -> None:

@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from overseer_events.canonical import args_hash
 from overseer_events.catalogue import (
     OWN_AGENT,
     CoExecutionMoved,
     ContractCreated,
     ContractDrafted,
-    EcsClosed,
+    EcsRequested,
     co_moved_aggregate,
 )
 from overseer_events.machines import ExecutionStatus
@@ -75,22 +74,22 @@ def test_an_allowed_contract_is_announced_created_and_started_in_one_event_and_e
     assert ex.contract("exec-001").drafted_by is None
 
 
-def test_a_held_contract_is_announced_with_its_moves_to_waiting_and_waits_on_the_firewalls_card() -> None:
+def test_a_held_contract_is_announced_with_its_moves_to_waiting_then_its_form() -> None:
     ex = executor()
     ex.deliver(event(proposal("exec-001")))
-    ex.deliver(event(verdict_issued("exec-001", "hold")))  # and the card the firewall showed with it
+    ex.deliver(event(verdict_issued("exec-001", "hold")))
     published = [e for e in ex.emitted if e.type not in KEPT_IN_STORE]
-    assert [(e.type, e.aggregate_version) for e in published] == [("execution.contract_created", 3)]
+    assert [(e.type, e.aggregate_version) for e in published] == [
+        ("execution.contract_created", 3),
+        ("ecs.requested", 4),
+    ]
     created = published[0].data
     assert isinstance(created, ContractCreated)
     assert [(m.from_status, m.to_status) for m in created.transitions] == [
         ("pending", "running"),
         ("running", "waiting"),
     ]
-    waiting = ex.contract("exec-001")
-    assert (waiting.status, waiting.version) == (S.WAITING, 3)
-    assert waiting.open_request is not None
-    assert (waiting.open_request.kind, waiting.open_request.args_hash) == ("approval", args_hash(INVITE))
+    assert (ex.contract("exec-001").status, ex.contract("exec-001").version) == (S.WAITING, 4)
 
 
 def test_a_contract_ended_by_its_first_decision_is_announced_with_its_end_in_one_event() -> None:
@@ -119,10 +118,11 @@ def test_a_contract_naming_a_cognitive_object_tells_the_col_where_it_stands_besi
     assert [(e.type, e.aggregate_id, e.aggregate_version) for e in published] == [
         ("execution.contract_created", "exec-001", 3),
         ("execution.co_moved", co_moved_aggregate("exec-001"), 3),
-        ("execution.transitioned", "exec-001", 4),
-        ("execution.co_moved", co_moved_aggregate("exec-001"), 4),
+        ("ecs.requested", "exec-001", 4),
         ("execution.transitioned", "exec-001", 5),
         ("execution.co_moved", co_moved_aggregate("exec-001"), 5),
+        ("execution.transitioned", "exec-001", 6),
+        ("execution.co_moved", co_moved_aggregate("exec-001"), 6),
         ("ecs.closed", published[-1].aggregate_id, 1),
     ]
     told = [e.data for e in published if isinstance(e.data, CoExecutionMoved)]
@@ -334,6 +334,8 @@ async def test_an_approved_irreversible_action_runs_once() -> None:
     ex = executor("sent")
     ex.deliver(event(proposal("exec-001")))
     ex.deliver(event(verdict_issued("exec-001", "hold", level="APPROVE")))
+    (form,) = ex.emitted_data(EcsRequested)
+    assert (form.kind, form.args, form.message) == ("approval", INVITE, "email.send needs approval (APPROVE)")
     ex.deliver(event(human("exec-001")))
     ex.deliver(event(human("exec-001")))  # the same approval again: the contract no longer waits
     await ex.settle()
@@ -456,46 +458,3 @@ async def test_at_start_a_card_whose_twin_completed_is_closed() -> None:
     assert closed.error_message is not None
     assert closed.error_message.startswith("duplicate: an identical irreversible action already completed")
     assert ex.execute(ex.execution.close_stale_twin_cards) == 0
-
-
-# -- the card the firewall shows with its verdict --------------------------------------------------
-async def test_an_answer_to_the_firewalls_card_that_overtakes_the_proposal_is_kept_and_runs_the_call() -> (
-    None
-):
-    ex = executor("sent")
-    held = event(verdict_issued("exec-001", "hold", level="APPROVE"))
-    ex.deliver(held)  # the proposal is on its way on another consumer
-    ex.deliver(ex.card_for(proposal("exec-001"), held))
-    ex.deliver(event(human("exec-001")))
-    assert ex.emitted == []
-    ex.deliver(event(proposal("exec-001")))
-    approved = ex.contract("exec-001")
-    assert approved.status == S.RUNNING
-    assert [(c.trigger, c.kind) for c in ex.emitted_data(EcsClosed)] == [("resume", "approval")]
-    assert await ex.queries.refused_decisions("exec-001") == []
-    await ex.settle()
-    assert ex.contract("exec-001").status == S.COMPLETED
-
-
-def test_a_card_for_a_call_cancelled_before_its_verdict_is_closed() -> None:
-    ex = executor()
-    ex.deliver(event(proposal("exec-001")))
-    ex.deliver(event(session_cancel()))
-    ex.deliver(event(verdict_issued("exec-001", "hold", level="APPROVE")))  # and the firewall's card
-    (closed,) = ex.emitted_data(EcsClosed)
-    assert (closed.execution_id, closed.kind, closed.trigger) == ("exec-001", "approval", "cancel")
-    assert ex.queries.approval("exec-001") is not None
-    assert ex.contracts.get("exec-001") is not None
-    assert ex.contract("exec-001").open_request is None  # answered: no pending card is listed
-
-
-def test_a_card_for_a_call_refused_as_a_twin_at_its_verdict_is_closed() -> None:
-    ex = executor("sent")
-    ex.deliver(event(proposal("exec-001")))
-    ex.deliver(event(verdict_issued("exec-001", "hold", level="APPROVE")))
-    ex.deliver(event(proposal("exec-002")))  # the same irreversible call again: its twin holds the key
-    ex.deliver(event(verdict_issued("exec-002", "hold", level="APPROVE")))
-    twin = ex.contract("exec-002")
-    assert (twin.status, twin.open_request) == (S.REJECTED, None)
-    (closed,) = ex.emitted_data(EcsClosed)
-    assert (closed.execution_id, closed.trigger) == ("exec-002", "reject")

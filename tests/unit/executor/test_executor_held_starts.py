@@ -61,7 +61,7 @@ async def test_an_approved_calls_start_is_written_first_and_told_with_its_end_in
     ]
     assert [e.type for e in published(ex, before)] == ["ecs.closed"]  # the card closes at once
     running = ex.contract("exec-001")
-    assert (running.status, running.version, len(running.held)) == (S.RUNNING, 3, 1)
+    assert (running.status, running.version, len(running.held)) == (S.RUNNING, 4, 1)
     assert [(t.from_status, t.to_status) for t in ex.queries.transitions("exec-001")][-1] == (
         "waiting",
         "running",
@@ -71,9 +71,9 @@ async def test_an_approved_calls_start_is_written_first_and_told_with_its_end_in
     (ended,) = [e for e in published(ex, before) if e.type == "execution.transitioned"]
     assert isinstance(ended.data, ExecutionTransitioned)
     assert moves_of(ended.data) == [("waiting", "running"), ("running", "completed")]
-    assert ended.aggregate_version == 5  # the start is version 4, as if it had been told on its own
+    assert ended.aggregate_version == 6  # the start is version 5, as if it had been told on its own
     done = ex.contract("exec-001")
-    assert (done.status, done.version, done.held, done.result) == (S.COMPLETED, 5, (), "sent")
+    assert (done.status, done.version, done.held, done.result) == (S.COMPLETED, 6, (), "sent")
     assert [(t.from_status, t.to_status) for t in ex.queries.transitions("exec-001")][-2:] == [
         ("waiting", "running"),
         ("running", "completed"),
@@ -100,13 +100,13 @@ async def test_a_call_still_running_is_announced_running_and_its_end_is_told_on_
     ex.announce_running("exec-001")  # the call still runs announce_running_after_seconds later
     (started,) = [e for e in published(ex, before) if e.type == "execution.transitioned"]
     assert isinstance(started.data, ExecutionTransitioned)
-    assert (moves_of(started.data), started.aggregate_version) == ([("waiting", "running")], 4)
+    assert (moves_of(started.data), started.aggregate_version) == ([("waiting", "running")], 5)
     assert ex.contract("exec-001").held == ()
 
     await ex.settle()
     ended = [e for e in published(ex, before) if e.type == "execution.transitioned"][-1]
     assert isinstance(ended.data, ExecutionTransitioned)
-    assert (moves_of(ended.data), ended.aggregate_version) == ([("running", "completed")], 5)
+    assert (moves_of(ended.data), ended.aggregate_version) == ([("running", "completed")], 6)
 
 
 async def test_a_late_announcement_after_the_calls_end_tells_nothing_more() -> None:
@@ -137,7 +137,7 @@ def test_after_a_crash_during_a_held_call_its_start_is_told_with_the_question_as
     (asked,) = [e for e in published(ex, before) if e.type == "execution.transitioned"]
     assert isinstance(asked.data, ExecutionTransitioned)
     assert moves_of(asked.data) == [("waiting", "running"), ("running", "waiting")]
-    assert asked.aggregate_version == 5
+    assert asked.aggregate_version == 6
     request = ex.contract("exec-001").open_request
     assert request is not None
     assert request.kind == "reconciliation"

@@ -21,7 +21,7 @@ from overseer_executor.domain.rules import (
     decide_tool_outcome,
     decide_verdict,
 )
-from tests.unit.executor.executor_builders import ALICE, contract, human, on_firewall_card, proposal, verdict
+from tests.unit.executor.executor_builders import ALICE, contract, human, proposal, verdict
 
 S = ExecutionStatus
 
@@ -36,8 +36,7 @@ def moves_of(outcome: Outcome) -> list[tuple[str, str, str, str]]:
 
 def held(execution_id: str = "exec-001", twin: Twin | None = None) -> ExecutionContract:
     c = contract(proposal(execution_id))
-    out = decide_verdict(c, verdict("hold", level="APPROVE"), dependency=None, twin=twin, now=2)
-    return on_firewall_card(out.contract) if out.contract.status is S.WAITING else out.contract
+    return decide_verdict(c, verdict("hold", level="APPROVE"), dependency=None, twin=twin, now=2).contract
 
 
 # -- the pure rule -----------------------------------------------------------------------------------

@@ -52,37 +52,6 @@ async def test_proposals_and_verdicts_extend_one_hash_chain_in_order() -> None:
     assert verify_chain(await chain.entries(), await chain.recorded_head()).ok
 
 
-def test_a_held_call_is_shown_to_a_person_as_its_approval_card_in_the_commit_of_its_verdict() -> None:
-    firewall = InMemoryFirewall(engine_for(admin_from(HELD_WRITES)))
-    write = firewall.propose("fs.write", {"path": "report.md", "content": "new\n"})
-    verdict = firewall.verdict(write)
-    [card] = firewall.emitted("ecs.requested", execution_id=write)
-    [issued] = [e for e in firewall.store.local if e.type == "firewall.verdict_issued"]
-    assert card == {
-        "execution_id": write,
-        "session_id": "session-1",
-        "kind": "approval",
-        "tool": "fs.write",
-        "args": verdict["args"],
-        "args_hash": verdict["args_hash"],
-        "level": "CONFIRM",
-        "preview": verdict["preview"],
-        "message": "fs.write needs approval (CONFIRM)",
-        "requested_by": AGENT.model_dump(),
-        "requested_at": issued.occurred_at,  # the verdict's time: the card's key, which the executor keeps
-    }
-
-
-def test_no_card_is_shown_for_a_call_let_through_or_refused_nor_for_one_that_waits_for_another() -> None:
-    firewall = InMemoryFirewall(engine_for(admin_from(HELD_WRITES)))
-    read = firewall.propose("fs.read", {"path": "notes/today.md"})
-    denied = firewall.propose("fs.write", {"path": "c.md"})  # no content: refused
-    after = firewall.propose("fs.write", {"path": "b.md", "content": "x"}, depends_on=read)
-    assert [firewall.verdict(e)["decision"] for e in (read, denied, after)] == ["allow", "deny", "hold"]
-    # The executor asks about a call that waits for another once that one completed (overseer_events.cards).
-    assert firewall.emitted("ecs.requested") == []
-
-
 def test_a_write_at_notify_runs_and_tells_the_user() -> None:
     firewall = InMemoryFirewall(engine_for())
     write = firewall.propose("fs.write", {"path": "report.md", "content": "# Report\n"})

@@ -3,9 +3,7 @@
 Subjects are ``overseer.<owner>.<event type>``: the owner prefix makes
 single-writer enforceable by NATS permissions (a service may publish only
 under its own prefix) and lets two owners share a type (``execution.proposed``
-comes from reasoning for its own agent and from the gateway for external ones;
-``ecs.requested``, a card for a person, from the firewall for a call its verdict
-held and from the executor for the rest: see ``overseer_events.cards``).
+comes from reasoning for its own agent and from the gateway for external ones).
 """
 
 from __future__ import annotations
@@ -37,7 +35,6 @@ OWNERSHIP: dict[str, tuple[str, ...]] = {
         "human.decision_recorded",
         "policy.*",
         "audit.*",
-        "ecs.requested",  # the approval card of a held call (overseer_events.cards says which)
     ),
     "executor": (
         "execution.transitioned",

@@ -27,7 +27,6 @@ from pydantic import TypeAdapter
 from overseer_events.catalogue import (
     ContractCreated,
     ContractDrafted,
-    EcsClosed,
     EcsRequested,
     ExecutionTransitioned,
     HumanDecisionRecorded,
@@ -52,7 +51,6 @@ from overseer_executor.domain.contract import (
     ExecutionContract,
     OpenRequest,
     Verdict,
-    closes_its_form,
     consequence,
     drafting_node,
 )
@@ -76,10 +74,9 @@ _ANNOUNCE_DRAFTED = (
 
 
 def _answer_approvals(conn: sqlite3.Connection, moves: Sequence[ExecutionTransitioned]) -> None:
-    """Each move out of WAITING, or that ends the contract, answers the contract's open question (how:
-    the move's trigger)."""
+    """Each move out of WAITING answers the contract's open question (how: the move's trigger)."""
     for moved in moves:
-        if closes_its_form(moved):
+        if moved.from_status == "waiting":
             conn.execute(
                 "UPDATE executor_approvals SET status = 'answered', answered_at = ?, outcome = ? "
                 "WHERE execution_id = ? AND status = 'pending'",
@@ -170,8 +167,6 @@ class ContractsProjection(SqlProjection):
                 self._held(conn, held)
             case EcsRequested() as requested:
                 self._requested(conn, requested, event)
-            case EcsClosed() as closed:
-                self._closed(conn, closed, event.occurred_at)
             case VerdictIssued() as verdict:
                 self._verdict(conn, verdict, event)
 
@@ -277,20 +272,9 @@ class ContractsProjection(SqlProjection):
                 _dumps({"kind": d.requested_by.kind, "id": d.requested_by.id}),
             ),
         )
-        if event.aggregate_id == d.execution_id:  # the executor's own form, one of the contract's events
-            conn.execute(
-                "UPDATE executor_contracts SET version = ? WHERE execution_id = ?",
-                (event.aggregate_version, d.execution_id),
-            )
-
-    @staticmethod
-    def _closed(conn: sqlite3.Connection, d: EcsClosed, at: float) -> None:
-        """A card closed without a move that answers it (one the firewall showed for a call that ended
-        before the card reached the executor)."""
         conn.execute(
-            "UPDATE executor_approvals SET status = 'answered', answered_at = ?, outcome = ? "
-            "WHERE execution_id = ? AND status = 'pending' AND abs(requested_at - ?) < 1e-6",
-            (at, d.trigger, d.execution_id, d.requested_at),
+            "UPDATE executor_contracts SET version = ? WHERE execution_id = ?",
+            (event.aggregate_version, d.execution_id),
         )
 
     @staticmethod
@@ -325,9 +309,7 @@ def _left_by(
 
 
 class RefusedDecisionsProjection(SqlProjection):
-    """Why a human decision moved nothing (resume alignment check), one row per refused decision; and
-    the decisions kept for a contract not proposed here yet (an answer to the card the firewall showed
-    with its verdict, which came before the proposal did), applied once the proposal arrives.
+    """Why a human decision moved nothing (resume alignment check), one row per refused decision.
 
     It is applied before the handler sees the same event, against the same
     contract state, with the same pure check; a rebuild replays the events in
@@ -347,12 +329,8 @@ class RefusedDecisionsProjection(SqlProjection):
     );
     CREATE INDEX IF NOT EXISTS executor_refused_by_execution
         ON executor_refused_decisions (execution_id, refused_at);
-    CREATE TABLE IF NOT EXISTS executor_kept_decisions (
-        execution_id TEXT PRIMARY KEY,
-        decision     BLOB NOT NULL -- the human.decision_recorded, as JSON
-    );
     """
-    tables = ("executor_refused_decisions", "executor_kept_decisions")
+    tables = ("executor_refused_decisions",)
 
     def apply(self, conn: sqlite3.Connection, event: Envelope) -> None:
         if isinstance(event.data, HumanDecisionRecorded):
@@ -360,14 +338,7 @@ class RefusedDecisionsProjection(SqlProjection):
 
     @staticmethod
     def _decision(conn: sqlite3.Connection, d: HumanDecisionRecorded, event: Envelope) -> None:
-        contracts = SqliteContractRepository(conn)
-        contract = contracts.get(d.execution_id)
-        if contract is None and contracts.has_verdict(d.execution_id):
-            conn.execute(
-                "INSERT OR IGNORE INTO executor_kept_decisions VALUES (?, ?)",
-                (d.execution_id, d.model_dump_json()),
-            )
-            return
+        contract = SqliteContractRepository(conn).get(d.execution_id)
         reason = check_resume_alignment(contract, d)
         if reason is not None:
             conn.execute(
@@ -478,12 +449,6 @@ class SqliteContractRepository(ContractRepository):
             ).fetchone()
             is not None
         )
-
-    def kept_decision(self, execution_id: str) -> HumanDecisionRecorded | None:
-        row = self.conn.execute(
-            "SELECT decision FROM executor_kept_decisions WHERE execution_id = ?", (execution_id,)
-        ).fetchone()
-        return None if row is None else HumanDecisionRecorded.model_validate_json(row[0])
 
     def was_asked(self, execution_id: str) -> bool:
         row = self.conn.execute("SELECT 1 FROM executor_approvals WHERE execution_id = ?", (execution_id,))

@@ -18,8 +18,6 @@ from dataclasses import dataclass, replace
 
 from overseer_events.catalogue import (
     ContractDrafted,
-    EcsClosed,
-    EcsRequested,
     ExecutionProposed,
     ExecutionTransitioned,
     HumanDecisionRecorded,
@@ -41,7 +39,6 @@ from overseer_executor.domain.contract import (
     Verdict,
     announced,
     announcing_held,
-    card_not_waited_on,
     closed_form,
     co_moved,
     consequence,
@@ -101,9 +98,6 @@ class ExecutionHandlers:
             contract = unit.contracts.get(proposal.execution_id)
             if contract is not None and contract.verdict is not None:
                 self._apply_verdict(unit, contract, contract.verdict)
-            kept = unit.contracts.kept_decision(proposal.execution_id)
-            if kept is not None:  # and a person answered the firewall's card already: it counts now
-                self.on_decision(kept, unit)
 
     def on_verdict(self, verdict: VerdictIssued, unit: ExecutorUnit) -> None:
         contract = unit.contracts.get(verdict.execution_id)
@@ -112,21 +106,8 @@ class ExecutionHandlers:
             return
         self._apply_verdict(unit, contract, Verdict.from_event(verdict))
 
-    def on_card(self, card: EcsRequested, unit: ExecutorUnit) -> None:
-        """The firewall showed a person the approval card of a call it held (the read model records it as
-        the form the contract waits on); a contract that ended before the card came here never will, and
-        its card is closed."""
-        closed = card_not_waited_on(unit.contracts.get(card.execution_id), card)
-        if closed is not None:
-            self._close(unit, closed)
-
     def on_decision(self, decision: HumanDecisionRecorded, unit: ExecutorUnit) -> None:
         contract = unit.contracts.get(decision.execution_id)
-        if contract is None and unit.contracts.has_verdict(decision.execution_id):
-            # An answer to the firewall's card that came before the proposal did: the read model keeps
-            # it, and it is applied once the proposal arrives (on_proposed).
-            log.info("decision on %s kept until its proposal arrives", decision.execution_id)
-            return
         twin = unit.contracts.twin_of(contract)
         outcome = decide_human_decision(contract, decision, twin=twin, now=unit.clock())
         if isinstance(outcome, Outcome) and contract is not None:
@@ -267,16 +248,6 @@ class ExecutionHandlers:
         )
         return replace(outcome.contract, version=before.version, held=tuple(held.moves))
 
-    @staticmethod
-    def _close(unit: ExecutorUnit, closed: EcsClosed) -> None:
-        """Whoever holds the form's card learns that nothing can be decided on it now."""
-        unit.emit(
-            closed,
-            aggregate_id=form_aggregate(closed.execution_id, closed.requested_at),
-            aggregate_version=1,
-            correlation_id=closed.session_id,
-        )
-
     def _apply_verdict(self, unit: ExecutorUnit, contract: ExecutionContract, verdict: Verdict) -> None:
         dependency = unit.contracts.status_of(contract.depends_on)
         twin = unit.contracts.twin_of(contract)
@@ -299,8 +270,13 @@ class ExecutionHandlers:
             contract = outcome.contract
             self._announce(unit, before, announced(before, outcome.events))
         closed = closed_form(before, outcome.events)
-        if closed is not None:
-            self._close(unit, closed)
+        if closed is not None:  # whoever holds the form's card learns nothing can be decided on it now
+            unit.emit(
+                closed,
+                aggregate_id=form_aggregate(closed.execution_id, closed.requested_at),
+                aggregate_version=1,
+                correlation_id=before.session_id,
+            )
         if outcome.run_tool:
             unit.after_commit(lambda: unit.calls.run(contract))
         if (

@@ -14,7 +14,7 @@ import abc
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from overseer_events.catalogue import ExecutionTransitioned, HumanDecisionRecorded
+from overseer_events.catalogue import ExecutionTransitioned
 from overseer_events.machines import ExecutionStatus
 from overseer_events.views import ExecutionConsequenceView
 from overseer_executor.domain.claims import Twin
@@ -41,11 +41,6 @@ class ContractRepository(abc.ABC):
     @abc.abstractmethod
     def has_verdict(self, execution_id: str) -> bool:
         """Whether the firewall's verdict is known, also when it came before the proposal."""
-
-    @abc.abstractmethod
-    def kept_decision(self, execution_id: str) -> HumanDecisionRecorded | None:
-        """A decision on the firewall's card of a call whose proposal had not reached the executor yet
-        (its verdict had): kept until the proposal arrives."""
 
     @abc.abstractmethod
     def was_asked(self, execution_id: str) -> bool:

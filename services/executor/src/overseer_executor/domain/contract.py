@@ -27,7 +27,7 @@ from overseer_events.catalogue import (
     VerdictIssued,
 )
 from overseer_events.envelope import EventData
-from overseer_events.machines import ECS_NODE, TERMINAL_STATUSES, TOOL_NODE, ExecutionStatus
+from overseer_events.machines import ECS_NODE, TOOL_NODE, ExecutionStatus
 from overseer_events.summary import default_action_summary
 from overseer_events.views import ExecutionConsequenceView
 from overseer_executor.domain.idempotency import idempotency_key
@@ -162,9 +162,7 @@ class ExecutionContract:
 
 def consequence(contract: ExecutionContract, *, was_suspended: bool) -> ExecutionConsequenceView:
     """What the contract did to the world, in one line a person or an agent reads (``was_suspended``:
-    whether it ever waited for a person; one WAITING does now, also before the card it waits on, which
-    the firewall shows, is taken in)."""
-    was_suspended = was_suspended or contract.status is ExecutionStatus.WAITING
+    whether it ever waited for a person)."""
     return ExecutionConsequenceView.of(
         execution_id=contract.execution_id,
         action_type=contract.action_type,
@@ -250,51 +248,20 @@ def held_moves(contract: ExecutionContract, events: Sequence[EventData]) -> Move
 
 def closed_form(before: ExecutionContract, events: Sequence[EventData]) -> EcsClosed | None:
     """The form ``events`` close: the open request of a WAITING contract that one of them moves out of
-    WAITING (whatever moved it: a decision that resumed it, a cancellation, a timeout), or of a PENDING
-    contract that one of them ends before it ever waited (the card the firewall showed with its verdict,
-    taken in before the proposal, for a call the executor then refused); else None."""
+    WAITING (whatever moved it: a decision that resumed it, a cancellation, a timeout); else None."""
     form = before.open_request
-    if form is None or before.status not in (ExecutionStatus.WAITING, ExecutionStatus.PENDING):
+    if form is None or before.status != ExecutionStatus.WAITING:
         return None
     for data in events:
-        if isinstance(data, ExecutionTransitioned) and closes_its_form(data):
-            return _closing(before, form.kind, form.requested_at, data.trigger)
+        if isinstance(data, ExecutionTransitioned) and data.from_status == ExecutionStatus.WAITING:
+            return EcsClosed(
+                execution_id=before.execution_id,
+                session_id=before.session_id,
+                kind=form.kind,
+                requested_at=form.requested_at,
+                trigger=data.trigger,
+            )
     return None
-
-
-def closes_its_form(move: ExecutionTransitioned) -> bool:
-    """Whether ``move`` closes the form its contract has open: it leaves WAITING, or ends the contract."""
-    return move.from_status == ExecutionStatus.WAITING or ExecutionStatus(move.to_status) in TERMINAL_STATUSES
-
-
-# How a contract that ended without waiting on a card came to end (an ``ecs.closed``'s trigger).
-_ENDED_BY: dict[ExecutionStatus, str] = {
-    ExecutionStatus.REJECTED: "reject",
-    ExecutionStatus.CANCELLED: "cancel",
-    ExecutionStatus.COMPLETED: "succeed",
-    ExecutionStatus.FAILED: "fail",
-}
-
-
-def card_not_waited_on(contract: ExecutionContract | None, card: EcsRequested) -> EcsClosed | None:
-    """The close of an approval card the firewall showed for a call whose contract will never wait on it:
-    the contract ended before the card reached the executor (refused at its verdict as a twin of a call
-    holding its key, or cancelled with its session before the verdict). None while the contract may
-    still wait on it: not proposed here yet (the card waits for it), PENDING or WAITING."""
-    if contract is None or contract.status in (ExecutionStatus.PENDING, ExecutionStatus.WAITING):
-        return None
-    trigger = _ENDED_BY.get(contract.status, contract.status.value)
-    return _closing(contract, card.kind, card.requested_at, trigger)
-
-
-def _closing(contract: ExecutionContract, kind: str, requested_at: float, trigger: str) -> EcsClosed:
-    return EcsClosed(
-        execution_id=contract.execution_id,
-        session_id=contract.session_id,
-        kind=kind,
-        requested_at=requested_at,
-        trigger=trigger,
-    )
 
 
 def tool_of(proposal: ExecutionProposed) -> str | None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from overseer_events.cards import approval_message, firewall_asks
 from overseer_events.catalogue import EcsRequested, ExecutionTransitioned, HumanDecisionRecorded
 from overseer_events.envelope import EventData
 from overseer_events.machines import (
@@ -183,9 +182,7 @@ def decide_verdict(
     it is not known yet); ``twin`` another contract with the same idempotency
     key that is RUNNING, WAITING or COMPLETED. Every plan but deny starts the
     contract, which claims the key (``claims.py``): an irreversible one whose
-    twin holds or completed it is refused instead. A held tool call with no
-    dependency waits on the card the firewall showed with its verdict
-    (``overseer_events.cards``); the executor asks every other form itself.
+    twin holds or completed it is refused instead.
     """
     contract = contract.with_verdict(verdict)
     if contract.status != ExecutionStatus.PENDING:
@@ -204,9 +201,7 @@ def decide_verdict(
     if duplicate is not None:
         return _fire(Moves(contract, now), REFUSE.triggers, contract.node, duplicate).outcome()
     moves = _fire(Moves(contract, now), plan.triggers, contract.node, None)
-    if plan.request is not None and not firewall_asks(
-        contract.action_type, verdict.decision, contract.depends_on
-    ):
+    if plan.request is not None:
         moves.request(plan.request, message=_form_message(contract, plan.request))
     return moves.outcome(run_tool=plan.run_tool)
 
@@ -215,7 +210,8 @@ def _form_message(contract: ExecutionContract, kind: str) -> str:
     if kind == "confirmation":
         detail = contract.action_detail
         return str(detail.get("message") or detail.get("question") or "Confirm?")
-    return approval_message(contract.tool, contract.verdict.level if contract.verdict is not None else None)
+    level = contract.verdict.level if contract.verdict is not None else "APPROVE"
+    return f"{contract.tool} needs approval ({level})"
 
 
 def decide_human_decision(

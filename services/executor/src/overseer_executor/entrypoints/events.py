@@ -2,8 +2,7 @@
 
 Consumed: ``execution.proposed`` from reasoning (its own agent) and the
 gateway (external agents), and from the gateway the outcome an agent reports of a
-call it ran in its own process; from the firewall its verdicts, the approval cards
-it shows for the calls it held (``ecs.requested``), the human
+call it ran in its own process; from the firewall its verdicts, the human
 decisions HumanGate recorded, second-stage session aborts, and session path
 grants (``policy.path_granted``: no handler, only the read model the file
 tools ask, ``adapters/path_grants.py``).
@@ -14,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from overseer_events.catalogue import (
-    EcsRequested,
     ExecutionProposed,
     HumanDecisionRecorded,
     OutcomeReported,
@@ -40,11 +38,8 @@ SUBSCRIPTIONS = (
     Subscription(
         owner="firewall",
         # A grant comes before the verdicts that rely on it, on the same consumer: it is recorded first.
-        # The approval card the firewall shows for a call it held follows its verdict, and any decision
-        # on the card follows both: one consumer keeps that order.
         types=(
             "firewall.verdict_issued",
-            "ecs.requested",
             "human.decision_recorded",
             "firewall.session_cancel_requested",
             "policy.path_granted",
@@ -59,7 +54,6 @@ def handlers(unit_for: Callable[[UnitOfWork], ExecutorUnit]) -> HandlerTable[Exe
         HandlerTable(unit_for)
         .on(ExecutionProposed, execution.on_proposed)
         .on(VerdictIssued, lambda verdict, unit, _: execution.on_verdict(verdict, unit))
-        .on(EcsRequested, lambda card, unit, _: execution.on_card(card, unit))
         .on(HumanDecisionRecorded, lambda decision, unit, _: execution.on_decision(decision, unit))
         .on(SessionCancelRequested, lambda request, unit, _: execution.on_session_cancel(request, unit))
         .on(OutcomeReported, execution.on_outcome_reported)
@@ -76,7 +70,6 @@ def partition_key(data: EventData) -> str | None:
         case (
             ExecutionProposed()
             | VerdictIssued()
-            | EcsRequested()
             | HumanDecisionRecorded()
             | OutcomeReported()
             | SessionCancelRequested()

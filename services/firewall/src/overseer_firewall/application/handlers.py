@@ -14,7 +14,6 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from overseer_events.cards import approval_card, awaited_card, card_aggregate, firewall_asks
 from overseer_events.catalogue import (
     AdminPolicyReplaced,
     AgentModeSet,
@@ -129,22 +128,15 @@ class FirewallHandlers:
         verdict = self.state.engine.evaluate(proposal)
         preview = self.preview(data, verdict, unit.env) if verdict.needs_preview else None
         head = next_head(unit, self.anchor.chain)  # the verdict anchors the chain (the proposal's record too)
-        said = verdict_event(verdict, data.proposer, preview, audit_head=head)
-        issued = unit.emit(said, aggregate_id=f"verdict:{data.execution_id}", aggregate_version=1)
+        issued = unit.emit(
+            verdict_event(verdict, data.proposer, preview, audit_head=head),
+            aggregate_id=f"verdict:{data.execution_id}",
+            aggregate_version=1,
+        )
         if head is not None:
             self.anchor.carried(unit, head)
         self.audit(unit, issued)
         self.state.apply(issued, unit.proposals.get, proposal=proposal, signature=verdict.signature)
-        if firewall_asks(data.action_type, said.decision, data.depends_on):
-            # The person is shown the card in the verdict's commit, a hop before the executor's contract
-            # waits on it: an answer that reaches the executor before the proposal does is kept there
-            # until the proposal arrives (decisions follow the verdict on the executor's one consumer).
-            unit.emit(
-                approval_card(data, said, requested_at=issued.occurred_at),
-                aggregate_id=card_aggregate(data.execution_id),
-                aggregate_version=1,
-                awaited=awaited_card(data),
-            )
         if verdict.notify:
             message = "; ".join(f.message for f in verdict.findings if f.layer == L3)
             notice = FirewallNotified(

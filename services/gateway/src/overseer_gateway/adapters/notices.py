@@ -1,8 +1,7 @@
 """The gateway's notice book: the approval cards it was shown, the admin policy's ``[[notify]]`` routes,
 and one delivery per notice and channel with its attempts so far.
 
-A projection of the approval cards (``ecs.requested``: the firewall's for a call its verdict held, the
-executor's for every other) and the executor's ``ecs.closed``, the firewall's
+A projection of the executor's ``ecs.requested`` and ``ecs.closed``, the firewall's
 ``firewall.approval_escalated``, ``policy.admin_replaced`` and ``human.decision_recorded``, and the
 gateway's own ``notice.delivery_attempted``: rebuilt from the store's events, it plans the same
 deliveries and knows which were made. A delivery is ``pending`` (due at ``due_at``), ``delivered``,
@@ -10,7 +9,7 @@ deliveries and knows which were made. A delivery is ``pending`` (due at ``due_at
 closed, before it went out). A card is *open* from its ``ecs.requested`` until its ``ecs.closed`` or a
 decision of the firewall that answers a card of its kind.
 
-The cards and the firewall's decisions reach the gateway on separate consumers, so a decision
+The executor's cards and the firewall's decisions reach the gateway on two consumers, so a decision
 may be applied after a later card of the same execution (a reconciliation asked after an approval):
 a decision closes only the cards its kind answers, and ``ecs.closed`` only the card it names.
 """

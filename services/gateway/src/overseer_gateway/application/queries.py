@@ -82,16 +82,14 @@ class OpenQuestion:
 
 
 async def open_question(cards: NoticeBook, peers: Peers, execution_id: str) -> OpenQuestion | None:
-    """The open question on ``execution_id``: the card the gateway holds while it is open (its
+    """The open question on ``execution_id``: the card the gateway holds while it is open (the executor's
     ``ecs.requested``, not yet closed nor answered: see :class:`NoticeBook`), else as the executor
     answers it (``approvals.get``); None when it answers none.
 
-    A card the gateway holds open is the form as it was requested, the firewall's or the executor's: the
-    executor keeps it pending until its contract leaves WAITING (or ends without waiting on it), and says
-    so with ``ecs.closed``; an answer to the firewall's card that reaches the executor before the contract
-    waits is kept until it does. Any other case (a card not taken in yet, a closed or decided one) is
-    asked of the executor, which refuses (404 for an execution it does not know) by raising
-    :class:`RpcError`."""
+    A card the gateway holds open is the executor's form as it was requested: the executor keeps it
+    pending until its contract leaves WAITING, and says so with ``ecs.closed``. Any other case (a card not
+    taken in yet, a closed or decided one) is asked of the executor, which refuses (404 for an execution
+    it does not know) by raising :class:`RpcError`."""
     card = cards.open_card(execution_id)
     if card is not None:
         return question_of_card(card)

@@ -28,8 +28,7 @@ secret and refuses a timestamp older than a few minutes, so a captured request c
 
 
 Card = EcsRequested
-"""A held call as its approval card shows it: its ``ecs.requested`` (the firewall's or the executor's), as the
-gateway was shown it."""
+"""A held call as its approval card shows it: the executor's ``ecs.requested``, as the gateway was shown it."""
 
 _DECISION_ORDER = ("approve", "completed", "reject", "failed")
 

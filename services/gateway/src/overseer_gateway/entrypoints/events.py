@@ -3,8 +3,8 @@
 The notice book (``adapters.notices.NoticeBook``, a projection) records each event in the same
 transaction that takes it in; the handlers only wake the notice sender once that commits, so a
 held call's notice goes out at once rather than at the sender's next poll. The book's cards are also
-what a decision is checked against (``application.queries.open_question``), so the cards are taken
-in at once, not in bursts: a person's decision usually comes a moment after the card.
+what a decision is checked against (``application.queries.open_question``), so the executor's cards
+are taken in at once, not in bursts: a person's decision usually comes a moment after the card.
 """
 
 from __future__ import annotations
@@ -18,9 +18,7 @@ from overseer_runtime.service import HandlerTable
 from overseer_runtime.unit_of_work import UnitOfWork
 
 SUBSCRIPTIONS: tuple[Subscription, ...] = (
-    # The approval cards: on the approval's path (see the docstring). The firewall shows the card of a
-    # call its verdict held, the executor every other (overseer_events.cards).
-    Subscription(owner="firewall", types=("ecs.requested",)),
+    # The executor's approval cards: on the approval's path (see the docstring).
     Subscription(owner="executor", types=("ecs.requested",)),
     # The cards closed (off the path: a close names its card, so it may come after a later card); the
     # firewall's escalations, decisions (a decided call's notices still due are dropped) and admin policy

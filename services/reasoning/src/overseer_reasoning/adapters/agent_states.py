@@ -10,7 +10,7 @@
   ``state_version + 1 … version``).
 * ``agent_inbox``: messages whose turn has not started (a message that arrives while the agent
   works waits here); a message leaves when its turn starts or it is refused with a reply.
-* ``agent_cards``: the approval forms opened for the agent's tool calls (an
+* ``agent_cards``: the approval forms the executor opened for the agent's tool calls (an
   ``ecs.requested`` in a session the agent knows): shown while the call waits.
 * ``agent_granting``: answers that authorise a permission, kept until the firewall has recorded
   (or refused) the grant: the turn resumes then, so its retry is judged with the grant in place.

@@ -35,8 +35,6 @@ SUBSCRIPTIONS = (
     Subscription(owner="observer", types=("observation.execution_fact",), gather=FACTS_GATHER),
     # The approval forms of its calls that wait for a person: shown as cards in the session. Its own
     # agent's are awaited and applied at once; those of external agents' calls gather like the facts.
-    # The firewall shows the card of a call its verdict held, the executor every other.
-    Subscription(owner="firewall", types=("ecs.requested",), gather=FACTS_GATHER),
     Subscription(owner="executor", types=("ecs.requested",), gather=FACTS_GATHER),
     # The Cognitive Objects the person keeps (read at the start of each turn, from the read model).
     Subscription(owner="col", types=("co.created", "co.updated", "co.transitioned")),
