@@ -223,11 +223,11 @@ def verdict(
     return VerdictIssued(execution_id=execution_id, level=level, decision=decision, **(values | fields))
 
 
-def suspended(execution_id: str, at: float = 1.0) -> ExecutionTransitioned:
+def suspended(execution_id: str, at: float = 1.0, *, session_id: str = "s-1") -> ExecutionTransitioned:
     """A running action suspended (RUNNING → WAITING): the executor asks a person what happened."""
     return ExecutionTransitioned(
         execution_id=execution_id,
-        session_id="s-1",
+        session_id=session_id,
         from_status="running",
         to_status="waiting",
         trigger="suspend",

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from overseer_events.catalogue import ExecutionTransitioned
 from overseer_events.errors import TransientError
 from overseer_firewall.application.state import ABORT_COMMENT
 from overseer_firewall.domain.gate import PendingStatus
 from overseer_firewall.domain.levels import Level
+from tests.contracts.firewall_backends import suspended
 from tests.fakes.firewall import AGENT, OPERATOR, InMemoryFirewall
 from tests.unit.firewall.fw_kernel import admin_from, engine_for
 
@@ -86,19 +86,6 @@ def test_a_first_abort_pauses_the_session_and_a_second_cancels_it() -> None:
     assert firewall.emitted("human.decision_recorded", execution_id=read) == []
 
 
-def suspended(execution_id: str, at: float = 1.0) -> ExecutionTransitioned:
-    """The executor's move that asks a person what became of a running call (a reconciliation)."""
-    return ExecutionTransitioned(
-        execution_id=execution_id,
-        session_id="session-1",
-        from_status="running",
-        to_status="waiting",
-        trigger="suspend",
-        actor="tool_node",
-        timestamp=at,
-    )
-
-
 def test_a_reconciliation_answer_that_overtakes_its_question_is_retried_within_the_grace() -> None:
     firewall = InMemoryFirewall(engine_for(), response_grace_seconds=10.0)
     mail, args_hash = held_mail(firewall)
@@ -108,7 +95,7 @@ def test_a_reconciliation_answer_that_overtakes_its_question_is_retried_within_t
         firewall.respond(mail, "completed", args_hash)  # the executor's question is still on its way
     assert refusals(firewall, mail) == []
 
-    firewall.deliver(suspended(mail), owner="executor", version=3)
+    firewall.deliver(suspended(mail, session_id="session-1"), owner="executor", version=3)
     firewall.respond(mail, "completed", args_hash)
     assert [d["decision"] for d in firewall.emitted("human.decision_recorded", execution_id=mail)] == [
         "approve",
@@ -124,7 +111,7 @@ def test_a_reconciliation_answer_for_a_call_that_ran_at_once_is_retried_until_it
 
     with pytest.raises(TransientError):
         firewall.respond(read, "failed", allowed["args_hash"])  # the executor's question is on its way
-    firewall.deliver(suspended(read), owner="executor", version=3)
+    firewall.deliver(suspended(read, session_id="session-1"), owner="executor", version=3)
     firewall.respond(read, "failed", allowed["args_hash"])
     assert [d["decision"] for d in firewall.emitted("human.decision_recorded", execution_id=read)] == [
         "failed"
